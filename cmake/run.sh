@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# One entry point for a fresh Debian 12 machine: installs what is missing,
+# builds, then runs the main job or the whole test suite.
+#   bash cmake/run.sh main   # TPU v1 on the six TPU-paper apps -> out/tpu-v1/
+#   bash cmake/run.sh test   # unit + integration tests (ctest) and Python tests (pytest)
+#   bash cmake/run.sh build  # install + build only
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode="${1:-}"
+case "$mode" in main|test|build) ;; *) echo "usage: bash cmake/run.sh main|test|build" >&2; exit 2;; esac
+
+# Debian packages the project needs (build, tests, analysis).
+packages=(build-essential cmake ninja-build pkg-config libsystemc-dev libboost-dev libyaml-cpp-dev
+          libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev
+          python3-matplotlib python3-numpy python3-pytest)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}" >&2
+  as_root=()
+  [ "$(id -u)" -eq 0 ] || as_root=(sudo)
+  "${as_root[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+export SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j"$(nproc)"
+
+case "$mode" in
+  build) ;;
+  main)
+    out=out/tpu-v1
+    mkdir -p "$out"
+    for app in mlp0 mlp1 lstm0 lstm1 cnn0 cnn1; do
+      build/tessera run --arch configs/tpu-v1.yaml --workload "workloads/tpu/$app.yaml" --out "$out/$app"
+    done
+    /usr/bin/python3 analysis/tabulate.py "$out"/*/report.json --out "$out/apps.md"
+    echo "six-app table: $out/apps.md"
+    ;;
+  test)
+    ctest --test-dir build --output-on-failure -j"$(nproc)"
+    /usr/bin/python3 -m pytest -q -p no:cacheprovider analysis workloads
+    ;;
+esac

@@ -1,0 +1,39 @@
+#include "models/interconnect/pcie_link.h"
+
+#include <cmath>
+
+namespace tessera::models {
+
+uint64_t PcieTiming::tlp_count(uint64_t bytes) const {
+  const auto payload = static_cast<uint64_t>(cfg_.max_payload_bytes);
+  return (bytes + payload - 1) / payload;
+}
+
+uint64_t PcieTiming::wire_bytes(uint64_t bytes) const {
+  return bytes + tlp_count(bytes) * static_cast<uint64_t>(cfg_.tlp_overhead_bytes);
+}
+
+double PcieTiming::serialization_ns(uint64_t bytes) const {
+  return static_cast<double>(wire_bytes(bytes)) / cfg_.link_bytes_per_s() * 1e9;
+}
+
+double PcieTiming::transfer_ns(uint64_t bytes) const { return cfg_.latency_ns + serialization_ns(bytes); }
+
+PcieLink::PcieLink(sc_core::sc_module_name name, const PcieConfig& cfg, const CoreClock& clock)
+    : sc_module(name), socket("socket"), timing_(cfg), clock_(clock), latency_cycles_(clock.cycles_for_ns(cfg.latency_ns)) {
+  socket.register_b_transport(this, &PcieLink::b_transport);
+}
+
+void PcieLink::b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time& delay) {
+  const uint64_t bytes = payload.get_data_length();
+  const int64_t arrival = clock_.cycle_of(sc_core::sc_time_stamp() + delay);
+  // The link is occupied while the TLPs serialize; the latency overlaps with
+  // other transfers (it is pipeline depth, not occupancy).
+  const int64_t service = clock_.cycles_for_ns(timing_.serialization_ns(bytes));
+  const int64_t end = server_.serve(arrival, service, tag_layer_, tag_instruction_);
+  (payload.is_read() ? bytes_to_device_ : bytes_to_host_) += bytes;
+  delay = clock_.at(end + latency_cycles_) - sc_core::sc_time_stamp();
+  payload.set_response_status(tlm::TLM_OK_RESPONSE);
+}
+
+}  // namespace tessera::models

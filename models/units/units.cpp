@@ -1,0 +1,269 @@
+#include "models/units/units.h"
+
+#include <algorithm>
+
+#include "models/interconnect/pcie_link.h"
+#include "models/memory/weight_memory.h"
+
+namespace tessera::models {
+
+using compiler::Instruction;
+using compiler::Opcode;
+
+namespace {
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int queue_depth(const UnitContext& ctx) { return static_cast<int>(ctx.arch.controller.queue_depth); }
+}  // namespace
+
+Unit unit_of(Opcode op) {
+  switch (op) {
+    case Opcode::kReadHost:
+    case Opcode::kWriteHost: return Unit::kHostDma;
+    case Opcode::kReadWeights: return Unit::kWeightFetcher;
+    case Opcode::kMatmul: return Unit::kMatrix;
+    case Opcode::kActivate:
+    case Opcode::kVector: return Unit::kVector;
+    case Opcode::kSync:
+    case Opcode::kHalt: return Unit::kCount;
+  }
+  return Unit::kCount;
+}
+
+// ---------------------------------------------------------------- HostDma
+HostDma::HostDma(sc_core::sc_module_name name, UnitContext& ctx, PcieLink& link)
+    : sc_module(name), socket("socket"), queue("queue", queue_depth(ctx)), ctx_(ctx), link_(link) {
+  SC_THREAD(run);
+}
+
+void HostDma::run() {
+  std::vector<unsigned char> dummy(1);
+  for (;;) {
+    const int32_t idx = queue.read();
+    const Instruction& in = ctx_.program.instructions[static_cast<size_t>(idx)];
+    const int64_t start = ctx_.clock.now();
+    tlm::tlm_generic_payload payload;
+    // The accelerator reads host memory for read_host and writes it for write_host.
+    payload.set_command(in.op == Opcode::kReadHost ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
+    payload.set_address(in.ub_address);
+    payload.set_data_ptr(dummy.data());  // timing only: no data is carried
+    payload.set_data_length(static_cast<unsigned int>(in.bytes));
+    payload.set_streaming_width(static_cast<unsigned int>(in.bytes));
+    sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+    link_.tag_next(in.layer, idx);
+    socket->b_transport(payload, delay);
+    sc_core::wait(delay);
+    const int64_t end = ctx_.clock.now();
+    log_.add(start, end, static_cast<int32_t>(in.op), in.layer, idx);
+    ctx_.tracker.finish_at(idx, end);
+  }
+}
+
+// ---------------------------------------------------------------- WeightFetcher
+WeightFetcher::WeightFetcher(sc_core::sc_module_name name, UnitContext& ctx, WeightFifo& fifo, WeightMemory& memory)
+    : sc_module(name), socket("socket"), queue("queue", queue_depth(ctx)), ctx_(ctx), fifo_(fifo), memory_(memory) {
+  SC_THREAD(run);
+}
+
+void WeightFetcher::run() {
+  std::vector<unsigned char> dummy(1);
+  for (;;) {
+    const int32_t idx = queue.read();
+    const Instruction& in = ctx_.program.instructions[static_cast<size_t>(idx)];
+    const int64_t asked = ctx_.clock.now();
+    const int64_t slot = fifo_.reserve();  // a full FIFO stalls the fetcher here
+    log_.add(asked, slot, 0, in.layer, idx);
+    tlm::tlm_generic_payload payload;
+    payload.set_command(tlm::TLM_READ_COMMAND);
+    payload.set_address(in.weight_address);
+    payload.set_data_ptr(dummy.data());
+    payload.set_data_length(static_cast<unsigned int>(in.bytes));
+    payload.set_streaming_width(static_cast<unsigned int>(in.bytes));
+    sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+    memory_.tag_next(in.layer, idx);
+    socket->b_transport(payload, delay);
+    // Requests are pipelined: the fetcher moves on while the tile is in flight.
+    const int64_t ready = ctx_.clock.cycle_of(sc_core::sc_time_stamp() + delay);
+    fifo_.fill(WeightTile{idx, in.bytes, ready});
+    ctx_.tracker.finish_at(idx, ready);
+  }
+}
+
+// ---------------------------------------------------------------- MatrixUnit
+MatrixUnit::MatrixUnit(sc_core::sc_module_name name, UnitContext& ctx, WeightFifo& fifo, UnifiedBufferPorts& ub)
+    : sc_module(name),
+      queue("queue", queue_depth(ctx)),
+      ctx_(ctx),
+      fifo_(fifo),
+      ub_(ub),
+      pipeline_(ctx.arch.array.dataflow, array::ArrayDims{ctx.arch.array.rows, ctx.arch.array.cols},
+                ctx.arch.array.double_buffered) {
+  SC_THREAD(run);
+}
+
+void MatrixUnit::run() {
+  const auto& arr = ctx_.arch.array;
+  const array::ArrayDims dims{arr.rows, arr.cols};
+  for (;;) {
+    const int32_t idx = queue.read();
+    const Instruction& in = ctx_.program.instructions[static_cast<size_t>(idx)];
+    const int64_t requested = ctx_.clock.now();
+    const WeightTile tile = fifo_.pop();  // an empty FIFO is a weight stall
+    const int64_t popped = ctx_.clock.now();
+    log_.add(requested, popped, kWeightStall, in.layer, idx);
+
+    const array::TileTiming natural = array::tile_timing(arr.dataflow, dims, in.tile);
+    const MacMode* mode = arr.find_mode(in.a_dtype, in.b_dtype);
+    const double rate = mode ? mode->rate : 1.0;
+    const auto mac_cycles = static_cast<int64_t>(std::ceil(static_cast<double>(natural.stream_cycles) / rate - 1e-9));
+    const int64_t ub_cycles = ceil_div(static_cast<int64_t>(in.ub_read_bytes), ctx_.arch.unified_buffer.read_bytes_per_cycle);
+
+    int64_t stationary_ready = tile.ready_cycle, stream_ready = requested;
+    switch (arr.dataflow) {
+      case array::Dataflow::kWeightStationary: break;
+      case array::Dataflow::kInputStationary: std::swap(stationary_ready, stream_ready); break;
+      case array::Dataflow::kOutputStationary: stationary_ready = stream_ready = std::max(tile.ready_cycle, requested); break;
+    }
+    const array::TileSchedule s = pipeline_.issue(in.tile, stationary_ready, stream_ready, std::max(mac_cycles, ub_cycles));
+    ub_.read.serve(s.stream_start, ub_cycles, in.layer, idx);
+
+    const int64_t active_end = std::min(s.stream_end, s.stream_start + std::max(mac_cycles, natural.stream_cycles));
+    log_.add(popped, s.stream_start, kWeightShift, in.layer, idx);
+    log_.add(s.stream_start, active_end, kActive, in.layer, idx);
+    log_.add(active_end, s.stream_end, kInputStall, in.layer, idx);
+    drain_log_.add(s.stream_end, s.done, kActive, in.layer, idx);
+    macs_ += in.tile.m * in.tile.k * in.tile.n;
+    ctx_.clock.wait_until(s.stream_end);
+    ctx_.tracker.finish_at(idx, s.done);
+  }
+}
+
+// ---------------------------------------------------------------- VectorUnit
+VectorUnit::VectorUnit(sc_core::sc_module_name name, UnitContext& ctx, UnifiedBufferPorts& ub)
+    : sc_module(name), queue("queue", queue_depth(ctx)), ctx_(ctx), ub_(ub) {
+  SC_THREAD(run);
+}
+
+int64_t VectorUnit::compute_cycles(const VectorUnitConfig& cfg, const Instruction& in) {
+  const int64_t work = in.op == Opcode::kActivate ? in.rows * in.cols : in.elements;
+  return ceil_div(work, cfg.lanes) + cfg.pipeline_latency_cycles;
+}
+
+void VectorUnit::run() {
+  const auto& ubc = ctx_.arch.unified_buffer;
+  for (;;) {
+    const int32_t idx = queue.read();
+    const Instruction& in = ctx_.program.instructions[static_cast<size_t>(idx)];
+    const int64_t start = ctx_.clock.now();
+    int64_t end = start + compute_cycles(ctx_.arch.vector_unit, in);
+    if (in.ub_read_bytes > 0) {
+      end = std::max(end, ub_.read.serve(start, ceil_div(static_cast<int64_t>(in.ub_read_bytes), ubc.read_bytes_per_cycle), in.layer, idx));
+    }
+    if (in.ub_write_bytes > 0) {
+      end = std::max(end, ub_.write.serve(start, ceil_div(static_cast<int64_t>(in.ub_write_bytes), ubc.write_bytes_per_cycle), in.layer, idx));
+    }
+    ctx_.clock.wait_until(end);
+    log_.add(start, end, static_cast<int32_t>(in.op), in.layer, idx);
+    ctx_.tracker.finish_at(idx, end);
+  }
+}
+
+// ---------------------------------------------------------------- Controller
+Controller::Controller(sc_core::sc_module_name name, UnitContext& ctx, std::vector<sc_core::sc_fifo<int32_t>*> queues)
+    : sc_module(name), ctx_(ctx), queues_(std::move(queues)) {
+  SC_THREAD(run);
+}
+
+void Controller::run() {
+  const auto& instrs = ctx_.program.instructions;
+  std::vector<int32_t> in_flight;
+  auto unit_index = [&](int32_t i) { return static_cast<int>(unit_of(instrs[static_cast<size_t>(i)].op)); };
+  auto conflicts = [&](const Instruction& a, const Instruction& b) {
+    for (const auto& r : a.reads)
+      for (const auto& w : b.writes)
+        if (r.overlaps(w)) return true;
+    for (const auto& w : a.writes) {
+      for (const auto& r : b.reads)
+        if (w.overlaps(r)) return true;
+      for (const auto& w2 : b.writes)
+        if (w.overlaps(w2)) return true;
+    }
+    return false;
+  };
+
+  for (size_t i = 0; i < instrs.size(); ++i) {
+    const auto idx = static_cast<int32_t>(i);
+    const Instruction& in = instrs[i];
+    const int64_t issue_start = ctx_.clock.now();
+    ctx_.clock.wait_until(issue_start + ctx_.arch.controller.issue_cycles);
+    log_.add(issue_start, ctx_.clock.now(), kIssue, in.layer, idx);
+
+    if (in.op == Opcode::kHalt || in.op == Opcode::kSync) {
+      // Wait for every in-flight instruction to finish.
+      const int64_t wait_start = ctx_.clock.now();
+      for (;;) {
+        int64_t latest = 0;
+        bool unknown = false;
+        for (int32_t j : in_flight) {
+          const int64_t f = ctx_.tracker.finish(j);
+          if (f == CompletionTracker::kUnknown) unknown = true;
+          else latest = std::max(latest, f);
+        }
+        if (unknown) {
+          sc_core::wait(ctx_.tracker.changed());
+          continue;
+        }
+        ctx_.clock.wait_until(latest);
+        break;
+      }
+      in_flight.clear();
+      log_.add(wait_start, ctx_.clock.now(), kHazardOnCompute, in.layer, idx);
+      ctx_.tracker.dispatched(idx, ctx_.clock.now());
+      ctx_.tracker.finish_at(idx, ctx_.clock.now());
+      if (in.op == Opcode::kHalt) break;
+      continue;
+    }
+
+    const int my_unit = unit_index(idx);
+    const int64_t stall_start = ctx_.clock.now();
+    int32_t blocker = -1;
+    for (;;) {
+      const int64_t now = ctx_.clock.now();
+      std::erase_if(in_flight, [&](int32_t j) { return ctx_.tracker.finish(j) <= now; });
+      bool unknown = false;
+      int64_t latest = -1;
+      for (int32_t j : in_flight) {
+        if (unit_index(j) == my_unit) continue;  // a unit runs its own instructions in order
+        if (!conflicts(in, instrs[static_cast<size_t>(j)])) continue;
+        if (blocker < 0) blocker = j;
+        const int64_t f = ctx_.tracker.finish(j);
+        if (f == CompletionTracker::kUnknown) unknown = true;
+        else latest = std::max(latest, f);
+      }
+      if (unknown) {
+        sc_core::wait(ctx_.tracker.changed());
+      } else if (latest > now) {
+        ctx_.clock.wait_until(latest);
+      } else {
+        break;
+      }
+    }
+    if (blocker >= 0) {
+      const Opcode bop = instrs[static_cast<size_t>(blocker)].op;
+      const int32_t kind = (bop == Opcode::kReadHost || bop == Opcode::kWriteHost) ? kHazardOnHost
+                           : bop == Opcode::kReadWeights                           ? kHazardOnWeights
+                                                                                   : kHazardOnCompute;
+      log_.add(stall_start, ctx_.clock.now(), kind, in.layer, idx);
+    }
+    auto* queue = queues_[static_cast<size_t>(my_unit)];
+    const int64_t queue_start = ctx_.clock.now();
+    queue->write(idx);  // a full unit queue blocks the in-order controller
+    log_.add(queue_start, ctx_.clock.now(), kQueueFull, in.layer, idx);
+    ctx_.tracker.dispatched(idx, ctx_.clock.now());
+    in_flight.push_back(idx);
+  }
+  end_cycle_ = ctx_.clock.now();
+  finished_ = true;
+}
+
+}  // namespace tessera::models

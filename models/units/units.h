@@ -1,0 +1,148 @@
+#pragma once
+// The accelerator's execution units, each an SC_THREAD fed by a bounded
+// instruction queue from the controller. Units run their own instructions in
+// order; the controller resolves dependencies between units.
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_initiator_socket.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "models/array/systolic_timing.h"
+#include "models/common/clock.h"
+#include "models/common/interval_log.h"
+#include "models/memory/weight_fifo.h"
+#include "sim/compiler/program.h"
+#include "sim/config/arch_config.h"
+
+namespace tessera::models {
+
+// When each instruction's results are visible; unknown until its unit decides.
+class CompletionTracker {
+ public:
+  static constexpr int64_t kUnknown = INT64_MAX;
+  explicit CompletionTracker(size_t instructions) : finish_(instructions, kUnknown), dispatch_(instructions, -1) {}
+  void finish_at(int32_t index, int64_t cycle) {
+    finish_[static_cast<size_t>(index)] = cycle;
+    changed_.notify(sc_core::SC_ZERO_TIME);
+  }
+  int64_t finish(int32_t index) const { return finish_[static_cast<size_t>(index)]; }
+  void dispatched(int32_t index, int64_t cycle) { dispatch_[static_cast<size_t>(index)] = cycle; }
+  int64_t dispatch(int32_t index) const { return dispatch_[static_cast<size_t>(index)]; }
+  const sc_core::sc_event& changed() const { return changed_; }
+
+ private:
+  std::vector<int64_t> finish_;
+  std::vector<int64_t> dispatch_;
+  sc_core::sc_event changed_;
+};
+
+// Everything the units share.
+struct UnitContext {
+  const ArchConfig& arch;
+  const compiler::Program& program;
+  const CoreClock& clock;
+  CompletionTracker& tracker;
+};
+
+enum class Unit { kHostDma = 0, kWeightFetcher, kMatrix, kVector, kCount };
+Unit unit_of(compiler::Opcode op);
+
+// Unified buffer ports as servers (the array, vector unit and DMA share them).
+struct UnifiedBufferPorts {
+  BandwidthServer read;
+  BandwidthServer write;
+};
+
+class HostDma : public sc_core::sc_module {
+ public:
+  tlm_utils::simple_initiator_socket<HostDma> socket;  // to the PCIe link
+  sc_core::sc_fifo<int32_t> queue;
+  SC_HAS_PROCESS(HostDma);
+  HostDma(sc_core::sc_module_name name, UnitContext& ctx, class PcieLink& link);
+  const IntervalLog& log() const { return log_; }
+
+ private:
+  void run();
+  UnitContext& ctx_;
+  class PcieLink& link_;
+  IntervalLog log_;
+};
+
+class WeightFetcher : public sc_core::sc_module {
+ public:
+  tlm_utils::simple_initiator_socket<WeightFetcher> socket;  // to weight memory
+  sc_core::sc_fifo<int32_t> queue;
+  SC_HAS_PROCESS(WeightFetcher);
+  WeightFetcher(sc_core::sc_module_name name, UnitContext& ctx, WeightFifo& fifo, class WeightMemory& memory);
+  const IntervalLog& log() const { return log_; }  // kind 0: waiting for a FIFO slot
+
+ private:
+  void run();
+  UnitContext& ctx_;
+  WeightFifo& fifo_;
+  class WeightMemory& memory_;
+  IntervalLog log_;
+};
+
+class MatrixUnit : public sc_core::sc_module {
+ public:
+  enum Kind : int32_t { kActive = 0, kWeightShift, kWeightStall, kInputStall };
+  // Result drain after streaming ends: [stream_end, done) of each tile.
+  const IntervalLog& drain_log() const { return drain_log_; }
+  sc_core::sc_fifo<int32_t> queue;
+  SC_HAS_PROCESS(MatrixUnit);
+  MatrixUnit(sc_core::sc_module_name name, UnitContext& ctx, WeightFifo& fifo, UnifiedBufferPorts& ub);
+  const IntervalLog& log() const { return log_; }
+  int64_t macs() const { return macs_; }
+
+ private:
+  void run();
+  UnitContext& ctx_;
+  WeightFifo& fifo_;
+  UnifiedBufferPorts& ub_;
+  array::ArrayPipeline pipeline_;
+  IntervalLog log_;
+  IntervalLog drain_log_;
+  int64_t macs_ = 0;
+};
+
+class VectorUnit : public sc_core::sc_module {
+ public:
+  sc_core::sc_fifo<int32_t> queue;
+  SC_HAS_PROCESS(VectorUnit);
+  VectorUnit(sc_core::sc_module_name name, UnitContext& ctx, UnifiedBufferPorts& ub);
+  const IntervalLog& log() const { return log_; }  // kind: opcode
+
+  // Cycles one activate/vector instruction occupies the unit (without port contention).
+  static int64_t compute_cycles(const VectorUnitConfig& cfg, const compiler::Instruction& in);
+
+ private:
+  void run();
+  UnitContext& ctx_;
+  UnifiedBufferPorts& ub_;
+  IntervalLog log_;
+};
+
+// Fetches instructions in order, waits for read/write-region conflicts with
+// in-flight instructions of other units, and dispatches to the unit queues.
+class Controller : public sc_core::sc_module {
+ public:
+  enum Kind : int32_t { kHazardOnHost = 0, kHazardOnCompute, kHazardOnWeights, kQueueFull, kIssue };
+  SC_HAS_PROCESS(Controller);
+  Controller(sc_core::sc_module_name name, UnitContext& ctx, std::vector<sc_core::sc_fifo<int32_t>*> queues);
+  const IntervalLog& log() const { return log_; }  // instruction = the head instruction
+  int64_t end_cycle() const { return end_cycle_; }
+  bool finished() const { return finished_; }
+
+ private:
+  void run();
+  UnitContext& ctx_;
+  std::vector<sc_core::sc_fifo<int32_t>*> queues_;
+  IntervalLog log_;
+  int64_t end_cycle_ = 0;
+  bool finished_ = false;
+};
+
+}  // namespace tessera::models

@@ -1,0 +1,21 @@
+#pragma once
+// Lowers a graph onto an architecture: tiles matrix layers onto the systolic
+// array (implicit im2col for conv), streams weight tiles through the weight FIFO
+// with a prefetch distance of the FIFO depth, accumulates across K tiles in
+// double-buffered accumulator halves, writes activations back to the unified
+// buffer, and moves inputs/outputs over PCIe.
+#include "sim/compiler/program.h"
+#include "sim/config/arch_config.h"
+#include "sim/graph/graph.h"
+
+namespace tessera::compiler {
+
+struct CompileOptions {
+  int64_t batch = 0;  // 0: the workload's default batch
+};
+
+// Throws InputError when the workload cannot run on the config (e.g. the live
+// tensors exceed the unified buffer, weights exceed weight memory).
+Program compile(const graph::Graph& graph, const ArchConfig& arch, const CompileOptions& options = {});
+
+}  // namespace tessera::compiler

@@ -1,0 +1,84 @@
+#include "sim/compiler/program.h"
+
+#include <sstream>
+
+namespace tessera::compiler {
+
+std::string_view opcode_name(Opcode op) {
+  switch (op) {
+    case Opcode::kReadHost: return "read_host";
+    case Opcode::kReadWeights: return "read_weights";
+    case Opcode::kMatmul: return "matmul";
+    case Opcode::kActivate: return "activate";
+    case Opcode::kVector: return "vector";
+    case Opcode::kWriteHost: return "write_host";
+    case Opcode::kSync: return "sync";
+    case Opcode::kHalt: return "halt";
+  }
+  return "?";
+}
+
+std::string_view vector_op_name(VectorOp op) {
+  switch (op) {
+    case VectorOp::kMaxPool: return "maxpool";
+    case VectorOp::kAvgPool: return "avgpool";
+    case VectorOp::kGlobalAvgPool: return "global_avgpool";
+    case VectorOp::kConcat: return "concat";
+    case VectorOp::kAdd: return "add";
+    case VectorOp::kMul: return "mul";
+    case VectorOp::kSigmoid: return "sigmoid";
+    case VectorOp::kTanh: return "tanh";
+    case VectorOp::kRelu: return "relu";
+  }
+  return "?";
+}
+
+std::string Instruction::text() const {
+  std::ostringstream s;
+  s << opcode_name(op);
+  switch (op) {
+    case Opcode::kReadHost:
+    case Opcode::kWriteHost:
+      s << " bytes=" << bytes << " ub=0x" << std::hex << ub_address << std::dec;
+      break;
+    case Opcode::kReadWeights:
+      s << " bytes=" << bytes << " dram=0x" << std::hex << weight_address << std::dec;
+      break;
+    case Opcode::kMatmul:
+      s << " m=" << tile.m << " k=" << tile.k << " n=" << tile.n << " " << dtype_name(a_dtype) << "x"
+        << dtype_name(b_dtype) << (accumulate ? " accumulate" : " overwrite") << " acc=" << writes.front().buffer
+        << " ub_read=" << ub_read_bytes;
+      break;
+    case Opcode::kActivate:
+      s << " " << graph::activation_name(function) << " rows=" << rows << " cols=" << cols
+        << " acc=" << reads.front().buffer << " ub=0x" << std::hex << ub_address << std::dec;
+      break;
+    case Opcode::kVector:
+      s << " " << vector_op_name(vector_op) << " elements=" << elements << " ub=0x" << std::hex << ub_address
+        << std::dec;
+      break;
+    case Opcode::kSync:
+    case Opcode::kHalt:
+      break;
+  }
+  return s.str();
+}
+
+std::string Program::listing() const {
+  std::ostringstream s;
+  s << "# program for workload '" << workload << "' on '" << arch << "', batch " << batch << "\n";
+  s << "# " << instructions.size() << " instructions, " << layers.size() << " layers, unified buffer peak "
+    << ub_peak_bytes << " bytes, weight memory reads " << weight_bytes_read << " bytes\n";
+  int last_layer = -2;
+  for (size_t i = 0; i < instructions.size(); ++i) {
+    const Instruction& in = instructions[i];
+    if (in.layer != last_layer) {
+      s << "# layer " << (in.layer >= 0 ? layers[in.layer].name : std::string("-")) << "\n";
+      last_layer = in.layer;
+    }
+    s << i << "\t" << in.text() << "\n";
+  }
+  return s.str();
+}
+
+}  // namespace tessera::compiler

@@ -1,0 +1,94 @@
+#pragma once
+// The accelerator program: TPU-like CISC instructions the compiler emits and the
+// SystemC models execute (DESIGN.md §4). Regions name the on-chip data each
+// instruction reads and writes; the controller stalls on overlapping regions.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/array/systolic_timing.h"
+#include "sim/common/dtype.h"
+#include "sim/graph/graph.h"
+
+namespace tessera::compiler {
+
+enum class Opcode { kReadHost, kReadWeights, kMatmul, kActivate, kVector, kWriteHost, kSync, kHalt };
+std::string_view opcode_name(Opcode op);
+
+enum class Space { kUnifiedBuffer, kAccumulators };
+
+// A rectangle of a 2-D buffer: a tensor in the unified buffer (rows = batch x
+// spatial positions, cols = features/channels) or one half of the accumulators.
+struct Region {
+  Space space = Space::kUnifiedBuffer;
+  int32_t buffer = 0;  // tensor id (UB) or accumulator half (0/1)
+  int64_t row_begin = 0, row_end = 0;
+  int64_t col_begin = 0, col_end = 0;
+  bool overlaps(const Region& o) const {
+    return space == o.space && buffer == o.buffer && row_begin < o.row_end && o.row_begin < row_end &&
+           col_begin < o.col_end && o.col_begin < col_end;
+  }
+};
+
+enum class VectorOp { kMaxPool, kAvgPool, kGlobalAvgPool, kConcat, kAdd, kMul, kSigmoid, kTanh, kRelu };
+std::string_view vector_op_name(VectorOp op);
+
+struct Instruction {
+  Opcode op = Opcode::kSync;
+  int32_t layer = -1;  // index into Program::layers, -1 for none
+  std::vector<Region> reads;
+  std::vector<Region> writes;
+
+  uint64_t bytes = 0;       // read_host / write_host / read_weights: bytes moved
+  uint64_t ub_address = 0;  // read_host / write_host / activate / vector: destination or source offset (display)
+  uint64_t weight_address = 0;  // read_weights: weight-memory offset (display)
+
+  // matmul
+  array::GemmTile tile{};
+  Dtype a_dtype = Dtype::kInt8;
+  Dtype b_dtype = Dtype::kInt8;
+  bool accumulate = false;
+  int32_t weight_tiles = 0;   // FIFO tiles consumed by this matmul
+  uint64_t ub_read_bytes = 0;  // matmul / vector: bytes read from the unified buffer
+  uint64_t ub_write_bytes = 0; // activate / vector: bytes written to the unified buffer
+
+  // activate: rows x cols accumulator values through the vector unit
+  int64_t rows = 0;
+  int64_t cols = 0;
+  graph::Activation function = graph::Activation::kNone;
+
+  // vector
+  VectorOp vector_op = VectorOp::kAdd;
+  int64_t elements = 0;  // element operations performed
+
+  std::string text() const;  // one line of `tessera compile` output
+};
+
+// Static facts about one graph layer, for the report.
+struct LayerInfo {
+  std::string name;
+  std::string op;
+  int64_t macs = 0;            // for the whole batch
+  int64_t weights = 0;         // weight count
+  uint64_t weight_bytes = 0;   // read from weight memory (incl. re-fetches)
+  Dtype a_dtype = Dtype::kInt8;
+  Dtype b_dtype = Dtype::kInt8;
+  std::string output_shape;    // per sample
+  int64_t gemm_m = 0, gemm_k = 0, gemm_n = 0;  // matrix view for the batch (0 for vector layers)
+};
+
+struct Program {
+  std::string workload;
+  std::string arch;
+  int64_t batch = 1;
+  std::vector<LayerInfo> layers;
+  std::vector<Instruction> instructions;
+  uint64_t ub_peak_bytes = 0;       // high-water mark of the unified-buffer allocation
+  uint64_t host_input_bytes = 0;
+  uint64_t host_output_bytes = 0;
+  uint64_t weight_bytes_read = 0;   // all read_weights together
+
+  std::string listing() const;  // the whole program as text
+};
+
+}  // namespace tessera::compiler

@@ -1,0 +1,205 @@
+#include "sim/engine/engine.h"
+
+#include <systemc>
+
+#include <algorithm>
+#include <memory>
+#include <stdexcept>
+
+#include "models/common/clock.h"
+#include "models/interconnect/pcie_link.h"
+#include "models/memory/weight_fifo.h"
+#include "models/memory/weight_memory.h"
+#include "models/units/units.h"
+
+namespace tessera::engine {
+
+using models::Interval;
+
+CycleBreakdown& CycleBreakdown::operator+=(const CycleBreakdown& o) {
+  array_active += o.array_active;
+  weight_shift += o.weight_shift;
+  weight_stall += o.weight_stall;
+  input_stall += o.input_stall;
+  raw_stall += o.raw_stall;
+  non_matrix += o.non_matrix;
+  pcie += o.pcie;
+  return *this;
+}
+
+namespace {
+
+// The SystemC top: units wired as in the TPU v1 block diagram.
+struct Accelerator : sc_core::sc_module {
+  models::WeightFifo fifo;
+  models::UnifiedBufferPorts ub;
+  models::PcieLink pcie;
+  models::WeightMemory weight_memory;
+  models::HostDma dma;
+  models::WeightFetcher fetcher;
+  models::MatrixUnit matrix;
+  models::VectorUnit vector;
+  models::Controller controller;
+
+  Accelerator(sc_core::sc_module_name name, models::UnitContext& ctx)
+      : sc_module(name),
+        fifo(ctx.arch.weight_fifo.depth_tiles, ctx.clock),
+        pcie("pcie", ctx.arch.pcie, ctx.clock),
+        weight_memory("weight_memory", ctx.arch.weight_memory, ctx.clock),
+        dma("host_dma", ctx, pcie),
+        fetcher("weight_fetcher", ctx, fifo, weight_memory),
+        matrix("matrix_unit", ctx, fifo, ub),
+        vector("vector_unit", ctx, ub),
+        controller("controller", ctx, {&dma.queue, &fetcher.queue, &matrix.queue, &vector.queue}) {
+    dma.socket.bind(pcie.socket);
+    fetcher.socket.bind(weight_memory.socket);
+  }
+};
+
+std::vector<Interval> merged(std::vector<Interval> v) {
+  std::sort(v.begin(), v.end(), [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
+  std::vector<Interval> out;
+  for (const auto& i : v) {
+    if (!out.empty() && i.begin <= out.back().end) {
+      out.back().end = std::max(out.back().end, i.end);
+    } else {
+      out.push_back(i);
+    }
+  }
+  return out;
+}
+
+// Walks a sorted list of non-overlapping intervals alongside increasing time.
+class Cursor {
+ public:
+  explicit Cursor(const std::vector<Interval>& v) : v_(v) {}
+  const Interval* at(int64_t t) {
+    while (pos_ < v_.size() && v_[pos_].end <= t) ++pos_;
+    return pos_ < v_.size() && v_[pos_].begin <= t ? &v_[pos_] : nullptr;
+  }
+
+ private:
+  const std::vector<Interval>& v_;
+  size_t pos_ = 0;
+};
+
+void classify(const compiler::Program& program, const Accelerator& acc, int64_t total, RunStats& stats) {
+  using compiler::Opcode;
+  const auto& array_log = acc.matrix.log().intervals();
+  const std::vector<Interval> drains = merged(acc.matrix.drain_log().intervals());
+  const auto& ctrl = acc.controller.log().intervals();
+  const auto& pcie = acc.pcie.server().log().intervals();
+  const auto& vec = acc.vector.log().intervals();
+
+  std::vector<int64_t> points = {0, total};
+  for (const auto* log : {&array_log, &drains, &ctrl, &pcie, &vec}) {
+    for (const auto& i : *log) {
+      points.push_back(std::min(i.begin, total));
+      points.push_back(std::min(i.end, total));
+    }
+  }
+  std::sort(points.begin(), points.end());
+  points.erase(std::unique(points.begin(), points.end()), points.end());
+
+  Cursor c_array(array_log), c_drain(drains), c_ctrl(ctrl), c_pcie(pcie), c_vec(vec);
+  for (size_t p = 0; p + 1 < points.size(); ++p) {
+    const int64_t a = points[p], len = points[p + 1] - a;
+    int64_t CycleBreakdown::*bucket = &CycleBreakdown::non_matrix;
+    int32_t layer = -1;
+    const Interval* ctl = c_ctrl.at(a);
+    if (const Interval* i = c_array.at(a)) {
+      layer = i->layer;
+      switch (i->kind) {
+        case models::MatrixUnit::kActive: bucket = &CycleBreakdown::array_active; break;
+        case models::MatrixUnit::kWeightShift: bucket = &CycleBreakdown::weight_shift; break;
+        case models::MatrixUnit::kWeightStall: bucket = &CycleBreakdown::weight_stall; break;
+        default: bucket = &CycleBreakdown::input_stall; break;
+      }
+    } else if (const Interval* d = c_drain.at(a)) {
+      layer = d->layer;
+      bucket = &CycleBreakdown::array_active;
+    } else if (ctl && ctl->instruction >= 0 &&
+               program.instructions[static_cast<size_t>(ctl->instruction)].op == Opcode::kMatmul &&
+               ctl->kind <= models::Controller::kHazardOnWeights) {
+      layer = ctl->layer;
+      bucket = ctl->kind == models::Controller::kHazardOnHost      ? &CycleBreakdown::pcie
+               : ctl->kind == models::Controller::kHazardOnWeights ? &CycleBreakdown::weight_stall
+                                                                   : &CycleBreakdown::raw_stall;
+    } else if (const Interval* t = c_pcie.at(a)) {
+      layer = t->layer;
+      bucket = &CycleBreakdown::pcie;
+    } else if (const Interval* v = c_vec.at(a)) {
+      layer = v->layer;
+      bucket = &CycleBreakdown::non_matrix;
+    } else if (ctl) {
+      layer = ctl->layer;
+      const Opcode head = program.instructions[static_cast<size_t>(ctl->instruction)].op;
+      bucket = head == Opcode::kReadWeights ? &CycleBreakdown::weight_stall : &CycleBreakdown::non_matrix;
+    }
+    stats.cycles.*bucket += len;
+    if (layer >= 0 && static_cast<size_t>(layer) < stats.layers.size()) {
+      stats.layers[static_cast<size_t>(layer)].cycles.*bucket += len;
+    } else {
+      stats.host_io.*bucket += len;
+    }
+  }
+}
+
+// SystemC warnings and errors must not pass silently.
+void make_systemc_strict() {
+  sc_core::sc_report_handler::set_actions(sc_core::SC_WARNING, sc_core::SC_DISPLAY | sc_core::SC_THROW);
+  sc_core::sc_report_handler::set_actions(sc_core::SC_ERROR, sc_core::SC_DISPLAY | sc_core::SC_THROW);
+  sc_core::sc_report_handler::set_actions("/IEEE_Std_1666/deprecated", sc_core::SC_DO_NOTHING);
+}
+
+}  // namespace
+
+RunStats simulate(const ArchConfig& arch, const compiler::Program& program) {
+  static bool elaborated = false;
+  if (elaborated) throw std::logic_error("engine::simulate: SystemC allows one simulation per process");
+  elaborated = true;
+  make_systemc_strict();
+  sc_core::sc_set_time_resolution(1, sc_core::SC_PS);
+
+  models::CoreClock clock(arch.clock_mhz);
+  models::CompletionTracker tracker(program.instructions.size());
+  models::UnitContext ctx{arch, program, clock, tracker};
+  auto top = std::make_unique<Accelerator>("tessera", ctx);
+  sc_core::sc_start();
+  if (!top->controller.finished()) {
+    throw std::logic_error("engine: simulation stalled before the program's halt (deadlock in the unit models)");
+  }
+
+  RunStats stats;
+  stats.clock_mhz = arch.clock_mhz;
+  stats.instructions = static_cast<int64_t>(program.instructions.size());
+  stats.layers.resize(program.layers.size());
+  int64_t total = top->controller.end_cycle();
+  for (size_t i = 0; i < program.instructions.size(); ++i) {
+    const int32_t idx = static_cast<int32_t>(i);
+    const int64_t f = tracker.finish(idx);
+    total = std::max(total, f);
+    const int32_t layer = program.instructions[i].layer;
+    if (layer >= 0) {
+      auto& ls = stats.layers[static_cast<size_t>(layer)];
+      const int64_t d = tracker.dispatch(idx);
+      if (ls.first_dispatch_cycle < 0 || d < ls.first_dispatch_cycle) ls.first_dispatch_cycle = d;
+      ls.last_finish_cycle = std::max(ls.last_finish_cycle, f);
+      ls.instructions++;
+    }
+  }
+  stats.total_cycles = total;
+  classify(program, *top, total, stats);
+  stats.macs = top->matrix.macs();
+  stats.weight_memory_bytes = top->weight_memory.bytes_read();
+  stats.pcie_bytes_to_device = top->pcie.bytes_to_device();
+  stats.pcie_bytes_to_host = top->pcie.bytes_to_host();
+  stats.array_busy_cycles = top->matrix.log().total(models::MatrixUnit::kActive) +
+                            top->matrix.log().total(models::MatrixUnit::kInputStall);
+  stats.weight_memory_busy_cycles = top->weight_memory.channel(0).busy_cycles();
+  stats.pcie_busy_cycles = top->pcie.server().busy_cycles();
+  for (const auto& i : top->vector.log().intervals()) stats.vector_busy_cycles += i.end - i.begin;
+  return stats;
+}
+
+}  // namespace tessera::engine

@@ -1,0 +1,64 @@
+#pragma once
+// Builds the SystemC accelerator from a config, runs a program on it and
+// returns the statistics. SystemC allows one elaboration per process: call
+// simulate() once per process (the sweep runs one process per design point).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/compiler/program.h"
+#include "sim/config/arch_config.h"
+
+namespace tessera::engine {
+
+// Where the cycles went, from the array's point of view (DESIGN.md §6). Every
+// cycle of the run falls in exactly one bucket, so the buckets sum to the total.
+//  array_active  the array streams operands (incl. exposed fill/drain and slower MAC modes)
+//  weight_shift  the array waits for a stationary tile to shift in (not hidden by double buffering)
+//  weight_stall  the array waits for a weight tile from weight memory (FIFO empty)
+//  input_stall   unified-buffer bandwidth stretches the array's stream
+//  raw_stall     the next matmul waits for results of another unit (read-after-write)
+//  non_matrix    the array is idle while vector work, controller issue or other non-matrix work runs
+//  pcie          the array is idle while host transfers run (or a matmul waits for host input)
+struct CycleBreakdown {
+  int64_t array_active = 0;
+  int64_t weight_shift = 0;
+  int64_t weight_stall = 0;
+  int64_t input_stall = 0;
+  int64_t raw_stall = 0;
+  int64_t non_matrix = 0;
+  int64_t pcie = 0;
+  int64_t total() const {
+    return array_active + weight_shift + weight_stall + input_stall + raw_stall + non_matrix + pcie;
+  }
+  CycleBreakdown& operator+=(const CycleBreakdown& o);
+};
+
+struct LayerStats {
+  int64_t first_dispatch_cycle = -1;  // first of its instructions leaves the controller
+  int64_t last_finish_cycle = -1;     // last of its instructions finishes
+  CycleBreakdown cycles;              // the run's cycles attributed to this layer
+  int64_t instructions = 0;
+};
+
+struct RunStats {
+  double clock_mhz = 0;
+  int64_t total_cycles = 0;
+  CycleBreakdown cycles;
+  std::vector<LayerStats> layers;  // parallel to Program::layers
+  CycleBreakdown host_io;          // cycles attributed to host transfers outside any layer
+  int64_t macs = 0;
+  uint64_t weight_memory_bytes = 0;
+  uint64_t pcie_bytes_to_device = 0;
+  uint64_t pcie_bytes_to_host = 0;
+  int64_t array_busy_cycles = 0;      // cycles the array streamed (active + input stall)
+  int64_t weight_memory_busy_cycles = 0;
+  int64_t pcie_busy_cycles = 0;
+  int64_t vector_busy_cycles = 0;
+  int64_t instructions = 0;
+  double total_seconds() const { return static_cast<double>(total_cycles) / (clock_mhz * 1e6); }
+};
+
+RunStats simulate(const ArchConfig& arch, const compiler::Program& program);
+
+}  // namespace tessera::engine

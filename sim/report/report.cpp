@@ -1,0 +1,304 @@
+#include "sim/report/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "sim/common/atomic_file.h"
+#include "sim/common/error.h"
+
+namespace tessera::report {
+
+using nlohmann::ordered_json;
+
+double Roofline::attainable_tops(double ops_per_byte) const {
+  return std::min(peak_tops, bandwidth_gb_per_s * 1e9 * ops_per_byte / 1e12);
+}
+
+namespace {
+
+const char* kBuckets[] = {"array_active", "weight_shift", "weight_stall", "input_stall", "raw_stall", "non_matrix", "pcie"};
+
+ordered_json cycles_json(const engine::CycleBreakdown& c) {
+  ordered_json j;
+  j["array_active"] = c.array_active;
+  j["weight_shift"] = c.weight_shift;
+  j["weight_stall"] = c.weight_stall;
+  j["input_stall"] = c.input_stall;
+  j["raw_stall"] = c.raw_stall;
+  j["non_matrix"] = c.non_matrix;
+  j["pcie"] = c.pcie;
+  j["total"] = c.total();
+  return j;
+}
+
+double safe_div(double a, double b) { return b > 0 ? a / b : 0.0; }
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+// Seconds with engineering units for humans: 1.23 ms.
+std::string human_seconds(double s) {
+  if (s >= 1) return fmt("%.3f s", s);
+  if (s >= 1e-3) return fmt("%.3f ms", s * 1e3);
+  return fmt("%.3f us", s * 1e6);
+}
+
+}  // namespace
+
+ordered_json build_report(const RunRecord& run) {
+  const ArchConfig& arch = run.arch;
+  const engine::RunStats& st = run.stats;
+  const compiler::Program& prog = run.program;
+  const double clock_hz = arch.clock_hz();
+  const double latency_s = st.total_seconds();
+
+  // Peak at the precision the matrix work actually ran at: MAC-weighted mean rate.
+  double weighted_rate = 0;
+  int64_t matrix_macs = 0;
+  for (const auto& l : prog.layers) {
+    if (l.macs == 0) continue;
+    const MacMode* m = arch.array.find_mode(l.a_dtype, l.b_dtype);
+    weighted_rate += static_cast<double>(l.macs) / (m ? m->rate : 1.0);
+    matrix_macs += l.macs;
+  }
+  const double peak_int8 = arch.peak_tops();
+  const double peak_tops = matrix_macs > 0 ? peak_int8 * static_cast<double>(matrix_macs) / weighted_rate : peak_int8;
+
+  const double ops = 2.0 * static_cast<double>(st.macs);
+  const double tops = safe_div(ops, latency_s) / 1e12;
+  const double weight_bytes = static_cast<double>(st.weight_memory_bytes);
+  const double pcie_bytes = static_cast<double>(st.pcie_bytes_to_device + st.pcie_bytes_to_host);
+  const double oi_macs_w = safe_div(static_cast<double>(st.macs), weight_bytes);
+  const double oi_ops_dram = safe_div(ops, weight_bytes + pcie_bytes);
+  const double pcie_gb_per_s = arch.pcie.link_bytes_per_s() / 1e9;
+  const Roofline weight_roof{peak_tops, arch.weight_memory.bandwidth_gb_per_s};
+  const Roofline dram_roof{peak_tops, arch.weight_memory.bandwidth_gb_per_s + pcie_gb_per_s};
+
+  ordered_json r;
+  r["tessera_report_version"] = 1;
+
+  ordered_json& a = r["arch"];
+  a["name"] = arch.name;
+  a["source"] = arch.source;
+  a["clock_mhz"] = arch.clock_mhz;
+  a["array"] = {{"rows", arch.array.rows}, {"cols", arch.array.cols},
+                {"dataflow", std::string(array::dataflow_name(arch.array.dataflow))},
+                {"double_buffered", arch.array.double_buffered}};
+  a["peak_tops_int8"] = peak_int8;
+  a["unified_buffer_bytes"] = arch.unified_buffer.capacity_bytes;
+  a["accumulator_entries"] = arch.accumulators.entries;
+  a["weight_fifo_depth_tiles"] = arch.weight_fifo.depth_tiles;
+  a["weight_memory"] = {{"technology", arch.weight_memory.technology},
+                        {"bandwidth_gb_per_s", arch.weight_memory.bandwidth_gb_per_s},
+                        {"latency_ns", arch.weight_memory.latency_ns},
+                        {"channels", arch.weight_memory.channels}};
+  a["pcie"] = {{"generation", arch.pcie.generation}, {"lanes", arch.pcie.lanes},
+               {"link_gb_per_s", pcie_gb_per_s}, {"max_payload_bytes", arch.pcie.max_payload_bytes},
+               {"tlp_overhead_bytes", arch.pcie.tlp_overhead_bytes}, {"latency_ns", arch.pcie.latency_ns}};
+
+  ordered_json& w = r["workload"];
+  w["name"] = run.graph.name;
+  w["source"] = run.graph.source;
+  w["description"] = run.graph.description;
+  w["batch"] = prog.batch;
+  w["layers"] = prog.layers.size();
+  w["weights"] = run.graph.total_weights();
+  w["macs"] = st.macs;
+  w["macs_per_weight"] = safe_div(static_cast<double>(st.macs), static_cast<double>(run.graph.total_weights()));
+  w["host_input_bytes"] = prog.host_input_bytes;
+  w["host_output_bytes"] = prog.host_output_bytes;
+
+  ordered_json& s = r["summary"];
+  s["latency_s"] = latency_s;
+  s["latency_cycles"] = st.total_cycles;
+  s["inferences_per_s"] = safe_div(static_cast<double>(prog.batch), latency_s);
+  s["macs"] = st.macs;
+  s["ops"] = ops;
+  s["tops"] = tops;
+  s["peak_tops"] = peak_tops;
+  s["utilization"] = safe_div(tops, peak_tops);
+  s["oi_macs_per_weight_byte"] = oi_macs_w;
+  s["oi_ops_per_weight_byte"] = 2 * oi_macs_w;
+  s["oi_ops_per_dram_byte"] = oi_ops_dram;
+  s["weight_memory_bytes"] = st.weight_memory_bytes;
+  s["pcie_bytes_to_device"] = st.pcie_bytes_to_device;
+  s["pcie_bytes_to_host"] = st.pcie_bytes_to_host;
+  s["unified_buffer_peak_bytes"] = prog.ub_peak_bytes;
+  s["instructions"] = st.instructions;
+  s["cycles"] = cycles_json(st.cycles);
+  s["host_io_cycles"] = cycles_json(st.host_io);
+  s["busy_cycles"] = {{"array", st.array_busy_cycles}, {"weight_memory", st.weight_memory_busy_cycles},
+                      {"pcie", st.pcie_busy_cycles}, {"vector_unit", st.vector_busy_cycles}};
+
+  ordered_json layers = ordered_json::array();
+  ordered_json roof_layers = ordered_json::array();
+  for (size_t i = 0; i < prog.layers.size(); ++i) {
+    const compiler::LayerInfo& li = prog.layers[i];
+    const engine::LayerStats& ls = st.layers[i];
+    const int64_t attributed = ls.cycles.total();
+    const double lat = static_cast<double>(attributed) / clock_hz;
+    const double lops = 2.0 * static_cast<double>(li.macs);
+    const MacMode* mode = arch.array.find_mode(li.a_dtype, li.b_dtype);
+    const double lpeak = li.macs > 0 ? peak_int8 * (mode ? mode->rate : 1.0) : 0.0;
+    const double ltops = safe_div(lops, lat) / 1e12;
+    const double l_oi = safe_div(static_cast<double>(li.macs), static_cast<double>(li.weight_bytes));
+    ordered_json l;
+    l["index"] = i;
+    l["name"] = li.name;
+    l["op"] = li.op;
+    l["output_shape"] = li.output_shape;
+    l["a_dtype"] = std::string(dtype_name(li.a_dtype));
+    l["b_dtype"] = std::string(dtype_name(li.b_dtype));
+    l["gemm"] = {{"m", li.gemm_m}, {"k", li.gemm_k}, {"n", li.gemm_n}};
+    l["macs"] = li.macs;
+    l["ops"] = lops;
+    l["weights"] = li.weights;
+    l["weight_bytes"] = li.weight_bytes;
+    l["latency_s"] = lat;
+    l["latency_cycles"] = attributed;
+    l["start_s"] = ls.first_dispatch_cycle >= 0 ? static_cast<double>(ls.first_dispatch_cycle) / clock_hz : 0.0;
+    l["end_s"] = ls.last_finish_cycle >= 0 ? static_cast<double>(ls.last_finish_cycle) / clock_hz : 0.0;
+    l["tops"] = ltops;
+    l["peak_tops"] = lpeak;
+    l["utilization"] = safe_div(ltops, lpeak);
+    l["oi_macs_per_weight_byte"] = l_oi;
+    l["oi_ops_per_weight_byte"] = 2 * l_oi;
+    l["cycles"] = cycles_json(ls.cycles);
+    layers.push_back(l);
+    if (li.macs > 0) {
+      const Roofline lroof{lpeak, arch.weight_memory.bandwidth_gb_per_s};
+      roof_layers.push_back({{"name", li.name}, {"oi_ops_per_weight_byte", 2 * l_oi},
+                             {"attainable_tops", lroof.attainable_tops(2 * l_oi)}, {"achieved_tops", ltops},
+                             {"bound", 2 * l_oi < lroof.ridge_ops_per_byte() ? "memory" : "compute"}});
+    }
+  }
+  r["layers"] = layers;
+
+  ordered_json& roof = r["roofline"];
+  roof["peak_tops"] = peak_tops;
+  roof["weight_memory"] = {{"bandwidth_gb_per_s", weight_roof.bandwidth_gb_per_s},
+                           {"ridge_ops_per_byte", weight_roof.ridge_ops_per_byte()},
+                           {"ridge_macs_per_byte", weight_roof.ridge_ops_per_byte() / 2},
+                           {"oi_ops_per_byte", 2 * oi_macs_w},
+                           {"attainable_tops", weight_roof.attainable_tops(2 * oi_macs_w)},
+                           {"achieved_tops", tops},
+                           {"bound", 2 * oi_macs_w < weight_roof.ridge_ops_per_byte() ? "memory" : "compute"}};
+  roof["dram"] = {{"bandwidth_gb_per_s", dram_roof.bandwidth_gb_per_s},
+                  {"ridge_ops_per_byte", dram_roof.ridge_ops_per_byte()},
+                  {"oi_ops_per_byte", oi_ops_dram},
+                  {"attainable_tops", dram_roof.attainable_tops(oi_ops_dram)},
+                  {"achieved_tops", tops}};
+  roof["layers"] = roof_layers;
+  r["baselines"] = ordered_json::array();
+  return r;
+}
+
+namespace {
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::string num(const ordered_json& v) { return v.dump(); }
+
+}  // namespace
+
+std::string layers_csv(const ordered_json& report) {
+  std::ostringstream out;
+  out << "index,name,op,output_shape,a_dtype,b_dtype,m,k,n,macs,weights,weight_bytes,latency_s,latency_cycles,"
+         "start_s,end_s,tops,peak_tops,utilization,oi_macs_per_weight_byte";
+  for (const char* b : kBuckets) out << ",cycles_" << b;
+  out << "\n";
+  for (const auto& l : report["layers"]) {
+    out << num(l["index"]) << "," << csv_field(l["name"].get<std::string>()) << "," << l["op"].get<std::string>()
+        << "," << csv_field(l["output_shape"].get<std::string>()) << "," << l["a_dtype"].get<std::string>() << ","
+        << l["b_dtype"].get<std::string>() << "," << num(l["gemm"]["m"]) << "," << num(l["gemm"]["k"]) << ","
+        << num(l["gemm"]["n"]) << "," << num(l["macs"]) << "," << num(l["weights"]) << "," << num(l["weight_bytes"])
+        << "," << num(l["latency_s"]) << "," << num(l["latency_cycles"]) << "," << num(l["start_s"]) << ","
+        << num(l["end_s"]) << "," << num(l["tops"]) << "," << num(l["peak_tops"]) << "," << num(l["utilization"])
+        << "," << num(l["oi_macs_per_weight_byte"]);
+    for (const char* b : kBuckets) out << "," << num(l["cycles"][b]);
+    out << "\n";
+  }
+  return out.str();
+}
+
+std::string summary_markdown(const ordered_json& r) {
+  const auto& s = r["summary"];
+  const auto& c = s["cycles"];
+  const double total = c["total"].get<double>();
+  std::ostringstream out;
+  out << "# " << r["workload"]["name"].get<std::string>() << " on " << r["arch"]["name"].get<std::string>() << "\n\n";
+  out << "| metric | value |\n|---|---|\n";
+  out << "| batch | " << r["workload"]["batch"].get<int64_t>() << " |\n";
+  out << "| latency | " << human_seconds(s["latency_s"].get<double>()) << " (" << s["latency_cycles"].get<int64_t>()
+      << " cycles) |\n";
+  out << "| throughput | " << fmt("%.1f", s["inferences_per_s"].get<double>()) << " inferences/s |\n";
+  out << "| TOPS | " << fmt("%.2f", s["tops"].get<double>()) << " of " << fmt("%.2f", s["peak_tops"].get<double>())
+      << " peak (" << fmt("%.1f", 100 * s["utilization"].get<double>()) << "% utilization) |\n";
+  out << "| MACs per weight byte | " << fmt("%.1f", s["oi_macs_per_weight_byte"].get<double>()) << " (ridge "
+      << fmt("%.1f", r["roofline"]["weight_memory"]["ridge_macs_per_byte"].get<double>()) << ", "
+      << r["roofline"]["weight_memory"]["bound"].get<std::string>() << "-bound) |\n";
+  out << "| roofline ceiling | " << fmt("%.2f", r["roofline"]["weight_memory"]["attainable_tops"].get<double>())
+      << " TOPS |\n\n";
+  out << "## Cycle breakdown\n\n| cause | cycles | share |\n|---|---:|---:|\n";
+  for (const char* b : kBuckets) {
+    const double v = c[b].get<double>();
+    out << "| " << b << " | " << c[b].get<int64_t>() << " | " << fmt("%.1f%%", 100 * safe_div(v, total)) << " |\n";
+  }
+  out << "| total | " << c["total"].get<int64_t>() << " | 100.0% |\n\n";
+  out << "## Layers\n\n| # | layer | op | MACs | latency | TOPS | util. | main cause |\n|---:|---|---|---:|---:|---:|---:|---|\n";
+  for (const auto& l : r["layers"]) {
+    std::string cause = "-";
+    int64_t best = 0;
+    for (const char* b : kBuckets) {
+      if (l["cycles"][b].get<int64_t>() > best) best = l["cycles"][b].get<int64_t>(), cause = b;
+    }
+    out << "| " << l["index"].get<int64_t>() << " | " << l["name"].get<std::string>() << " | " << l["op"].get<std::string>()
+        << " | " << l["macs"].get<int64_t>() << " | " << human_seconds(l["latency_s"].get<double>()) << " | "
+        << fmt("%.2f", l["tops"].get<double>()) << " | " << fmt("%.1f%%", 100 * l["utilization"].get<double>())
+        << " | " << cause << " |\n";
+  }
+  return out.str();
+}
+
+std::string console_summary(const ordered_json& r) {
+  const auto& s = r["summary"];
+  const auto& c = s["cycles"];
+  const double total = c["total"].get<double>();
+  std::ostringstream out;
+  out << r["workload"]["name"].get<std::string>() << " on " << r["arch"]["name"].get<std::string>() << ", batch "
+      << r["workload"]["batch"].get<int64_t>() << ": latency " << human_seconds(s["latency_s"].get<double>()) << ", "
+      << fmt("%.1f", s["inferences_per_s"].get<double>()) << " inferences/s, " << fmt("%.2f", s["tops"].get<double>())
+      << " TOPS (" << fmt("%.1f", 100 * s["utilization"].get<double>()) << "% of "
+      << fmt("%.2f", s["peak_tops"].get<double>()) << "), roofline ceiling "
+      << fmt("%.2f", r["roofline"]["weight_memory"]["attainable_tops"].get<double>()) << " TOPS\n  cycles:";
+  for (const char* b : kBuckets) out << " " << b << " " << fmt("%.1f%%", 100 * safe_div(c[b].get<double>(), total));
+  out << "\n";
+  return out.str();
+}
+
+void write_report_files(const std::filesystem::path& dir, const ordered_json& report) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir)) {
+    throw InputError(dir.string() + ": cannot create output directory" + (ec ? ": " + ec.message() : ""));
+  }
+  // Render everything before writing anything, so a failure leaves no partial set.
+  const std::string json = report.dump(2) + "\n";
+  const std::string csv = layers_csv(report);
+  const std::string md = summary_markdown(report);
+  write_file_atomically(dir / "report.json", json);
+  write_file_atomically(dir / "layers.csv", csv);
+  write_file_atomically(dir / "summary.md", md);
+}
+
+}  // namespace tessera::report

@@ -1,0 +1,41 @@
+#pragma once
+// Metrics (DESIGN.md §6) and the report files: report.json, layers.csv, summary.md.
+// Reports are deterministic: same inputs, byte-identical files (no times, no paths
+// beyond the input names given on the command line).
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <string>
+
+#include "sim/compiler/program.h"
+#include "sim/config/arch_config.h"
+#include "sim/engine/engine.h"
+#include "sim/graph/graph.h"
+
+namespace tessera::report {
+
+struct RunRecord {
+  const ArchConfig& arch;
+  const graph::Graph& graph;
+  const compiler::Program& program;
+  const engine::RunStats& stats;
+};
+
+// Roofline of one platform for one operational-intensity flavour.
+struct Roofline {
+  double peak_tops = 0;
+  double bandwidth_gb_per_s = 0;
+  double ridge_ops_per_byte() const { return peak_tops * 1e12 / (bandwidth_gb_per_s * 1e9); }
+  double attainable_tops(double ops_per_byte) const;
+};
+
+nlohmann::ordered_json build_report(const RunRecord& run);
+std::string layers_csv(const nlohmann::ordered_json& report);
+std::string summary_markdown(const nlohmann::ordered_json& report);
+std::string console_summary(const nlohmann::ordered_json& report);
+
+// Writes report.json, layers.csv and summary.md into `dir` (created if needed),
+// each atomically. Throws InputError if the directory cannot be written.
+void write_report_files(const std::filesystem::path& dir, const nlohmann::ordered_json& report);
+
+}  // namespace tessera::report
