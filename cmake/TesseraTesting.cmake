@@ -4,7 +4,7 @@ include(GoogleTest)
 # elaboration per process, no usable context reset in 2.3.x).
 function(tessera_add_test name)
   cmake_parse_arguments(T "" "" "SOURCES;LIBS" ${ARGN})
-  add_executable(${name} ${T_SOURCES})
+  add_executable(${name} ${T_SOURCES} ${CMAKE_SOURCE_DIR}/models/common/sc_main_stub.cpp)
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main)
   target_compile_definitions(${name} PRIVATE TESSERA_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
                                              TESSERA_BINARY_DIR="${CMAKE_BINARY_DIR}")

@@ -43,7 +43,7 @@ bool tile_fits(Dataflow dataflow, ArrayDims dims, GemmTile tile);
 // Cycle components of one tile run in isolation on an idle array.
 struct TileTiming {
   int64_t preload_cycles = 0;  // loading the stationary operand (ws: weights, is: inputs, os: 0)
-  int64_t stream_cycles = 0;   // cycles the array's input edge is busy with this tile
+  int64_t stream_cycles = 0;   // stream window: the next tile may stream this much later (skew excluded)
   int64_t drain_cycles = 0;    // after the last streamed cycle until the last result is written
   int64_t total() const { return preload_cycles + stream_cycles + drain_cycles; }
 };
@@ -56,6 +56,7 @@ struct TileSchedule {
   int64_t preload_end = 0;
   int64_t stream_start = 0;
   int64_t stream_end = 0;  // the array can start streaming the next tile from here
+                           // (os: the drain frontier may hold it back further)
   int64_t done = 0;        // last result written to the accumulators
 };
 

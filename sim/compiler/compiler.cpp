@@ -62,7 +62,8 @@ struct TensorPlace {
 
 class Lowering {
  public:
-  Lowering(const Graph& g, const ArchConfig& arch, int64_t batch) : g_(g), arch_(arch), batch_(batch), ub_(arch.unified_buffer.capacity_bytes) {}
+  Lowering(const Graph& g, const ArchConfig& arch, int64_t batch)
+      : g_(g), arch_(arch), total_batch_(batch), batch_(batch), ub_(arch.unified_buffer.capacity_bytes) {}
 
   Program run();
 
@@ -77,12 +78,17 @@ class Lowering {
 
   void lower_matrix(int li);
   void lower_vector(int li);
+  // Lays out and (unless dry_run) lowers the whole graph for `batch` samples.
+  void lower_pass(int64_t batch, bool dry_run);
+  bool fits(int64_t batch);
 
   const Graph& g_;
   const ArchConfig& arch_;
-  int64_t batch_;
+  int64_t total_batch_;
+  int64_t batch_;  // samples in the current pass
   BufferAllocator ub_;
   std::vector<TensorPlace> place_;
+  std::vector<TensorPlace> prev_place_;  // the previous pass's layout: its bytes are overwritten too
   std::vector<int> last_use_;
   std::vector<bool> dead_;
   Program p_;
@@ -134,6 +140,13 @@ void Lowering::allocate(int t, int layer_index) {
   for (size_t o = 0; o < place_.size(); ++o) {
     const TensorPlace& other = place_[o];
     if (o == static_cast<size_t>(t) || !other.allocated || other.alias_of >= 0 || !dead_[o]) continue;
+    if (other.offset < tp.offset + tp.bytes && tp.offset < other.offset + other.bytes) {
+      tp.reused.push_back(Region{Space::kUnifiedBuffer, static_cast<int32_t>(o), 0, other.rows, 0, other.cols});
+    }
+  }
+  for (size_t o = 0; o < prev_place_.size(); ++o) {
+    const TensorPlace& other = prev_place_[o];
+    if (!other.allocated || other.alias_of >= 0) continue;
     if (other.offset < tp.offset + tp.bytes && tp.offset < other.offset + other.bytes) {
       tp.reused.push_back(Region{Space::kUnifiedBuffer, static_cast<int32_t>(o), 0, other.rows, 0, other.cols});
     }
@@ -232,10 +245,10 @@ void Lowering::lower_matrix(int li) {
       emit(std::move(act));
     }
   }
-  info.gemm_m = M;
+  info.gemm_m += M;
   info.gemm_k = K;
   info.gemm_n = N;
-  info.macs = M * K * N;
+  info.macs += M * K * N;
   info.weights = K * N;
   info.a_dtype = xt.dtype;
   info.b_dtype = layer.weight_dtype;
@@ -288,13 +301,22 @@ void Lowering::lower_vector(int li) {
   }
 }
 
-Program Lowering::run() {
-  p_.workload = g_.name;
-  p_.arch = arch_.name;
-  p_.batch = batch_;
+bool Lowering::fits(int64_t batch) {
+  try {
+    lower_pass(batch, true);
+    return true;
+  } catch (const InputError&) {
+    return false;
+  }
+}
+
+void Lowering::lower_pass(int64_t batch, bool dry_run) {
+  batch_ = batch;
+  ub_ = BufferAllocator(arch_.unified_buffer.capacity_bytes);
+  weight_cursor_ = 0;
   const size_t T = g_.tensors.size();
   const int L = static_cast<int>(g_.layers.size());
-  place_.resize(T);
+  place_.assign(T, TensorPlace{});
   dead_.assign(T, false);
   last_use_.assign(T, -1);
   for (size_t t = 0; t < T; ++t) {
@@ -314,33 +336,19 @@ Program Lowering::run() {
   }
   for (int out : g_.outputs) last_use_[storage(out)] = L;
 
-  uint64_t unique_weight_bytes = 0;
-  for (const auto& layer : g_.layers) unique_weight_bytes += static_cast<uint64_t>(layer.weight_count() * dtype_bytes(layer.weight_dtype));
-  if (unique_weight_bytes > arch_.weight_memory.capacity_bytes) {
-    throw InputError(g_.source + ": workload '" + g_.name + "' has " + std::to_string(unique_weight_bytes) +
-                     " bytes of weights, more than weight_memory.capacity of '" + arch_.name + "' (" +
-                     std::to_string(arch_.weight_memory.capacity_bytes) + " bytes)");
-  }
-
-  for (const auto& layer : g_.layers) {
-    LayerInfo info;
-    info.name = layer.name;
-    info.op = std::string(graph::op_name(layer.op));
-    info.output_shape = graph::shape_text(g_.tensors[layer.output].shape);
-    p_.layers.push_back(info);
-  }
-
   // Graph inputs arrive from the host in chunks so the first layer can start early.
   for (int in : g_.inputs) {
     allocate(in, -1);
+    if (dry_run) continue;
     const int64_t chunk = samples_per_chunk(in);
+    const uint64_t per_sample = place_[in].bytes / static_cast<uint64_t>(batch_);
     for (int64_t s0 = 0; s0 < batch_; s0 += chunk) {
       const int64_t s1 = std::min(batch_, s0 + chunk);
       Instruction rh;
       rh.op = Opcode::kReadHost;
       rh.layer = -1;
-      rh.bytes = place_[in].bytes / static_cast<uint64_t>(batch_) * static_cast<uint64_t>(s1 - s0);
-      rh.ub_address = place_[in].offset + place_[in].bytes / static_cast<uint64_t>(batch_) * static_cast<uint64_t>(s0);
+      rh.bytes = per_sample * static_cast<uint64_t>(s1 - s0);
+      rh.ub_address = place_[in].offset + per_sample * static_cast<uint64_t>(s0);
       rh.writes.push_back(region(in, s0, s1));
       p_.host_input_bytes += rh.bytes;
       emit(std::move(rh));
@@ -350,10 +358,12 @@ Program Lowering::run() {
   for (int li = 0; li < L; ++li) {
     const Layer& layer = g_.layers[li];
     allocate(layer.output, li);
-    if (graph::is_matrix_op(layer.op)) {
-      lower_matrix(li);
-    } else {
-      lower_vector(li);
+    if (!dry_run) {
+      if (graph::is_matrix_op(layer.op)) {
+        lower_matrix(li);
+      } else {
+        lower_vector(li);
+      }
     }
     // Free tensors whose last reader was this layer.
     for (size_t t = 0; t < T; ++t) {
@@ -363,6 +373,8 @@ Program Lowering::run() {
       }
     }
   }
+  p_.ub_peak_bytes = std::max(p_.ub_peak_bytes, ub_.peak());
+  if (dry_run) return;
 
   for (int out : g_.outputs) {
     const int64_t chunk = samples_per_chunk(out);
@@ -379,27 +391,67 @@ Program Lowering::run() {
       emit(std::move(wh), false);
     }
   }
+  prev_place_ = place_;
+}
 
-  // Merge weight reads into the body: read_weights for tile j+depth-1 is issued
-  // before the matmul that consumes tile j, so the FIFO prefetches up to its
-  // depth ahead (across layer boundaries) and can never deadlock the in-order controller.
+Program Lowering::run() {
+  p_.workload = g_.name;
+  p_.arch = arch_.name;
+  p_.batch = total_batch_;
+
+  uint64_t unique_weight_bytes = 0;
+  for (const auto& layer : g_.layers) unique_weight_bytes += static_cast<uint64_t>(layer.weight_count() * dtype_bytes(layer.weight_dtype));
+  if (unique_weight_bytes > arch_.weight_memory.capacity_bytes) {
+    throw InputError(g_.source + ": workload '" + g_.name + "' has " + std::to_string(unique_weight_bytes) +
+                     " bytes of weights, more than weight_memory.capacity of '" + arch_.name + "' (" +
+                     std::to_string(arch_.weight_memory.capacity_bytes) + " bytes)");
+  }
+
+  for (const auto& layer : g_.layers) {
+    LayerInfo info;
+    info.name = layer.name;
+    info.op = std::string(graph::op_name(layer.op));
+    info.output_shape = graph::shape_text(g_.tensors[layer.output].shape);
+    p_.layers.push_back(info);
+  }
+
+  // When the whole batch does not fit the unified buffer, run the graph on the
+  // largest sub-batch that does, pass after pass (weights are fetched again per
+  // pass). A single sample that does not fit is an error.
+  int64_t sub_batch = total_batch_;
+  if (!fits(total_batch_)) {
+    lower_pass(1, true);  // throws the error naming the layer if one sample does not fit
+    int64_t lo = 1, hi = total_batch_;  // fits(lo), !fits(hi)
+    while (hi - lo > 1) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      (fits(mid) ? lo : hi) = mid;
+    }
+    sub_batch = lo;
+  }
+  p_.ub_peak_bytes = 0;
+  p_.sub_batch = sub_batch;
+  for (int64_t done = 0; done < total_batch_; done += sub_batch) {
+    lower_pass(std::min(sub_batch, total_batch_ - done), false);
+  }
+
+  // Merge weight reads into the body: before every instruction, the reads of the
+  // next `depth` tiles not yet consumed are issued, so the FIFO prefetches up to
+  // its depth ahead, across layer boundaries, even while the in-order controller
+  // waits on an activate; more would only stall the fetcher, never deadlock.
   const size_t depth = static_cast<size_t>(arch_.weight_fifo.depth_tiles);
   size_t next_read = 0, consumed = 0;
   p_.instructions.reserve(body_.size() + weight_reads_.size() + 1);
   for (auto& in : body_) {
-    if (in.op == Opcode::kMatmul) {
-      while (next_read < weight_reads_.size() && next_read < consumed + depth) {
-        p_.weight_bytes_read += weight_reads_[next_read].bytes;
-        p_.instructions.push_back(weight_reads_[next_read++]);
-      }
-      consumed += static_cast<size_t>(in.weight_tiles);
+    while (next_read < weight_reads_.size() && next_read < consumed + depth) {
+      p_.weight_bytes_read += weight_reads_[next_read].bytes;
+      p_.instructions.push_back(weight_reads_[next_read++]);
     }
+    if (in.op == Opcode::kMatmul) consumed += static_cast<size_t>(in.weight_tiles);
     p_.instructions.push_back(std::move(in));
   }
   Instruction halt;
   halt.op = Opcode::kHalt;
   p_.instructions.push_back(halt);
-  p_.ub_peak_bytes = ub_.peak();
   return std::move(p_);
 }
 

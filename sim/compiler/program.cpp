@@ -66,7 +66,9 @@ std::string Instruction::text() const {
 
 std::string Program::listing() const {
   std::ostringstream s;
-  s << "# program for workload '" << workload << "' on '" << arch << "', batch " << batch << "\n";
+  s << "# program for workload '" << workload << "' on '" << arch << "', batch " << batch;
+  if (sub_batch < batch) s << " in passes of " << sub_batch << " (the batch does not fit the unified buffer)";
+  s << "\n";
   s << "# " << instructions.size() << " instructions, " << layers.size() << " layers, unified buffer peak "
     << ub_peak_bytes << " bytes, weight memory reads " << weight_bytes_read << " bytes\n";
   int last_layer = -2;

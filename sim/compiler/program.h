@@ -81,6 +81,7 @@ struct Program {
   std::string workload;
   std::string arch;
   int64_t batch = 1;
+  int64_t sub_batch = 1;  // samples per pass through the graph (< batch when the batch does not fit on chip)
   std::vector<LayerInfo> layers;
   std::vector<Instruction> instructions;
   uint64_t ub_peak_bytes = 0;       // high-water mark of the unified-buffer allocation

@@ -199,7 +199,9 @@ RunStats simulate(const ArchConfig& arch, const compiler::Program& program) {
   stats.weight_memory_busy_cycles = top->weight_memory.channel(0).busy_cycles();
   stats.pcie_busy_cycles = top->pcie.server().busy_cycles();
   for (const auto& i : top->vector.log().intervals()) stats.vector_busy_cycles += i.end - i.begin;
+  stats.weight_fifo_full_cycles = top->fetcher.log().total(0);
   return stats;
 }
 
 }  // namespace tessera::engine
+

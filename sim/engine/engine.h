@@ -55,6 +55,7 @@ struct RunStats {
   int64_t weight_memory_busy_cycles = 0;
   int64_t pcie_busy_cycles = 0;
   int64_t vector_busy_cycles = 0;
+  int64_t weight_fifo_full_cycles = 0;  // the fetcher waited for a free FIFO slot
   int64_t instructions = 0;
   double total_seconds() const { return static_cast<double>(total_cycles) / (clock_mhz * 1e6); }
 };
