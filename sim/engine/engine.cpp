@@ -152,6 +152,34 @@ void make_systemc_strict() {
   sc_core::sc_report_handler::set_actions("/IEEE_Std_1666/deprecated", sc_core::SC_DO_NOTHING);
 }
 
+std::vector<UnitTrack> collect_tracks(const compiler::Program& program, const Accelerator& acc) {
+  auto opname = [&](int32_t idx) {
+    return idx >= 0 ? std::string(compiler::opcode_name(program.instructions[static_cast<size_t>(idx)].op)) : std::string("busy");
+  };
+  auto track = [](std::string unit, const std::vector<Interval>& v, auto name_of) {
+    UnitTrack t{std::move(unit), {}};
+    t.events.reserve(v.size());
+    for (const auto& i : v) t.events.push_back(TraceEvent{i.begin, i.end, name_of(i), i.layer, i.instruction});
+    return t;
+  };
+  std::vector<UnitTrack> tracks;
+  tracks.push_back(track("controller", acc.controller.log().intervals(), [](const Interval& i) {
+    static const char* names[] = {"wait_host", "wait_raw", "wait_weights", "queue_full", "issue"};
+    return std::string(names[i.kind]);
+  }));
+  tracks.push_back(track("host_dma", acc.dma.log().intervals(), [&](const Interval& i) { return opname(i.instruction); }));
+  tracks.push_back(track("pcie", acc.pcie.server().log().intervals(), [](const Interval&) { return std::string("transfer"); }));
+  tracks.push_back(track("weight_memory", acc.weight_memory.channel(0).log().intervals(),
+                         [](const Interval&) { return std::string("read"); }));
+  tracks.push_back(track("weight_fifo", acc.fetcher.log().intervals(), [](const Interval&) { return std::string("fifo_full"); }));
+  tracks.push_back(track("array", acc.matrix.log().intervals(), [](const Interval& i) {
+    static const char* names[] = {"matmul", "weight_shift", "weight_stall", "input_stall"};
+    return std::string(names[i.kind]);
+  }));
+  tracks.push_back(track("vector_unit", acc.vector.log().intervals(), [&](const Interval& i) { return opname(i.instruction); }));
+  return tracks;
+}
+
 }  // namespace
 
 RunStats simulate(const ArchConfig& arch, const compiler::Program& program) {
@@ -200,6 +228,7 @@ RunStats simulate(const ArchConfig& arch, const compiler::Program& program) {
   stats.pcie_busy_cycles = top->pcie.server().busy_cycles();
   for (const auto& i : top->vector.log().intervals()) stats.vector_busy_cycles += i.end - i.begin;
   stats.weight_fifo_full_cycles = top->fetcher.log().total(0);
+  stats.tracks = collect_tracks(program, *top);
   return stats;
 }
 

@@ -41,6 +41,19 @@ struct LayerStats {
   int64_t instructions = 0;
 };
 
+// One unit's busy intervals for timeline traces (cycles of the core clock).
+struct TraceEvent {
+  int64_t begin_cycle = 0;
+  int64_t end_cycle = 0;
+  std::string name;      // what the unit did: "matmul", "weight_stall", "read_host", ...
+  int32_t layer = -1;    // index into Program::layers, -1 for none
+  int32_t instruction = -1;
+};
+struct UnitTrack {
+  std::string unit;  // "pcie", "host_dma", "weight_memory", "weight_fifo", "array", "vector_unit", "controller"
+  std::vector<TraceEvent> events;
+};
+
 struct RunStats {
   double clock_mhz = 0;
   int64_t total_cycles = 0;
@@ -57,6 +70,7 @@ struct RunStats {
   int64_t vector_busy_cycles = 0;
   int64_t weight_fifo_full_cycles = 0;  // the fetcher waited for a free FIFO slot
   int64_t instructions = 0;
+  std::vector<UnitTrack> tracks;  // per-unit timelines, for --trace
   double total_seconds() const { return static_cast<double>(total_cycles) / (clock_mhz * 1e6); }
 };
 

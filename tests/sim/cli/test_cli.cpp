@@ -1,0 +1,184 @@
+// Integration tests: the real `tessera` executable on shipped configs and workloads.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const std::string kSrc = TESSERA_SOURCE_DIR;
+const std::string kBin = std::string(TESSERA_BINARY_DIR) + "/tessera";
+
+struct Result {
+  int exit_code = -1;
+  std::string output;  // stdout + stderr
+};
+
+Result tessera(const std::string& args) {
+  const std::string cmd = "cd " + kSrc + " && " + kBin + " " + args + " 2>&1";
+  Result r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, pipe)) r.output.append(buf, n);
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+fs::path scratch(const std::string& name) {
+  const fs::path dir = fs::path(TESSERA_BINARY_DIR) / "test-out" / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir.parent_path());
+  return dir;
+}
+
+const char* kBuckets[] = {"array_active", "weight_shift", "weight_stall", "input_stall", "raw_stall", "non_matrix", "pcie"};
+
+}  // namespace
+
+TEST(Cli, RunWritesCompleteReport) {
+  const fs::path out = scratch("mlp1");
+  const Result r = tessera("run --arch configs/tpu-v1.yaml --workload workloads/tpu/mlp1.yaml --out " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("mlp1 on tpu-v1, batch 168"), std::string::npos) << r.output;
+  const json rep = json::parse(slurp(out / "report.json"));
+  for (const char* key : {"arch", "workload", "summary", "layers", "roofline", "baselines"}) {
+    EXPECT_TRUE(rep.contains(key)) << key;
+  }
+  const json& s = rep["summary"];
+  for (const char* key : {"latency_s", "latency_cycles", "inferences_per_s", "ops", "tops", "peak_tops", "utilization",
+                          "oi_ops_per_weight_byte", "oi_macs_per_weight_byte", "oi_ops_per_dram_byte", "cycles"}) {
+    EXPECT_TRUE(s.contains(key)) << key;
+  }
+  // The breakdown covers every cycle exactly once, overall and over the layers.
+  int64_t sum = 0, layer_sum = 0;
+  for (const char* b : kBuckets) {
+    sum += s["cycles"][b].get<int64_t>();
+    layer_sum += s["host_io_cycles"][b].get<int64_t>();
+    for (const auto& l : rep["layers"]) layer_sum += l["cycles"][b].get<int64_t>();
+  }
+  EXPECT_EQ(sum, s["latency_cycles"].get<int64_t>());
+  EXPECT_EQ(s["cycles"]["total"].get<int64_t>(), sum);
+  EXPECT_EQ(layer_sum, sum);
+  // latency_s is the cycle count at 700 MHz; ops = 2 x MACs; OI from the bytes moved.
+  EXPECT_DOUBLE_EQ(s["latency_s"].get<double>(), static_cast<double>(sum) / 700e6);
+  EXPECT_DOUBLE_EQ(s["ops"].get<double>(), 2.0 * s["macs"].get<double>());
+  EXPECT_EQ(s["macs"].get<int64_t>(), rep["workload"]["macs"].get<int64_t>());
+  EXPECT_NEAR(s["oi_macs_per_weight_byte"].get<double>(), 168.0, 1e-9);  // MLP: MACs per weight byte = batch
+  EXPECT_EQ(rep["layers"].size(), 4u);
+  // layers.csv: a header and one row per layer; summary.md names the breakdown.
+  const std::string csv = slurp(out / "layers.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5);
+  EXPECT_NE(slurp(out / "summary.md").find("## Cycle breakdown"), std::string::npos);
+}
+
+TEST(Cli, ReportsAreByteIdenticalAcrossRuns) {
+  const fs::path a = scratch("det-a"), b = scratch("det-b");
+  for (const auto& dir : {a, b}) {
+    const Result r = tessera("run -q -a configs/tpu-v1.yaml -w workloads/tpu/lstm0.yaml -o " + dir.string());
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  for (const char* f : {"report.json", "layers.csv", "summary.md"}) {
+    EXPECT_EQ(slurp(a / f), slurp(b / f)) << f;
+  }
+}
+
+// Golden summaries of the six TPU-paper apps on tpu-v1: any change to the timing
+// model shows up here. Regenerate with TESSERA_UPDATE_GOLDEN=1 after checking why.
+class GoldenApps : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(GoldenApps, SummaryMatchesGolden) {
+  const std::string app = GetParam();
+  const fs::path out = scratch("golden-" + app);
+  const Result r = tessera("run -q -a configs/tpu-v1.yaml -w workloads/tpu/" + app + ".yaml -o " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json rep = json::parse(slurp(out / "report.json"));
+  json got;
+  got["latency_cycles"] = rep["summary"]["latency_cycles"];
+  got["cycles"] = rep["summary"]["cycles"];
+  got["macs"] = rep["summary"]["macs"];
+  got["weight_memory_bytes"] = rep["summary"]["weight_memory_bytes"];
+  got["instructions"] = rep["summary"]["instructions"];
+  const fs::path golden = fs::path(kSrc) / "tests/golden" / ("tpu-v1-" + app + ".json");
+  if (std::getenv("TESSERA_UPDATE_GOLDEN")) {
+    std::ofstream(golden) << got.dump(2) << "\n";
+  }
+  ASSERT_TRUE(fs::exists(golden)) << golden;
+  EXPECT_EQ(got, json::parse(slurp(golden))) << "got " << got.dump(2);
+}
+
+INSTANTIATE_TEST_SUITE_P(TpuPaperApps, GoldenApps,
+                         ::testing::Values("mlp0", "mlp1", "lstm0", "lstm1", "cnn0", "cnn1"));
+
+TEST(Cli, CompilePrintsTheProgram) {
+  const Result r = tessera("compile -a configs/tpu-v1.yaml -w workloads/tpu/mlp1.yaml --batch 8");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("# program for workload 'mlp1' on 'tpu-v1', batch 8"), std::string::npos);
+  EXPECT_NE(r.output.find("matmul m=8 k=256 n=256 int8xint8"), std::string::npos);
+  EXPECT_NE(r.output.find("halt"), std::string::npos);
+}
+
+TEST(Cli, HelpTeaches) {
+  const Result r = tessera("run --help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--arch"), std::string::npos);
+  EXPECT_NE(r.output.find("sums to the total"), std::string::npos);
+}
+
+TEST(CliErrors, BadConfigIsExitCodeTwoWithLocation) {
+  const fs::path dir = scratch("badcfg");
+  fs::create_directories(dir);
+  std::string cfg = slurp(fs::path(kSrc) / "configs/tpu-v1.yaml");
+  cfg.replace(cfg.find("  rows: 256"), 10, "  rowz: 256");
+  std::ofstream(dir / "bad.yaml") << cfg;
+  const Result r = tessera("run -a " + (dir / "bad.yaml").string() + " -w workloads/tpu/mlp1.yaml -o " + (dir / "out").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("bad.yaml:10:3: array.rowz: unknown key"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "out" / "report.json"));
+}
+
+TEST(CliErrors, MissingFileAndBadBatch) {
+  Result r = tessera("run -a configs/nope.yaml -w workloads/tpu/mlp1.yaml -o /tmp/x");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("configs/nope.yaml"), std::string::npos) << r.output;
+  r = tessera("run -a configs/tpu-v1.yaml -w workloads/tpu/mlp1.yaml -o /tmp/x --batch 0");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--batch"), std::string::npos) << r.output;
+}
+
+TEST(CliErrors, UnsupportedOpInWorkload) {
+  const fs::path dir = scratch("badop");
+  fs::create_directories(dir);
+  std::ofstream(dir / "g.yaml") << "name: g\ninputs: [{name: x, shape: [4]}]\nlayers:\n  - {name: s, op: softmaxx}\n";
+  const Result r = tessera("run -a configs/tpu-v1.yaml -w " + (dir / "g.yaml").string() + " -o " + (dir / "out").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("g.yaml:4:"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("unsupported op 'softmaxx'"), std::string::npos) << r.output;
+}
+
+TEST(CliErrors, UnwritableOutputDirectory) {
+  const Result r = tessera("run -q -a configs/tpu-v1.yaml -w workloads/tpu/mlp1.yaml -o /dev/null/out");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("/dev/null/out: cannot create output directory"), std::string::npos) << r.output;
+}
+
+TEST(CliErrors, WorkloadTooBigForTheBufferNamesTheLayer) {
+  const Result r = tessera("run -q -a configs/edge-npu-32.yaml -w workloads/tpu/cnn1.yaml -o /tmp/x");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("layer 'conv1'"), std::string::npos) << r.output;
+}
