@@ -12,7 +12,8 @@ case "$mode" in main|test|build) ;; *) echo "usage: bash cmake/run.sh main|test|
 
 # Debian packages the project needs (build, tests, analysis).
 packages=(build-essential cmake ninja-build pkg-config libsystemc-dev libboost-dev libyaml-cpp-dev
-          libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev
+          libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev libboost-mpi-dev openmpi-bin
+          libopenblas-dev libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata python3-onnx
           python3-matplotlib python3-numpy python3-pytest)
 missing=()
 for p in "${packages[@]}"; do

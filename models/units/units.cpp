@@ -39,7 +39,8 @@ HostDma::HostDma(sc_core::sc_module_name name, UnitContext& ctx, PcieLink& link)
 void HostDma::run() {
   std::vector<unsigned char> dummy(1);
   for (;;) {
-    const int32_t idx = queue.read();
+    int32_t idx = -1;
+    queue.read(idx);
     const Instruction& in = ctx_.program.instructions[static_cast<size_t>(idx)];
     const int64_t start = ctx_.clock.now();
     tlm::tlm_generic_payload payload;
@@ -68,7 +69,8 @@ WeightFetcher::WeightFetcher(sc_core::sc_module_name name, UnitContext& ctx, Wei
 void WeightFetcher::run() {
   std::vector<unsigned char> dummy(1);
   for (;;) {
-    const int32_t idx = queue.read();
+    int32_t idx = -1;
+    queue.read(idx);
     const Instruction& in = ctx_.program.instructions[static_cast<size_t>(idx)];
     const int64_t asked = ctx_.clock.now();
     const int64_t slot = fifo_.reserve();  // a full FIFO stalls the fetcher here
@@ -105,7 +107,8 @@ void MatrixUnit::run() {
   const auto& arr = ctx_.arch.array;
   const array::ArrayDims dims{arr.rows, arr.cols};
   for (;;) {
-    const int32_t idx = queue.read();
+    int32_t idx = -1;
+    queue.read(idx);
     const Instruction& in = ctx_.program.instructions[static_cast<size_t>(idx)];
     const int64_t requested = ctx_.clock.now();
     const WeightTile tile = fifo_.pop();  // an empty FIFO is a weight stall
@@ -145,14 +148,17 @@ VectorUnit::VectorUnit(sc_core::sc_module_name name, UnitContext& ctx, UnifiedBu
 }
 
 int64_t VectorUnit::compute_cycles(const VectorUnitConfig& cfg, const Instruction& in) {
-  const int64_t work = in.op == Opcode::kActivate ? in.rows * in.cols : in.elements;
+  // activate drains one accumulator value per lane per cycle; element-wise work on
+  // 16-bit data uses two 8-bit lanes per element.
+  const int64_t work = in.op == Opcode::kActivate ? in.rows * in.cols : in.elements * in.element_bytes;
   return ceil_div(work, cfg.lanes) + cfg.pipeline_latency_cycles;
 }
 
 void VectorUnit::run() {
   const auto& ubc = ctx_.arch.unified_buffer;
   for (;;) {
-    const int32_t idx = queue.read();
+    int32_t idx = -1;
+    queue.read(idx);
     const Instruction& in = ctx_.program.instructions[static_cast<size_t>(idx)];
     const int64_t start = ctx_.clock.now();
     int64_t end = start + compute_cycles(ctx_.arch.vector_unit, in);

@@ -10,8 +10,11 @@
 #include "sim/compiler/compiler.h"
 #include "sim/config/arch_config.h"
 #include "sim/engine/engine.h"
+#include "sim/functional/functional.h"
 #include "sim/graph/graph.h"
+#include "sim/precision/precision.h"
 #include "sim/report/report.h"
+#include "sim/sweep/cli.h"
 
 namespace {
 
@@ -19,6 +22,7 @@ struct CommonOptions {
   std::string arch;
   std::string workload;
   int64_t batch = 0;
+  std::string precision = "int8";
 };
 
 void add_common(CLI::App& cmd, CommonOptions& o) {
@@ -29,11 +33,16 @@ void add_common(CLI::App& cmd, CommonOptions& o) {
       ->required()
       ->check(CLI::ExistingFile);
   cmd.add_option("--batch,-b", o.batch, "Batch size (default: the workload's own batch)")->check(CLI::Range(1, 1 << 24));
+  cmd.add_option("--precision,-p", o.precision,
+                 "Precision policy: int8 (default), int16, fp16, bf16, first-last-int16, or a policy YAML file "
+                 "(docs/precision.md)");
 }
 
 tessera::compiler::Program build_program(const CommonOptions& o, tessera::ArchConfig& arch, tessera::graph::Graph& graph) {
   arch = tessera::load_arch_config(o.arch);
   graph = tessera::graph::load_graph_yaml(o.workload);
+  const auto policy = tessera::precision::parse_policy(o.precision);
+  tessera::precision::apply(graph, tessera::precision::assign(graph, policy), policy.defaults.activations);
   return tessera::compiler::compile(graph, arch, {.batch = o.batch});
 }
 
@@ -58,6 +67,20 @@ int main(int argc, char** argv) {
   add_common(*run, run_opts);
   run->add_option("--out,-o", out_dir, "Output directory for report.json, layers.csv and summary.md")->required();
   run->add_flag("--quiet,-q", quiet, "Do not print the summary on stdout");
+  bool functional = false, per_channel = false, pe_reference = false;
+  int64_t functional_batch = 1, functional_calibration = 4;
+  auto* functional_flag = run->add_flag("--functional", functional,
+      "Also compute every layer numerically at the assigned precision and report its error against an fp32 "
+      "reference (report.json \"functional\"; docs/precision-functional.md)");
+  run->add_option("--functional-batch", functional_batch, "Samples --functional computes (default 1)")
+      ->check(CLI::Range(1, 1 << 16))->needs(functional_flag);
+  run->add_option("--functional-calibration", functional_calibration,
+                  "Calibration batches for --functional's activation scales (default 4; 0: the evaluated batch)")
+      ->check(CLI::Range(0, 1 << 16))->needs(functional_flag);
+  run->add_flag("--per-channel", per_channel, "With --functional: per-output-channel weight scales")->needs(functional_flag);
+  run->add_flag("--pe-reference", pe_reference,
+                "With --functional: matrix layers through the cycle-exact PE-level reference (arrays up to 32x32; slow)")
+      ->needs(functional_flag);
   run->footer(
       "Writes DIR/report.json (arch, workload, summary, layers, roofline, baselines), DIR/layers.csv and\n"
       "DIR/summary.md. The cycle breakdown array_active, weight_shift, weight_stall, input_stall, raw_stall,\n"
@@ -68,6 +91,9 @@ int main(int argc, char** argv) {
   auto* compile = app.add_subcommand("compile", "Print the accelerator program the compiler emits for a workload");
   add_common(*compile, compile_opts);
   compile->add_option("--output,-o", listing_file, "Write the listing to this file instead of stdout");
+
+  tessera::sweep::SweepOptions sweep_opts;
+  auto* sweep = tessera::sweep::add_sweep_command(app, sweep_opts);
 
   try {
     app.parse(argc, argv);
@@ -83,6 +109,7 @@ int main(int argc, char** argv) {
   }
 
   try {
+    if (*sweep) return tessera::sweep::run_sweep_command(sweep_opts, argc, argv);
     tessera::ArchConfig arch;
     tessera::graph::Graph graph;
     if (*compile) {
@@ -96,10 +123,23 @@ int main(int argc, char** argv) {
     }
     const auto program = build_program(run_opts, arch, graph);
     const auto stats = tessera::engine::simulate(arch, program);
-    const auto report = tessera::report::build_report({arch, graph, program, stats});
+    auto report = tessera::report::build_report({arch, graph, program, stats, run_opts.precision});
+    std::string functional_line;
+    if (functional) {
+      tessera::functional::FunctionalOptions fo;
+      fo.batch = functional_batch;
+      fo.calibration_batches = functional_calibration;
+      fo.per_channel = per_channel;
+      fo.use_pe_reference = pe_reference;
+      const auto fr = tessera::functional::run_functional(graph, arch, fo);
+      report["functional"] = tessera::functional::to_json(fr);
+      functional_line = tessera::functional::summary_line(fr);
+    }
     tessera::report::write_report_files(out_dir, report);
     if (!quiet) {
-      std::cout << tessera::report::console_summary(report) << "  report: " << out_dir << "/report.json\n";
+      std::cout << tessera::report::console_summary(report);
+      if (!functional_line.empty()) std::cout << "  " << functional_line << "\n";
+      std::cout << "  report: " << out_dir << "/report.json\n";
     }
     return 0;
   } catch (const tessera::InputError& e) {

@@ -8,13 +8,18 @@
 
 namespace tessera {
 
-enum class Dtype { kInt8, kInt16, kInt32 };
+// fp16/bf16 are the 16-bit float modes of arrays whose mac_modes list them.
+enum class Dtype { kInt8, kInt16, kInt32, kFp16, kBf16 };
+
+inline bool dtype_is_float(Dtype t) { return t == Dtype::kFp16 || t == Dtype::kBf16; }
 
 inline int64_t dtype_bytes(Dtype t) {
   switch (t) {
     case Dtype::kInt8: return 1;
     case Dtype::kInt16: return 2;
     case Dtype::kInt32: return 4;
+    case Dtype::kFp16: return 2;
+    case Dtype::kBf16: return 2;
   }
   return 1;
 }
@@ -24,6 +29,8 @@ inline std::string_view dtype_name(Dtype t) {
     case Dtype::kInt8: return "int8";
     case Dtype::kInt16: return "int16";
     case Dtype::kInt32: return "int32";
+    case Dtype::kFp16: return "fp16";
+    case Dtype::kBf16: return "bf16";
   }
   return "?";
 }
@@ -32,6 +39,8 @@ inline std::optional<Dtype> parse_dtype(std::string_view s) {
   if (s == "int8") return Dtype::kInt8;
   if (s == "int16") return Dtype::kInt16;
   if (s == "int32") return Dtype::kInt32;
+  if (s == "fp16") return Dtype::kFp16;
+  if (s == "bf16") return Dtype::kBf16;
   return std::nullopt;
 }
 

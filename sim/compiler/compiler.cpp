@@ -1,6 +1,8 @@
 #include "sim/compiler/compiler.h"
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
 #include <map>
 #include <optional>
 
@@ -54,10 +56,81 @@ struct TensorPlace {
   int64_t cols = 0;  // features / channels
   int64_t rows_per_sample = 1;
   uint64_t bytes = 0;
-  int alias_of = -1;  // flatten: shares the source's storage
+  int alias_of = -1;  // flatten/reshape: shares the source's storage
   uint64_t offset = 0;
   bool allocated = false;
   std::vector<Region> reused;  // regions of dead tensors whose bytes this one overwrites
+};
+
+// Element operations per output element of a vector op (the vector unit does one
+// element operation per lane per cycle).
+int64_t vector_work(OpKind op) {
+  switch (op) {
+    case OpKind::kHardSwish:
+    case OpKind::kGelu: return 2;  // the function, then a multiply
+    case OpKind::kLayerNorm:
+    case OpKind::kSoftmax: return 3;  // statistics pass(es), then normalise
+    default: return 1;
+  }
+}
+
+VectorOp vector_op_of(OpKind op) {
+  switch (op) {
+    case OpKind::kMaxPool: return VectorOp::kMaxPool;
+    case OpKind::kAvgPool: return VectorOp::kAvgPool;
+    case OpKind::kGlobalAvgPool: return VectorOp::kGlobalAvgPool;
+    case OpKind::kGlobalMaxPool: return VectorOp::kGlobalMaxPool;
+    case OpKind::kConcat: return VectorOp::kConcat;
+    case OpKind::kAdd: return VectorOp::kAdd;
+    case OpKind::kMul: return VectorOp::kMul;
+    case OpKind::kSigmoid: return VectorOp::kSigmoid;
+    case OpKind::kTanh: return VectorOp::kTanh;
+    case OpKind::kRelu: return VectorOp::kRelu;
+    case OpKind::kSub: return VectorOp::kSub;
+    case OpKind::kDiv: return VectorOp::kDiv;
+    case OpKind::kPow: return VectorOp::kPow;
+    case OpKind::kMax: return VectorOp::kMax;
+    case OpKind::kMin: return VectorOp::kMin;
+    case OpKind::kWhere: return VectorOp::kWhere;
+    case OpKind::kSqrt: return VectorOp::kSqrt;
+    case OpKind::kErf: return VectorOp::kErf;
+    case OpKind::kExp: return VectorOp::kExp;
+    case OpKind::kGelu: return VectorOp::kGelu;
+    case OpKind::kClip: return VectorOp::kClip;
+    case OpKind::kLeakyRelu: return VectorOp::kLeakyRelu;
+    case OpKind::kHardSigmoid: return VectorOp::kHardSigmoid;
+    case OpKind::kHardSwish: return VectorOp::kHardSwish;
+    case OpKind::kBatchNorm: return VectorOp::kBatchNorm;
+    case OpKind::kLayerNorm: return VectorOp::kLayerNorm;
+    case OpKind::kSoftmax: return VectorOp::kSoftmax;
+    case OpKind::kReduceMean: return VectorOp::kReduceMean;
+    case OpKind::kReduceSum: return VectorOp::kReduceSum;
+    case OpKind::kReduceMax: return VectorOp::kReduceMax;
+    case OpKind::kResize: return VectorOp::kResize;
+    case OpKind::kPad: return VectorOp::kPad;
+    case OpKind::kTranspose: return VectorOp::kTranspose;
+    case OpKind::kSlice: return VectorOp::kSlice;
+    case OpKind::kExpand: return VectorOp::kExpand;
+    case OpKind::kConv2d: return VectorOp::kGroupedConv;
+    default: return VectorOp::kAdd;
+  }
+}
+
+// One GEMM C[M x N] = A[M x K] * B[K x N] for the tiler, with callbacks that name the
+// unified-buffer regions each tile touches.
+struct GemmJob {
+  int li = -1;
+  int64_t M = 0, K = 0, N = 0;
+  Dtype a_dtype = Dtype::kInt8, b_dtype = Dtype::kInt8, y_dtype = Dtype::kInt8;
+  graph::Activation activation = graph::Activation::kNone;
+  bool b_from_ub = false;          // B is an activation in the unified buffer
+  uint64_t weight_base = 0;        // weight-memory address of B (row-major K x N)
+  int64_t weight_row_stride = 0;   // elements between B rows in weight memory (N of the whole layer)
+  bool overlap_add = false;        // conv_transpose2d: activates read-modify-write the output
+  std::function<Region(int64_t m0, int64_t m1, int64_t k0, int64_t k1)> a_region;
+  std::function<Region(int64_t k0, int64_t k1, int64_t n0, int64_t n1)> b_region;  // b_from_ub only
+  std::function<Region(int64_t m0, int64_t m1, int64_t n0, int64_t n1)> out_region;
+  std::function<uint64_t(int64_t m0, int64_t n0)> out_address;
 };
 
 class Lowering {
@@ -73,11 +146,20 @@ class Lowering {
   Region region(int t, int64_t s0, int64_t s1, int64_t c0 = 0, int64_t c1 = -1) const;
   Region rows_region(int t, int64_t r0, int64_t r1, int64_t c0, int64_t c1) const;
   void allocate(int t, int layer_index);
+  int add_scratch(int li, int64_t rows, int64_t cols, int64_t rows_per_sample, Dtype dtype);
+  void allocate_scratch(int li);
   void emit(Instruction in, bool writes_tensor_storage = true);
   int64_t samples_per_chunk(int t) const;
+  uint64_t tensor_bytes(int t, int64_t samples) const;
 
+  void emit_gemm(const GemmJob& job);
   void lower_matrix(int li);
+  void lower_conv(int li);
+  void lower_matmul(int li);
+  void lower_recurrent(int li);
   void lower_vector(int li);
+  void lower_grouped_conv_on_vector(int li);
+  bool grouped_conv_on_vector(const Layer& layer) const;
   // Lays out and (unless dry_run) lowers the whole graph for `batch` samples.
   void lower_pass(int64_t batch, bool dry_run);
   bool fits(int64_t batch);
@@ -87,13 +169,19 @@ class Lowering {
   int64_t total_batch_;
   int64_t batch_;  // samples in the current pass
   BufferAllocator ub_;
-  std::vector<TensorPlace> place_;
+  std::vector<TensorPlace> place_;       // graph tensors, then scratch buffers of the pass
   std::vector<TensorPlace> prev_place_;  // the previous pass's layout: its bytes are overwritten too
   std::vector<int> last_use_;
   std::vector<bool> dead_;
+  std::vector<std::vector<int>> scratch_;  // per layer: scratch buffer ids (into place_)
   Program p_;
   std::vector<Instruction> body_;  // without read_weights; those are merged in at the end
-  std::vector<Instruction> weight_reads_;
+  struct WeightRead {
+    Instruction in;
+    size_t earliest_body = 0;  // a UB-sourced read may not move above its layer's first instruction
+  };
+  std::vector<WeightRead> weight_reads_;
+  size_t layer_body_start_ = 0;
   int acc_half_ = 0;
   uint64_t weight_cursor_ = 0;
 };
@@ -101,7 +189,7 @@ class Lowering {
 Region Lowering::rows_region(int t, int64_t r0, int64_t r1, int64_t c0, int64_t c1) const {
   const int s = storage(t);
   if (s != t) {
-    // An alias (flatten) covers whole samples of its source, all columns.
+    // An alias (flatten/reshape) covers whole samples of its source, all columns.
     const int64_t rps_t = place_[t].rows_per_sample, rps_s = place_[s].rows_per_sample;
     const int64_t s0 = r0 / rps_t, s1 = ceil_div(r1, rps_t);
     return Region{Space::kUnifiedBuffer, s, s0 * rps_s, s1 * rps_s, 0, place_[s].cols};
@@ -121,16 +209,24 @@ int64_t Lowering::samples_per_chunk(int t) const {
   return std::max<int64_t>(1, rows / place_[t].rows_per_sample);
 }
 
+uint64_t Lowering::tensor_bytes(int t, int64_t samples) const {
+  const Tensor& ten = g_.tensors[static_cast<size_t>(t)];
+  return static_cast<uint64_t>(samples * graph::shape_elements(ten.shape) * dtype_bytes(ten.dtype));
+}
+
 void Lowering::allocate(int t, int layer_index) {
   TensorPlace& tp = place_[t];
   if (tp.alias_of >= 0 || tp.allocated) return;
   auto offset = ub_.allocate(tp.bytes);
   if (!offset) {
     const std::string where = layer_index >= 0 ? "layer '" + g_.layers[layer_index].name + "'" : "its inputs";
+    const std::string what = static_cast<size_t>(t) < g_.tensors.size()
+                                 ? "tensor '" + g_.tensors[t].name + "'"
+                                 : std::string("its working buffers (gates and state)");
     throw InputError(g_.source + ": workload '" + g_.name + "' at batch " + std::to_string(batch_) +
                      " does not fit the unified buffer of '" + arch_.name + "' (" +
                      std::to_string(arch_.unified_buffer.capacity_bytes) + " bytes): " + where + " needs " +
-                     std::to_string(tp.bytes) + " more bytes for tensor '" + g_.tensors[t].name + "' with " +
+                     std::to_string(tp.bytes) + " more bytes for " + what + " with " +
                      std::to_string(ub_.in_use()) +
                      " bytes live; use a smaller --batch or a larger unified_buffer.capacity");
   }
@@ -153,6 +249,35 @@ void Lowering::allocate(int t, int layer_index) {
   }
 }
 
+int Lowering::add_scratch(int li, int64_t rows, int64_t cols, int64_t rows_per_sample, Dtype dtype) {
+  TensorPlace tp;
+  tp.rows = rows;
+  tp.cols = cols;
+  tp.rows_per_sample = rows_per_sample;
+  tp.bytes = static_cast<uint64_t>(rows * cols * dtype_bytes(dtype));
+  place_.push_back(tp);
+  dead_.push_back(false);
+  last_use_.push_back(li);
+  const int id = static_cast<int>(place_.size() - 1);
+  allocate(id, li);
+  scratch_[static_cast<size_t>(li)].push_back(id);
+  return id;
+}
+
+// Working buffers a layer needs besides its output (live only during the layer).
+void Lowering::allocate_scratch(int li) {
+  const Layer& layer = g_.layers[static_cast<size_t>(li)];
+  if (layer.op != OpKind::kLstm && layer.op != OpKind::kGru) return;
+  const Dtype dt = g_.tensors[static_cast<size_t>(layer.output)].dtype;
+  const int64_t T = layer.gemm_m_per_sample, H = layer.hidden, G = layer.gates(), D = layer.directions;
+  add_scratch(li, batch_ * T, D * G * H, T, dt);  // input projections of every step
+  for (int64_t d = 0; d < D; ++d) {
+    add_scratch(li, batch_, G * H, 1, dt);  // recurrent gate sums of the current step
+    add_scratch(li, batch_, H, 1, dt);      // h state
+    add_scratch(li, batch_, H, 1, dt);      // lstm: c state; gru: r * h
+  }
+}
+
 void Lowering::emit(Instruction in, bool writes_tensor_storage) {
   if (writes_tensor_storage) {
     std::vector<Region> extra;
@@ -166,13 +291,8 @@ void Lowering::emit(Instruction in, bool writes_tensor_storage) {
   body_.push_back(std::move(in));
 }
 
-void Lowering::lower_matrix(int li) {
-  const Layer& layer = g_.layers[li];
-  const int x = layer.inputs[0];
-  const int y = layer.output;
-  const Tensor& xt = g_.tensors[x];
+void Lowering::emit_gemm(const GemmJob& job) {
   const auto& a = arch_.array;
-  const int64_t M = batch_ * layer.gemm_m_per_sample, K = layer.gemm_k, N = layer.gemm_n;
   const int64_t acc_half = std::max<int64_t>(1, arch_.accumulators.entries / 2);
   int64_t mt = acc_half, kt = a.rows, nt = a.cols;
   switch (a.dataflow) {
@@ -180,71 +300,111 @@ void Lowering::lower_matrix(int li) {
     case array::Dataflow::kOutputStationary: mt = std::min(a.rows, acc_half); break;  // C: m<=rows, n<=cols
     case array::Dataflow::kInputStationary: mt = std::min(a.cols, acc_half); break;   // A^T: k<=rows, m<=cols
   }
-  const int64_t a_bytes = dtype_bytes(xt.dtype);
-  const int64_t b_bytes = dtype_bytes(layer.weight_dtype);
-  const int64_t y_bytes = dtype_bytes(g_.tensors[y].dtype);
-  const int64_t in_channels = place_[x].cols;
-  const int64_t out_rows_per_sample = layer.gemm_m_per_sample;
-  LayerInfo& info = p_.layers[li];
-  const uint64_t layer_weight_base = weight_cursor_;
-  weight_cursor_ += static_cast<uint64_t>(K * N * b_bytes);
-
-  for (int64_t m0 = 0; m0 < M; m0 += mt) {
-    const int64_t m1 = std::min(M, m0 + mt);
-    // Input rows this chunk reads: the samples its output rows belong to.
-    const int64_t s0 = m0 / out_rows_per_sample, s1 = ceil_div(m1, out_rows_per_sample);
-    for (int64_t n0 = 0; n0 < N; n0 += nt) {
-      const int64_t n1 = std::min(N, n0 + nt);
+  const int64_t a_bytes = dtype_bytes(job.a_dtype);
+  const int64_t b_bytes = dtype_bytes(job.b_dtype);
+  const int64_t y_bytes = dtype_bytes(job.y_dtype);
+  LayerInfo& info = p_.layers[static_cast<size_t>(job.li)];
+  for (int64_t m0 = 0; m0 < job.M; m0 += mt) {
+    const int64_t m1 = std::min(job.M, m0 + mt);
+    for (int64_t n0 = 0; n0 < job.N; n0 += nt) {
+      const int64_t n1 = std::min(job.N, n0 + nt);
       const int half = acc_half_;
       acc_half_ ^= 1;
       const Region acc{Space::kAccumulators, half, 0, m1 - m0, 0, n1 - n0};
-      for (int64_t k0 = 0; k0 < K; k0 += kt) {
-        const int64_t k1 = std::min(K, k0 + kt);
+      for (int64_t k0 = 0; k0 < job.K; k0 += kt) {
+        const int64_t k1 = std::min(job.K, k0 + kt);
+        const uint64_t tile_bytes = static_cast<uint64_t>((k1 - k0) * (n1 - n0) * b_bytes);
         Instruction rw;
         rw.op = Opcode::kReadWeights;
-        rw.layer = li;
-        rw.bytes = static_cast<uint64_t>((k1 - k0) * (n1 - n0) * b_bytes);
-        rw.weight_address = layer_weight_base + static_cast<uint64_t>((k0 * N + n0) * b_bytes);
-        weight_reads_.push_back(rw);
-        info.weight_bytes += rw.bytes;
+        rw.layer = job.li;
+        if (job.b_from_ub) {
+          rw.weight_source = WeightSource::kUnifiedBuffer;
+          rw.bytes = 0;
+          rw.ub_read_bytes = tile_bytes;
+          rw.reads.push_back(job.b_region(k0, k1, n0, n1));
+          weight_reads_.push_back({rw, layer_body_start_});
+        } else {
+          rw.bytes = tile_bytes;
+          rw.weight_address = job.weight_base + static_cast<uint64_t>((k0 * job.weight_row_stride + n0) * b_bytes);
+          info.weight_bytes += rw.bytes;
+          weight_reads_.push_back({rw, 0});
+        }
 
         Instruction mm;
         mm.op = Opcode::kMatmul;
-        mm.layer = li;
+        mm.layer = job.li;
         mm.tile = array::GemmTile{m1 - m0, k1 - k0, n1 - n0};
-        mm.a_dtype = xt.dtype;
-        mm.b_dtype = layer.weight_dtype;
+        mm.a_dtype = job.a_dtype;
+        mm.b_dtype = job.b_dtype;
         mm.accumulate = k0 > 0;
         mm.weight_tiles = 1;
-        mm.ub_read_bytes = static_cast<uint64_t>((m1 - m0) * (k1 - k0) * a_bytes);
-        // Implicit im2col: a K tile covers kernel positions x input channels.
-        int64_t c0 = 0, c1 = in_channels;
-        if (layer.op == OpKind::kFc) {
-          c0 = k0, c1 = k1;
-        } else if (k1 - k0 < in_channels && k0 % in_channels < (k1 - 1) % in_channels + 1) {
-          c0 = k0 % in_channels, c1 = (k1 - 1) % in_channels + 1;
-        }
-        if (layer.op == OpKind::kFc) {
-          mm.reads.push_back(rows_region(x, m0, m1, c0, c1));
-        } else {
-          mm.reads.push_back(region(x, s0, s1, c0, c1));
-        }
+        mm.ub_read_bytes = static_cast<uint64_t>((m1 - m0) * (k1 - k0) * a_bytes) + (job.b_from_ub ? tile_bytes : 0);
+        mm.reads.push_back(job.a_region(m0, m1, k0, k1));
         mm.writes.push_back(acc);
         emit(std::move(mm), false);
       }
       Instruction act;
       act.op = Opcode::kActivate;
-      act.layer = li;
+      act.layer = job.li;
       act.rows = m1 - m0;
       act.cols = n1 - n0;
-      act.function = layer.activation;
+      act.function = job.overlap_add ? graph::Activation::kNone : job.activation;
       act.reads.push_back(acc);
-      act.writes.push_back(rows_region(y, m0, m1, n0, n1));
+      const Region out = job.out_region(m0, m1, n0, n1);
+      if (job.overlap_add) act.reads.push_back(out);
+      act.writes.push_back(out);
       act.ub_write_bytes = static_cast<uint64_t>(act.rows * act.cols * y_bytes);
-      act.ub_address = place_[y].offset + static_cast<uint64_t>((m0 * place_[y].cols + n0) * y_bytes);
+      if (job.overlap_add) act.ub_read_bytes = act.ub_write_bytes;  // read-modify-write of the overlap
+      act.ub_address = job.out_address(m0, n0);
       emit(std::move(act));
     }
   }
+}
+
+void Lowering::lower_matrix(int li) {
+  const Layer& layer = g_.layers[li];
+  LayerInfo& info = p_.layers[li];
+  info.mapping = "array";
+  const Dtype a_dtype = g_.tensors[layer.inputs[0]].dtype;
+  if (!arch_.array.find_mode(a_dtype, layer.weight_dtype)) {
+    std::string modes;
+    for (const auto& m : arch_.array.mac_modes) {
+      modes += (modes.empty() ? "" : ", ") + std::string(dtype_name(m.a)) + " x " + std::string(dtype_name(m.b));
+    }
+    throw InputError(g_.source + ": layer '" + layer.name + "' multiplies " + std::string(dtype_name(a_dtype)) +
+                     " activations by " + std::string(dtype_name(layer.weight_dtype)) + " weights, but '" +
+                     arch_.name + "' has no such entry in array.mac_modes (it has: " + modes + ")");
+  }
+  switch (layer.op) {
+    case OpKind::kConv2d:
+    case OpKind::kConvTranspose2d: lower_conv(li); return;
+    case OpKind::kMatmul: lower_matmul(li); return;
+    case OpKind::kLstm:
+    case OpKind::kGru: lower_recurrent(li); return;
+    default: break;
+  }
+  // fc over the last axis; rows = batch x the leading axes.
+  const int x = layer.inputs[0];
+  const int y = layer.output;
+  const Tensor& xt = g_.tensors[x];
+  const int64_t M = batch_ * layer.gemm_m_per_sample, K = layer.gemm_k, N = layer.gemm_n;
+  const int64_t y_bytes = dtype_bytes(g_.tensors[y].dtype);
+  GemmJob job;
+  job.li = li;
+  job.M = M, job.K = K, job.N = N;
+  job.a_dtype = xt.dtype;
+  job.b_dtype = layer.weight_dtype;
+  job.y_dtype = g_.tensors[y].dtype;
+  job.activation = layer.activation;
+  job.weight_base = weight_cursor_;
+  job.weight_row_stride = N;
+  weight_cursor_ += static_cast<uint64_t>(K * N * dtype_bytes(layer.weight_dtype));
+  job.a_region = [&](int64_t m0, int64_t m1, int64_t k0, int64_t k1) { return rows_region(x, m0, m1, k0, k1); };
+  job.out_region = [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) { return rows_region(y, m0, m1, n0, n1); };
+  job.out_address = [&](int64_t m0, int64_t n0) {
+    return place_[y].offset + static_cast<uint64_t>((m0 * place_[y].cols + n0) * y_bytes);
+  };
+  emit_gemm(job);
   info.gemm_m += M;
   info.gemm_k = K;
   info.gemm_n = N;
@@ -254,32 +414,398 @@ void Lowering::lower_matrix(int li) {
   info.b_dtype = layer.weight_dtype;
 }
 
+// conv2d (implicit im2col; groups run one after another on the array) and
+// conv_transpose2d (input pixels x (kernel x filters), overlap-added into the output).
+void Lowering::lower_conv(int li) {
+  const Layer& layer = g_.layers[li];
+  const int x = layer.inputs[0];
+  const int y = layer.output;
+  const Tensor& xt = g_.tensors[x];
+  const bool transposed = layer.op == OpKind::kConvTranspose2d;
+  const int64_t G = layer.gemm_groups;
+  const int64_t M = batch_ * layer.gemm_m_per_sample, K = layer.gemm_k, N = layer.gemm_n;
+  const int64_t in_channels = place_[x].cols;
+  const int64_t cin_g = in_channels / G;
+  const int64_t cout_g = layer.out_features / G;
+  const int64_t rows_per_sample = layer.gemm_m_per_sample;  // conv: output rows; transposed: input rows
+  const int64_t y_bytes = dtype_bytes(g_.tensors[y].dtype);
+  LayerInfo& info = p_.layers[li];
+  const uint64_t layer_weight_base = weight_cursor_;
+  weight_cursor_ += static_cast<uint64_t>(G * K * N * dtype_bytes(layer.weight_dtype));
+
+  const int64_t acc_half = std::max<int64_t>(1, arch_.accumulators.entries / 2);
+  // Groups share the M chunks: each chunk of input rows runs every group before the next.
+  const int64_t chunk = G > 1 ? std::max<int64_t>(acc_half, 1) : M;
+  for (int64_t c0 = 0; c0 < M; c0 += chunk) {
+    const int64_t c1 = std::min(M, c0 + chunk);
+    for (int64_t g = 0; g < G; ++g) {
+      GemmJob job;
+      job.li = li;
+      job.M = c1 - c0, job.K = K, job.N = N;
+      job.a_dtype = xt.dtype;
+      job.b_dtype = layer.weight_dtype;
+      job.y_dtype = g_.tensors[y].dtype;
+      job.activation = layer.activation;
+      job.weight_base = layer_weight_base + static_cast<uint64_t>(g * K * N * dtype_bytes(layer.weight_dtype));
+      job.weight_row_stride = N;
+      job.overlap_add = transposed;
+      const int64_t ch_base = g * cin_g;
+      job.a_region = [&, c0, ch_base](int64_t m0, int64_t m1, int64_t k0, int64_t k1) {
+        m0 += c0, m1 += c0;
+        if (transposed) return rows_region(x, m0, m1, ch_base + k0, ch_base + k1);
+        // Implicit im2col: a K tile covers kernel positions x input channels.
+        const int64_t s0 = m0 / rows_per_sample, s1 = ceil_div(m1, rows_per_sample);
+        int64_t lo = 0, hi = cin_g;
+        if (k1 - k0 < cin_g && k0 % cin_g < (k1 - 1) % cin_g + 1) lo = k0 % cin_g, hi = (k1 - 1) % cin_g + 1;
+        return region(x, s0, s1, ch_base + lo, ch_base + hi);
+      };
+      const int64_t out_base = g * cout_g;
+      job.out_region = [&, c0, out_base](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+        m0 += c0, m1 += c0;
+        if (transposed) {
+          // The products of these input pixels land around them: the samples' whole output, this group's columns.
+          const int64_t s0 = m0 / rows_per_sample, s1 = ceil_div(m1, rows_per_sample);
+          return region(y, s0, s1, out_base, out_base + cout_g);
+        }
+        return rows_region(y, m0, m1, out_base + n0, out_base + n1);
+      };
+      job.out_address = [&, c0, out_base](int64_t m0, int64_t n0) {
+        if (transposed) return place_[y].offset + static_cast<uint64_t>(out_base * y_bytes);
+        return place_[y].offset + static_cast<uint64_t>(((m0 + c0) * place_[y].cols + out_base + n0) * y_bytes);
+      };
+      emit_gemm(job);
+    }
+  }
+  if (transposed && layer.activation != graph::Activation::kNone) {
+    // The nonlinearity can only run once every overlap has been added: one more pass.
+    const int64_t per_chunk = samples_per_chunk(y);
+    for (int64_t s0 = 0; s0 < batch_; s0 += per_chunk) {
+      const int64_t s1 = std::min(batch_, s0 + per_chunk);
+      Instruction v;
+      v.op = Opcode::kVector;
+      v.layer = li;
+      v.vector_op = layer.activation == graph::Activation::kSigmoid ? VectorOp::kSigmoid
+                    : layer.activation == graph::Activation::kTanh  ? VectorOp::kTanh
+                    : layer.activation == graph::Activation::kRelu6 ? VectorOp::kClip
+                                                                    : VectorOp::kRelu;
+      v.elements = (s1 - s0) * graph::shape_elements(g_.tensors[y].shape);
+      v.reads.push_back(region(y, s0, s1));
+      v.writes.push_back(region(y, s0, s1));
+      v.ub_read_bytes = v.ub_write_bytes = tensor_bytes(y, s1 - s0);
+      v.ub_address = place_[y].offset;
+      emit(std::move(v));
+    }
+  }
+  info.gemm_m += M * G;
+  info.gemm_k = K;
+  info.gemm_n = N;
+  info.groups = G;
+  info.macs += G * M * K * N;
+  info.weights = G * K * N;
+  info.a_dtype = xt.dtype;
+  info.b_dtype = layer.weight_dtype;
+}
+
+// Activation x activation (attention): for every sample and head, B is loaded into the
+// array from the unified buffer as if it were a weight tile.
+void Lowering::lower_matmul(int li) {
+  const Layer& layer = g_.layers[li];
+  const int a = layer.inputs[0], b = layer.inputs[1], y = layer.output;
+  const auto& as = g_.tensors[a].shape;
+  const auto& bs = g_.tensors[b].shape;
+  const auto& ys = g_.tensors[y].shape;
+  const int64_t M = layer.gemm_m_per_sample, K = layer.gemm_k, N = layer.gemm_n;
+  // Leading (head) axes: output index -> A and B group index under broadcasting.
+  const graph::Shape lead_y(ys.begin(), ys.end() - 2);
+  const graph::Shape lead_a(as.begin(), as.end() - 2), lead_b(bs.begin(), bs.end() - 2);
+  auto group_index = [&](int64_t flat, const graph::Shape& lead) {
+    int64_t idx = 0, stride = 1;
+    int64_t rem = flat;
+    std::vector<int64_t> digits(lead_y.size());
+    for (size_t d = lead_y.size(); d-- > 0;) {
+      digits[d] = rem % lead_y[d];
+      rem /= lead_y[d];
+    }
+    for (size_t d = lead.size(); d-- > 0;) {
+      const size_t yd = d + lead_y.size() - lead.size();
+      idx += (lead[d] == 1 ? 0 : digits[yd]) * stride;
+      stride *= lead[d];
+    }
+    return idx;
+  };
+  const int64_t rows_a = place_[a].rows_per_sample, rows_b = place_[b].rows_per_sample;
+  const int64_t rows_y = place_[y].rows_per_sample;
+  const int64_t y_bytes = dtype_bytes(g_.tensors[y].dtype);
+  const int64_t G = layer.gemm_groups;
+  LayerInfo& info = p_.layers[li];
+  info.mapping = "array_ub";
+  for (int64_t s = 0; s < batch_; ++s) {
+    for (int64_t h = 0; h < G; ++h) {
+      const int64_t ga = group_index(h, lead_a), gb = group_index(h, lead_b);
+      const int64_t a_row0 = s * rows_a + ga * M, b_row0 = s * rows_b + gb * K, y_row0 = s * rows_y + h * M;
+      GemmJob job;
+      job.li = li;
+      job.M = M, job.K = K, job.N = N;
+      job.a_dtype = g_.tensors[a].dtype;
+      job.b_dtype = g_.tensors[b].dtype;
+      job.y_dtype = g_.tensors[y].dtype;
+      job.activation = layer.activation;
+      job.b_from_ub = true;
+      job.a_region = [&, a_row0](int64_t m0, int64_t m1, int64_t k0, int64_t k1) {
+        return rows_region(a, a_row0 + m0, a_row0 + m1, k0, k1);
+      };
+      job.b_region = [&, b_row0](int64_t k0, int64_t k1, int64_t n0, int64_t n1) {
+        return rows_region(b, b_row0 + k0, b_row0 + k1, n0, n1);
+      };
+      job.out_region = [&, y_row0](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+        return rows_region(y, y_row0 + m0, y_row0 + m1, n0, n1);
+      };
+      job.out_address = [&, y_row0](int64_t m0, int64_t n0) {
+        return place_[storage(y)].offset + static_cast<uint64_t>(((y_row0 + m0) * place_[y].cols + n0) * y_bytes);
+      };
+      emit_gemm(job);
+    }
+  }
+  info.gemm_m += batch_ * G * M;
+  info.gemm_k = K;
+  info.gemm_n = N;
+  info.groups = G;
+  info.macs += batch_ * G * M * K * N;
+  info.weights = 0;
+  info.a_dtype = g_.tensors[a].dtype;
+  info.b_dtype = g_.tensors[b].dtype;
+}
+
+// LSTM / GRU: one GEMM projects the inputs of every step at once; then, step by step,
+// the recurrent matmul on h(t-1), its activate into the gate buffer, and one vector
+// instruction for the cell. Directions interleave so that one direction's matmul can
+// overlap the other's cell. The recurrent weights are fetched again every step.
+void Lowering::lower_recurrent(int li) {
+  const Layer& layer = g_.layers[li];
+  const bool lstm = layer.op == OpKind::kLstm;
+  const int x = layer.inputs[0], y = layer.output;
+  const Tensor& xt = g_.tensors[x];
+  const Dtype dt = g_.tensors[y].dtype;
+  const int64_t T = layer.gemm_m_per_sample, I = layer.gemm_k, H = layer.hidden, Gt = layer.gates(), D = layer.directions;
+  const int64_t wb = dtype_bytes(layer.weight_dtype), y_bytes = dtype_bytes(dt);
+  const auto& scratch = scratch_[static_cast<size_t>(li)];
+  const int xg = scratch[0];
+  auto hg = [&](int64_t d) { return scratch[static_cast<size_t>(1 + 3 * d)]; };
+  auto hs = [&](int64_t d) { return scratch[static_cast<size_t>(2 + 3 * d)]; };
+  auto cs = [&](int64_t d) { return scratch[static_cast<size_t>(3 + 3 * d)]; };
+  const int h0 = layer.inputs.size() > 1 ? layer.inputs[1] : -1;
+  const int c0_in = lstm && layer.inputs.size() > 2 ? layer.inputs[2] : -1;
+  LayerInfo& info = p_.layers[li];
+
+  // Weight memory: per direction W (I x G*H) then R (H x G*H).
+  std::vector<uint64_t> w_addr(static_cast<size_t>(D)), r_addr(static_cast<size_t>(D));
+  for (int64_t d = 0; d < D; ++d) {
+    w_addr[static_cast<size_t>(d)] = weight_cursor_;
+    weight_cursor_ += static_cast<uint64_t>(I * Gt * H * wb);
+    r_addr[static_cast<size_t>(d)] = weight_cursor_;
+    weight_cursor_ += static_cast<uint64_t>(H * Gt * H * wb);
+  }
+
+  // 1. Input projections of all steps.
+  for (int64_t d = 0; d < D; ++d) {
+    GemmJob job;
+    job.li = li;
+    job.M = batch_ * T, job.K = I, job.N = Gt * H;
+    job.a_dtype = xt.dtype;
+    job.b_dtype = layer.weight_dtype;
+    job.y_dtype = dt;
+    job.weight_base = w_addr[static_cast<size_t>(d)];
+    job.weight_row_stride = Gt * H;
+    const int64_t col0 = d * Gt * H;
+    job.a_region = [&](int64_t m0, int64_t m1, int64_t k0, int64_t k1) { return rows_region(x, m0, m1, k0, k1); };
+    job.out_region = [&, col0](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+      return rows_region(xg, m0, m1, col0 + n0, col0 + n1);
+    };
+    job.out_address = [&, col0](int64_t m0, int64_t n0) {
+      return place_[xg].offset + static_cast<uint64_t>((m0 * place_[xg].cols + col0 + n0) * y_bytes);
+    };
+    emit_gemm(job);
+  }
+
+  // 2. The recurrence.
+  auto recurrent_gemm = [&](int64_t d, int src, int64_t n_begin, int64_t n_end, bool from_initial) {
+    GemmJob job;
+    job.li = li;
+    job.M = batch_, job.K = H, job.N = n_end - n_begin;
+    job.a_dtype = dt;
+    job.b_dtype = layer.weight_dtype;
+    job.y_dtype = dt;
+    job.weight_base = r_addr[static_cast<size_t>(d)] + static_cast<uint64_t>(n_begin * wb);
+    job.weight_row_stride = Gt * H;
+    job.a_region = [&, src, from_initial](int64_t m0, int64_t m1, int64_t k0, int64_t k1) {
+      // The initial state input is [directions, hidden] per sample: its whole samples.
+      return from_initial ? region(src, m0, m1) : rows_region(src, m0, m1, k0, k1);
+    };
+    const int out = hg(d);
+    job.out_region = [&, out, n_begin](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+      return rows_region(out, m0, m1, n_begin + n0, n_begin + n1);
+    };
+    job.out_address = [&, out, n_begin](int64_t m0, int64_t n0) {
+      return place_[out].offset + static_cast<uint64_t>((m0 * place_[out].cols + n_begin + n0) * y_bytes);
+    };
+    emit_gemm(job);
+  };
+  const int64_t cell_work = lstm ? (layer.peepholes ? 16 : 13) : (layer.linear_before_reset ? 11 : 9);
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t d = 0; d < D; ++d) {
+      const bool backward = d == 1 || layer.reverse;
+      const int64_t step = backward ? T - 1 - t : t;
+      const bool initial = t == 0 && h0 >= 0;
+      const int src = initial ? h0 : hs(d);
+      if (!lstm && !layer.linear_before_reset) {
+        // z and r first; then (r * h) times R_h.
+        recurrent_gemm(d, src, 0, 2 * H, initial);
+        Instruction v;
+        v.op = Opcode::kVector;
+        v.layer = li;
+        v.vector_op = VectorOp::kGruReset;
+        v.elements = batch_ * H * 2;
+        v.reads.push_back(rows_region(hg(d), 0, batch_, 0, 2 * H));
+        v.reads.push_back(initial ? region(h0, 0, batch_) : rows_region(hs(d), 0, batch_, 0, H));
+        v.writes.push_back(rows_region(cs(d), 0, batch_, 0, H));
+        v.ub_read_bytes = static_cast<uint64_t>(batch_ * 3 * H * y_bytes);
+        v.ub_write_bytes = static_cast<uint64_t>(batch_ * H * y_bytes);
+        v.ub_address = place_[cs(d)].offset;
+        emit(std::move(v));
+        recurrent_gemm(d, cs(d), 2 * H, 3 * H, false);
+      } else {
+        recurrent_gemm(d, src, 0, Gt * H, initial);
+      }
+      Instruction cell;
+      cell.op = Opcode::kVector;
+      cell.layer = li;
+      cell.vector_op = lstm ? VectorOp::kLstmCell : VectorOp::kGruCell;
+      cell.elements = batch_ * H * cell_work;
+      // Gate pre-activations of this step (the projection buffer, all samples) and the recurrent sums.
+      cell.reads.push_back(rows_region(xg, 0, batch_ * T, d * Gt * H, (d + 1) * Gt * H));
+      cell.reads.push_back(rows_region(hg(d), 0, batch_, 0, Gt * H));
+      if (lstm) {
+        if (t == 0 && c0_in >= 0) cell.reads.push_back(region(c0_in, 0, batch_));
+        else cell.reads.push_back(rows_region(cs(d), 0, batch_, 0, H));
+        cell.writes.push_back(rows_region(cs(d), 0, batch_, 0, H));
+      } else if (initial) {
+        cell.reads.push_back(region(h0, 0, batch_));
+      }
+      cell.writes.push_back(rows_region(hs(d), 0, batch_, 0, H));
+      // h(t) also lands in the output sequence: row (step, direction) of every sample.
+      cell.writes.push_back(region(y, 0, batch_));
+      cell.ub_read_bytes = static_cast<uint64_t>(batch_ * (2 * Gt * H + (lstm ? H : 0)) * y_bytes);
+      cell.ub_write_bytes = static_cast<uint64_t>(batch_ * (lstm ? 3 : 2) * H * y_bytes);
+      cell.ub_address = place_[y].offset + static_cast<uint64_t>((step * D + d) * H * y_bytes);
+      emit(std::move(cell));
+    }
+  }
+  info.gemm_m += batch_ * T * D;
+  info.gemm_k = I + H;
+  info.gemm_n = Gt * H;
+  info.groups = D;
+  info.macs += batch_ * T * D * (I + H) * Gt * H;
+  info.weights = layer.weight_count();
+  info.a_dtype = xt.dtype;
+  info.b_dtype = layer.weight_dtype;
+}
+
+// A grouped (e.g. depthwise) conv runs either group by group on the array or as
+// multiply-accumulates on the vector unit; the estimate of each picks the faster.
+bool Lowering::grouped_conv_on_vector(const Layer& layer) const {
+  if (layer.op != OpKind::kConv2d || layer.gemm_groups <= 1) return false;
+  const auto& a = arch_.array;
+  const array::ArrayDims dims{a.rows, a.cols};
+  const int64_t acc_half = std::max<int64_t>(1, arch_.accumulators.entries / 2);
+  const int64_t M = batch_ * layer.gemm_m_per_sample, K = layer.gemm_k, N = layer.gemm_n, G = layer.gemm_groups;
+  int64_t mt = acc_half;
+  if (a.dataflow == array::Dataflow::kOutputStationary) mt = std::min(a.rows, acc_half);
+  if (a.dataflow == array::Dataflow::kInputStationary) mt = std::min(a.cols, acc_half);
+  const MacMode* mode = a.find_mode(g_.tensors[layer.inputs[0]].dtype, layer.weight_dtype);
+  const double rate = mode ? mode->rate : 1.0;
+  // Array: every tile streams for its natural time (preload hidden by double buffering
+  // when it is shorter), plus the activates through the vector unit.
+  double array_cycles = 0;
+  double activate_cycles = 0;
+  for (int64_t m0 = 0; m0 < M; m0 += mt) {
+    const int64_t m = std::min(mt, M - m0);
+    for (int64_t n0 = 0; n0 < N; n0 += a.cols) {
+      const int64_t n = std::min<int64_t>(a.cols, N - n0);
+      for (int64_t k0 = 0; k0 < K; k0 += a.rows) {
+        const int64_t k = std::min<int64_t>(a.rows, K - k0);
+        const auto t = array::tile_timing(a.dataflow, dims, array::GemmTile{m, k, n});
+        const double stream = static_cast<double>(t.stream_cycles) / rate;
+        array_cycles += a.double_buffered ? std::max(stream, static_cast<double>(t.preload_cycles))
+                                          : stream + static_cast<double>(t.preload_cycles);
+      }
+      activate_cycles += static_cast<double>(ceil_div(m * n, arch_.vector_unit.lanes) + arch_.vector_unit.pipeline_latency_cycles);
+    }
+  }
+  array_cycles = std::max(array_cycles, activate_cycles) * static_cast<double>(G);
+  const double vector_cycles = static_cast<double>(ceil_div(G * M * K * N, arch_.vector_unit.lanes));
+  return vector_cycles < array_cycles;
+}
+
+void Lowering::lower_grouped_conv_on_vector(int li) {
+  const Layer& layer = g_.layers[li];
+  const int x = layer.inputs[0], y = layer.output;
+  LayerInfo& info = p_.layers[li];
+  info.mapping = "vector";
+  const int64_t macs_per_sample = layer.macs_per_sample();
+  const int64_t chunk = samples_per_chunk(y);
+  for (int64_t s0 = 0; s0 < batch_; s0 += chunk) {
+    const int64_t s1 = std::min(batch_, s0 + chunk);
+    Instruction v;
+    v.op = Opcode::kVector;
+    v.layer = li;
+    v.vector_op = VectorOp::kGroupedConv;
+    v.elements = (s1 - s0) * macs_per_sample;
+    v.reads.push_back(region(x, s0, s1));
+    v.writes.push_back(region(y, s0, s1));
+    v.ub_read_bytes = tensor_bytes(x, s1 - s0);
+    v.ub_write_bytes = tensor_bytes(y, s1 - s0);
+    v.ub_address = place_[y].offset;
+    emit(std::move(v));
+  }
+  // The weights (kernel x channels, a few KiB) are not modelled as weight-memory traffic here.
+  info.gemm_m += batch_ * layer.gemm_m_per_sample * layer.gemm_groups;
+  info.gemm_k = layer.gemm_k;
+  info.gemm_n = layer.gemm_n;
+  info.groups = layer.gemm_groups;
+  info.macs += batch_ * macs_per_sample;
+  info.weights = layer.weight_count();
+  info.a_dtype = g_.tensors[x].dtype;
+  info.b_dtype = layer.weight_dtype;
+}
+
 void Lowering::lower_vector(int li) {
   const Layer& layer = g_.layers[li];
   const int y = layer.output;
-  if (graph::is_layout_op(layer.op)) return;  // flatten: an alias, nothing moves
   LayerInfo& info = p_.layers[li];
-  info.a_dtype = info.b_dtype = g_.tensors[y].dtype;
-  VectorOp vop = VectorOp::kAdd;
-  switch (layer.op) {
-    case OpKind::kMaxPool: vop = VectorOp::kMaxPool; break;
-    case OpKind::kAvgPool: vop = VectorOp::kAvgPool; break;
-    case OpKind::kGlobalAvgPool: vop = VectorOp::kGlobalAvgPool; break;
-    case OpKind::kConcat: vop = VectorOp::kConcat; break;
-    case OpKind::kAdd: vop = VectorOp::kAdd; break;
-    case OpKind::kMul: vop = VectorOp::kMul; break;
-    case OpKind::kSigmoid: vop = VectorOp::kSigmoid; break;
-    case OpKind::kTanh: vop = VectorOp::kTanh; break;
-    case OpKind::kRelu: vop = VectorOp::kRelu; break;
-    default: break;
+  if (graph::is_layout_op(layer.op)) {  // flatten / reshape: an alias, nothing moves
+    info.mapping = "alias";
+    return;
   }
+  info.mapping = "vector";
+  info.a_dtype = info.b_dtype = g_.tensors[y].dtype;
+  const VectorOp vop = vector_op_of(layer.op);
   const int64_t out_per_sample = graph::shape_elements(g_.tensors[y].shape);
+  const int64_t in_per_sample = graph::shape_elements(g_.tensors[layer.inputs[0]].shape);
   // Element operations per output element: a pooling window reads kh*kw inputs.
-  int64_t work_per_output = 1;
+  int64_t work_per_output = vector_work(layer.op);
   if (layer.op == OpKind::kMaxPool || layer.op == OpKind::kAvgPool) work_per_output = layer.kernel_h * layer.kernel_w;
-  if (layer.op == OpKind::kGlobalAvgPool) {
-    const auto& s = g_.tensors[layer.inputs[0]].shape;
-    work_per_output = s[0] * s[1];
+  if (layer.op == OpKind::kGlobalAvgPool || layer.op == OpKind::kGlobalMaxPool || layer.op == OpKind::kReduceMean ||
+      layer.op == OpKind::kReduceSum || layer.op == OpKind::kReduceMax) {
+    work_per_output = std::max<int64_t>(1, in_per_sample / out_per_sample);  // every input element once
+  }
+  if (layer.op == OpKind::kResize) {
+    // Taps per output element: nearest 1; linear 2 per resized axis; cubic 4 per resized axis.
+    const auto& in_shape = g_.tensors[layer.inputs[0]].shape;
+    int64_t taps = 1;
+    for (size_t i = 0; i < in_shape.size(); ++i) {
+      if (layer.target_shape[i] != in_shape[i]) taps *= layer.mode == "linear" ? 2 : layer.mode == "cubic" ? 4 : 1;
+    }
+    work_per_output = taps;
   }
   const int64_t chunk = samples_per_chunk(y);
   for (int64_t s0 = 0; s0 < batch_; s0 += chunk) {
@@ -291,11 +817,10 @@ void Lowering::lower_vector(int li) {
     v.elements = (s1 - s0) * out_per_sample * work_per_output;
     for (int in : layer.inputs) {
       v.reads.push_back(region(in, s0, s1));
-      v.ub_read_bytes += static_cast<uint64_t>((s1 - s0) * graph::shape_elements(g_.tensors[in].shape) *
-                                               dtype_bytes(g_.tensors[in].dtype));
+      v.ub_read_bytes += tensor_bytes(in, s1 - s0);
     }
     v.writes.push_back(region(y, s0, s1));
-    v.ub_write_bytes = static_cast<uint64_t>((s1 - s0) * out_per_sample * dtype_bytes(g_.tensors[y].dtype));
+    v.ub_write_bytes = tensor_bytes(y, s1 - s0);
     v.ub_address = place_[storage(y)].offset;
     emit(std::move(v));
   }
@@ -319,10 +844,11 @@ void Lowering::lower_pass(int64_t batch, bool dry_run) {
   place_.assign(T, TensorPlace{});
   dead_.assign(T, false);
   last_use_.assign(T, -1);
+  scratch_.assign(static_cast<size_t>(L), {});
   for (size_t t = 0; t < T; ++t) {
     const Tensor& ten = g_.tensors[t];
     TensorPlace& tp = place_[t];
-    tp.rows_per_sample = ten.shape.size() == 3 ? ten.shape[0] * ten.shape[1] : 1;
+    tp.rows_per_sample = graph::shape_elements(ten.shape) / ten.shape.back();
     tp.rows = batch_ * tp.rows_per_sample;
     tp.cols = ten.shape.back();
     tp.bytes = static_cast<uint64_t>(tp.rows * tp.cols * dtype_bytes(ten.dtype));
@@ -358,15 +884,19 @@ void Lowering::lower_pass(int64_t batch, bool dry_run) {
   for (int li = 0; li < L; ++li) {
     const Layer& layer = g_.layers[li];
     allocate(layer.output, li);
+    allocate_scratch(li);
     if (!dry_run) {
-      if (graph::is_matrix_op(layer.op)) {
+      layer_body_start_ = body_.size();
+      if (grouped_conv_on_vector(layer)) {
+        lower_grouped_conv_on_vector(li);
+      } else if (graph::is_matrix_op(layer.op)) {
         lower_matrix(li);
       } else {
         lower_vector(li);
       }
     }
-    // Free tensors whose last reader was this layer.
-    for (size_t t = 0; t < T; ++t) {
+    // Free tensors (and working buffers) whose last reader was this layer.
+    for (size_t t = 0; t < place_.size(); ++t) {
       if (last_use_[t] == li && place_[t].allocated && place_[t].alias_of < 0 && !dead_[t]) {
         ub_.release(place_[t].offset);
         dead_[t] = true;
@@ -437,14 +967,18 @@ Program Lowering::run() {
   // Merge weight reads into the body: before every instruction, the reads of the
   // next `depth` tiles not yet consumed are issued, so the FIFO prefetches up to
   // its depth ahead, across layer boundaries, even while the in-order controller
-  // waits on an activate; more would only stall the fetcher, never deadlock.
+  // waits on an activate; more would only stall the fetcher, never deadlock. A tile
+  // loaded from the unified buffer waits until its layer starts (its producer is an
+  // earlier layer), and the FIFO keeps the tiles in order.
   const size_t depth = static_cast<size_t>(arch_.weight_fifo.depth_tiles);
   size_t next_read = 0, consumed = 0;
   p_.instructions.reserve(body_.size() + weight_reads_.size() + 1);
-  for (auto& in : body_) {
-    while (next_read < weight_reads_.size() && next_read < consumed + depth) {
-      p_.weight_bytes_read += weight_reads_[next_read].bytes;
-      p_.instructions.push_back(weight_reads_[next_read++]);
+  for (size_t b = 0; b < body_.size(); ++b) {
+    auto& in = body_[b];
+    while (next_read < weight_reads_.size() && next_read < consumed + depth &&
+           weight_reads_[next_read].earliest_body <= b) {
+      p_.weight_bytes_read += weight_reads_[next_read].in.bytes;
+      p_.instructions.push_back(std::move(weight_reads_[next_read++].in));
     }
     if (in.op == Opcode::kMatmul) consumed += static_cast<size_t>(in.weight_tiles);
     p_.instructions.push_back(std::move(in));

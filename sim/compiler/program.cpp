@@ -29,6 +29,44 @@ std::string_view vector_op_name(VectorOp op) {
     case VectorOp::kSigmoid: return "sigmoid";
     case VectorOp::kTanh: return "tanh";
     case VectorOp::kRelu: return "relu";
+    case VectorOp::kSub: return "sub";
+    case VectorOp::kDiv: return "div";
+    case VectorOp::kPow: return "pow";
+    case VectorOp::kMax: return "max";
+    case VectorOp::kMin: return "min";
+    case VectorOp::kWhere: return "where";
+    case VectorOp::kSqrt: return "sqrt";
+    case VectorOp::kErf: return "erf";
+    case VectorOp::kExp: return "exp";
+    case VectorOp::kGelu: return "gelu";
+    case VectorOp::kClip: return "clip";
+    case VectorOp::kLeakyRelu: return "leaky_relu";
+    case VectorOp::kHardSigmoid: return "hard_sigmoid";
+    case VectorOp::kHardSwish: return "hard_swish";
+    case VectorOp::kBatchNorm: return "batch_norm";
+    case VectorOp::kLayerNorm: return "layer_norm";
+    case VectorOp::kSoftmax: return "softmax";
+    case VectorOp::kReduceMean: return "reduce_mean";
+    case VectorOp::kReduceSum: return "reduce_sum";
+    case VectorOp::kReduceMax: return "reduce_max";
+    case VectorOp::kGlobalMaxPool: return "global_maxpool";
+    case VectorOp::kResize: return "resize";
+    case VectorOp::kPad: return "pad";
+    case VectorOp::kTranspose: return "transpose";
+    case VectorOp::kSlice: return "slice";
+    case VectorOp::kExpand: return "expand";
+    case VectorOp::kGroupedConv: return "grouped_conv";
+    case VectorOp::kLstmCell: return "lstm_cell";
+    case VectorOp::kGruCell: return "gru_cell";
+    case VectorOp::kGruReset: return "gru_reset";
+  }
+  return "?";
+}
+
+std::string_view weight_source_name(WeightSource s) {
+  switch (s) {
+    case WeightSource::kWeightMemory: return "weight_memory";
+    case WeightSource::kUnifiedBuffer: return "unified_buffer";
   }
   return "?";
 }
@@ -42,7 +80,11 @@ std::string Instruction::text() const {
       s << " bytes=" << bytes << " ub=0x" << std::hex << ub_address << std::dec;
       break;
     case Opcode::kReadWeights:
-      s << " bytes=" << bytes << " dram=0x" << std::hex << weight_address << std::dec;
+      if (weight_source == WeightSource::kUnifiedBuffer) {
+        s << " from=ub ub_read=" << ub_read_bytes;
+      } else {
+        s << " bytes=" << bytes << " dram=0x" << std::hex << weight_address << std::dec;
+      }
       break;
     case Opcode::kMatmul:
       s << " m=" << tile.m << " k=" << tile.k << " n=" << tile.n << " " << dtype_name(a_dtype) << "x"

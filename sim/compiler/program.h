@@ -30,8 +30,28 @@ struct Region {
   }
 };
 
-enum class VectorOp { kMaxPool, kAvgPool, kGlobalAvgPool, kConcat, kAdd, kMul, kSigmoid, kTanh, kRelu };
+// What a `vector` instruction does. The cost is `elements` element operations on the
+// vector unit's lanes plus the unified-buffer bytes it reads and writes.
+enum class VectorOp {
+  kMaxPool, kAvgPool, kGlobalAvgPool, kConcat, kAdd, kMul, kSigmoid, kTanh, kRelu,
+  kSub, kDiv, kPow, kMax, kMin, kWhere, kSqrt, kErf, kExp, kGelu, kClip, kLeakyRelu, kHardSigmoid, kHardSwish,
+  kBatchNorm, kLayerNorm, kSoftmax, kReduceMean, kReduceSum, kReduceMax, kGlobalMaxPool,
+  kResize, kPad, kTranspose, kSlice, kExpand,
+  kGroupedConv,  // a grouped/depthwise convolution on the vector unit (MACs as element operations)
+  kLstmCell,     // one LSTM step: gate sums, sigmoid/tanh, cell and hidden update
+  kGruCell,      // one GRU step
+  kGruReset,     // GRU without linear_before_reset: r * h before the second recurrent matmul
+};
 std::string_view vector_op_name(VectorOp op);
+
+// Where a read_weights tile comes from. Weights of fc/conv/lstm layers live in weight
+// memory (DRAM). The second operand of an activation x activation matmul (attention's
+// K^T and V) is already in the unified buffer: its read_weights moves no weight-memory
+// bytes (bytes = 0), names the UB region it loads in `reads` (so the controller waits
+// for the producer), and carries the tile size in ub_read_bytes; the consuming matmul
+// adds those bytes to its own ub_read_bytes, so the UB read port pays for the load.
+enum class WeightSource { kWeightMemory, kUnifiedBuffer };
+std::string_view weight_source_name(WeightSource s);
 
 struct Instruction {
   Opcode op = Opcode::kSync;
@@ -42,6 +62,7 @@ struct Instruction {
   uint64_t bytes = 0;       // read_host / write_host / read_weights: bytes moved
   uint64_t ub_address = 0;  // read_host / write_host / activate / vector: destination or source offset (display)
   uint64_t weight_address = 0;  // read_weights: weight-memory offset (display)
+  WeightSource weight_source = WeightSource::kWeightMemory;  // read_weights
 
   // matmul
   array::GemmTile tile{};
@@ -60,6 +81,7 @@ struct Instruction {
   // vector
   VectorOp vector_op = VectorOp::kAdd;
   int64_t elements = 0;  // element operations performed
+  int64_t element_bytes = 1;  // widest operand: the vector datapath does lanes bytes per cycle
 
   std::string text() const;  // one line of `tessera compile` output
 };
@@ -74,7 +96,16 @@ struct LayerInfo {
   Dtype a_dtype = Dtype::kInt8;
   Dtype b_dtype = Dtype::kInt8;
   std::string output_shape;    // per sample
-  int64_t gemm_m = 0, gemm_k = 0, gemm_n = 0;  // matrix view for the batch (0 for vector layers)
+  // Matrix view for the batch (0 for vector layers), with gemm_m * gemm_k * gemm_n == macs:
+  // for grouped convs and multi-head matmuls gemm_m counts the rows of every group
+  // (k and n are per group); lstm/gru: m = batch x steps x directions, k = input +
+  // hidden, n = gates x hidden.
+  int64_t gemm_m = 0, gemm_k = 0, gemm_n = 0;
+  int64_t groups = 1;          // independent products per sample (conv groups, attention heads)
+  // Which unit runs the layer: "array" (weights from weight memory), "array_ub" (both
+  // operands from the unified buffer), "vector" (the vector unit; for a grouped conv the
+  // compiler picked it as faster than the array on this config), "alias" (no data moves).
+  std::string mapping;
 };
 
 struct Program {

@@ -41,8 +41,8 @@ double non_negative_or(const YamlNode& map, std::string_view key, double fallbac
 }
 
 Dtype parse_mac_dtype(const YamlNode& node) {
-  // Only the integer operand types the array multiplies; int32 is an accumulator type.
-  return *parse_dtype(node.as_choice({"int8", "int16"}));
+  // Operand types the array multiplies; int32 is an accumulator type, not an operand.
+  return *parse_dtype(node.as_choice({"int8", "int16", "fp16", "bf16"}));
 }
 
 std::string mode_name(Dtype a, Dtype b) {

@@ -224,6 +224,7 @@ RunStats simulate(const ArchConfig& arch, const compiler::Program& program) {
   stats.pcie_bytes_to_host = top->pcie.bytes_to_host();
   stats.array_busy_cycles = top->matrix.log().total(models::MatrixUnit::kActive) +
                             top->matrix.log().total(models::MatrixUnit::kInputStall);
+  stats.array_stream_cycles = top->matrix.log().total(models::MatrixUnit::kActive);
   stats.weight_memory_busy_cycles = top->weight_memory.channel(0).busy_cycles();
   stats.pcie_busy_cycles = top->pcie.server().busy_cycles();
   for (const auto& i : top->vector.log().intervals()) stats.vector_busy_cycles += i.end - i.begin;

@@ -65,6 +65,7 @@ struct RunStats {
   uint64_t pcie_bytes_to_device = 0;
   uint64_t pcie_bytes_to_host = 0;
   int64_t array_busy_cycles = 0;      // cycles the array streamed (active + input stall)
+  int64_t array_stream_cycles = 0;    // cycles the array streamed at its MAC rate (no input stall, no drain)
   int64_t weight_memory_busy_cycles = 0;
   int64_t pcie_busy_cycles = 0;
   int64_t vector_busy_cycles = 0;

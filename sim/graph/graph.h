@@ -1,8 +1,13 @@
 #pragma once
 // Graph IR: tensors with per-sample shapes and dtypes, and the layers between them.
 // The batch dimension is implicit; the compiler multiplies it in.
+//
+// Layout: a tensor is stored as a 2-D array, rows = batch x (product of all but the
+// last axis), cols = the last axis. Images are [H, W, C] (channels last); sequences
+// are [T, features]; attention tensors are e.g. [heads, T, d].
 #include <cstdint>
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -14,7 +19,7 @@ class YamlNode;
 
 namespace tessera::graph {
 
-using Shape = std::vector<int64_t>;  // per sample: [features] or [H, W, C]
+using Shape = std::vector<int64_t>;  // per sample: [features], [rows, features], [H, W, C], ...
 
 int64_t shape_elements(const Shape& shape);
 std::string shape_text(const Shape& shape);  // "[56, 56, 64]"
@@ -32,12 +37,49 @@ enum class OpKind {
   kSigmoid,
   kTanh,
   kRelu,
+  // Matrix ops beyond fc/conv2d.
+  kConvTranspose2d,  // transposed convolution: GEMM of input pixels x (kernel x filters), then overlap-add
+  kMatmul,           // activation x activation (attention): the second operand is loaded as weights from the UB
+  kLstm,             // a whole LSTM layer: input projection + per-step recurrent matmul and cell
+  kGru,              // a whole GRU layer
+  // Element-wise (vector unit). Binary ops broadcast (numpy rules, per-sample shapes);
+  // with one input they combine it with a constant of shape `const_shape`.
+  kSub,
+  kDiv,
+  kPow,
+  kMax,
+  kMin,
+  kWhere,  // select(cond, a, b): inputs broadcast
+  kSqrt,
+  kErf,
+  kExp,
+  kGelu,
+  kClip,
+  kLeakyRelu,
+  kHardSigmoid,
+  kHardSwish,
+  // Normalisation and reductions (vector unit).
+  kBatchNorm,   // per-channel scale and shift (when it cannot be folded into a conv)
+  kLayerNorm,   // normalise over the axes from `axis` on
+  kSoftmax,     // along `axis`
+  kReduceMean,  // over `axes`
+  kReduceSum,
+  kReduceMax,
+  kGlobalMaxPool,
+  // Spatial and layout ops.
+  kResize,     // nearest / linear / cubic to `target_shape`
+  kPad,        // constant/edge/reflect padding by `pads`
+  kTranspose,  // permutes axes by `perm`: data moves
+  kReshape,    // to `target_shape`: an alias, no data moves
+  kSlice,      // along `axis`: begin/end/step; data moves (a copy)
+  kExpand,     // broadcast to `target_shape`: data moves
 };
 std::string_view op_name(OpKind op);
 bool is_matrix_op(OpKind op);   // runs on the systolic array
-bool is_layout_op(OpKind op);   // flatten: no data moves
+bool is_layout_op(OpKind op);   // flatten, reshape: no data moves (an alias of the input)
+bool is_elementwise_op(OpKind op);  // one output element per (broadcast) input element
 
-enum class Activation { kNone, kRelu, kSigmoid, kTanh };
+enum class Activation { kNone, kRelu, kSigmoid, kTanh, kRelu6 };
 std::string_view activation_name(Activation a);
 
 struct Tensor {
@@ -60,14 +102,41 @@ struct Layer {
   int64_t kernel_h = 1, kernel_w = 1;
   int64_t stride_h = 1, stride_w = 1;
   int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  int64_t dilation_h = 1, dilation_w = 1;
+  int64_t groups = 1;                          // conv2d / conv_transpose2d channel groups (= channels: depthwise)
+  int64_t output_pad_h = 0, output_pad_w = 0;  // conv_transpose2d
+  bool ceil_mode = false;                      // pooling output size rounds up
 
-  // Matrix view of a matrix op for one sample: (M rows) x (K) times (K) x (N).
+  // lstm / gru
+  int64_t hidden = 0;
+  int64_t directions = 1;          // 1 or 2 (bidirectional)
+  bool reverse = false;            // direction: reverse (with directions == 1)
+  bool linear_before_reset = true; // gru: r applies after the recurrent matmul (PyTorch's form)
+  bool peepholes = false;          // lstm
+
+  // Vector / layout op attributes (axes are per-sample axes of the IR shape).
+  int64_t axis = -1;                 // concat, softmax, layer_norm, slice
+  std::vector<int64_t> axes;         // reductions
+  bool keepdims = true;              // reductions
+  std::vector<int64_t> perm;         // transpose
+  Shape target_shape;                // reshape (may hold one -1), resize, expand
+  int64_t slice_begin = 0, slice_end = 0, slice_step = 1;  // slice
+  std::vector<int64_t> pads;         // pad: begin for every axis, then end for every axis
+  std::string mode;                  // resize: nearest|linear|cubic; pad: constant|edge|reflect
+  Shape const_shape;                 // element-wise op with one input: the constant operand's shape
+  bool has_const = false;
+
+  // Matrix view of a matrix op for one sample: (M rows) x (K) times (K) x (N),
+  // `gemm_groups` times (conv groups; attention heads for matmul). lstm/gru: the
+  // input projection (M = steps, K = input features, N = gates x hidden).
   int64_t gemm_m_per_sample = 0;
   int64_t gemm_k = 0;
   int64_t gemm_n = 0;
+  int64_t gemm_groups = 1;
 
-  int64_t weight_count() const { return gemm_k * gemm_n; }
-  int64_t macs_per_sample() const { return gemm_m_per_sample * gemm_k * gemm_n; }
+  int64_t gates() const { return op == OpKind::kLstm ? 4 : op == OpKind::kGru ? 3 : 0; }
+  int64_t weight_count() const;
+  int64_t macs_per_sample() const;
 };
 
 struct Graph {
@@ -84,6 +153,21 @@ struct Graph {
   int64_t total_macs_per_sample() const;
   int find_tensor(const std::string& name) const;  // -1 if absent
 };
+
+// A layer's inputs do not fit its op. The message names tensors and shapes, not the
+// file: the YAML loader and the ONNX importer add the file and the layer/node.
+class ShapeError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Numpy-style broadcast of two per-sample shapes; throws ShapeError.
+Shape broadcast_shapes(const Shape& a, const Shape& b);
+
+// Output shape of `layer` from its attributes and its input tensors' shapes; fills the
+// matrix view (gemm_*) and out_features. Shared by the YAML loader and the ONNX
+// importer so both accept exactly the same graphs. Throws ShapeError.
+Shape infer_layer(const Graph& g, Layer& layer);
 
 // YAML graph format (docs/workloads.md). Throws InputError naming file, line and layer.
 Graph load_graph_yaml(const std::filesystem::path& path);

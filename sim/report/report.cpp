@@ -106,6 +106,8 @@ ordered_json build_report(const RunRecord& run) {
   w["source"] = run.graph.source;
   w["description"] = run.graph.description;
   w["batch"] = prog.batch;
+  w["sub_batch"] = prog.sub_batch;
+  w["precision"] = run.precision;
   w["layers"] = prog.layers.size();
   w["weights"] = run.graph.total_weights();
   w["macs"] = st.macs;
@@ -132,7 +134,7 @@ ordered_json build_report(const RunRecord& run) {
   s["instructions"] = st.instructions;
   s["cycles"] = cycles_json(st.cycles);
   s["host_io_cycles"] = cycles_json(st.host_io);
-  s["busy_cycles"] = {{"array", st.array_busy_cycles}, {"weight_memory", st.weight_memory_busy_cycles},
+  s["busy_cycles"] = {{"array", st.array_busy_cycles}, {"array_stream", st.array_stream_cycles}, {"weight_memory", st.weight_memory_busy_cycles},
                       {"pcie", st.pcie_busy_cycles}, {"vector_unit", st.vector_busy_cycles}};
 
   ordered_json layers = ordered_json::array();

@@ -19,6 +19,7 @@ struct RunRecord {
   const graph::Graph& graph;
   const compiler::Program& program;
   const engine::RunStats& stats;
+  std::string precision = "int8";  // the precision policy's name
 };
 
 // Roofline of one platform for one operational-intensity flavour.

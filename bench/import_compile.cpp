@@ -1,0 +1,89 @@
+// Import + compile time of the ONNX workloads (docs/performance-onnx.md).
+//   build/bench/bench_import_compile [--repeat N] [--arch configs/tpu-v1.yaml] [--dir build/workloads/onnx] [MODEL...]
+// For each model: the median and minimum wall time of load_onnx() and of compile() over N
+// runs (after one warm-up run that also brings the file into the page cache).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sim/common/error.h"
+#include "sim/compiler/compiler.h"
+#include "sim/config/arch_config.h"
+#include "sim/graph/onnx_importer.h"
+
+using namespace tessera;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Model {
+  std::string name;
+  std::map<std::string, std::vector<int64_t>> shapes;
+};
+
+double ms(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int repeat = 20;
+  std::string arch_path = std::string(TESSERA_SOURCE_DIR) + "/configs/tpu-v1.yaml";
+  std::string dir = std::string(TESSERA_BINARY_DIR) + "/workloads/onnx";
+  std::vector<std::string> wanted;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--repeat" && i + 1 < argc) repeat = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--arch" && i + 1 < argc) arch_path = argv[++i];
+    else if (a == "--dir" && i + 1 < argc) dir = argv[++i];
+    else wanted.push_back(a);
+  }
+  const std::vector<Model> all = {{"resnet50", {}},
+                                  {"bert_base", {{"input_ids", {1, 128}}}},
+                                  {"mobilenet_v2", {}},
+                                  {"gpt2_prefill", {{"input_ids", {1, 128}}}},
+                                  {"gpt2_decode", {{"sequence", {1}}, {"past", {128}}}},
+                                  {"lstm_seq2seq", {}}};
+  try {
+    const ArchConfig arch = load_arch_config(arch_path);
+    std::printf("| model | layers | instructions | import ms (median / min) | compile ms (median / min) | total ms (median) |\n");
+    std::printf("|---|---|---|---|---|---|\n");
+    for (const Model& m : all) {
+      if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), m.name) == wanted.end()) continue;
+      const std::filesystem::path file = std::filesystem::path(dir) / (m.name + ".onnx");
+      graph::OnnxOptions opts;
+      opts.input_shapes = m.shapes;
+      std::vector<double> imp, comp, total;
+      size_t layers = 0, instructions = 0;
+      for (int r = 0; r <= repeat; ++r) {
+        const auto t0 = Clock::now();
+        const graph::Graph g = graph::load_onnx(file, opts);
+        const auto t1 = Clock::now();
+        const compiler::Program p = compiler::compile(g, arch);
+        const auto t2 = Clock::now();
+        layers = g.layers.size();
+        instructions = p.instructions.size();
+        if (r == 0) continue;  // warm-up
+        imp.push_back(ms(t0, t1));
+        comp.push_back(ms(t1, t2));
+        total.push_back(ms(t0, t2));
+      }
+      std::printf("| %s | %zu | %zu | %.1f / %.1f | %.1f / %.1f | %.1f |\n", m.name.c_str(), layers, instructions,
+                  median(imp), *std::min_element(imp.begin(), imp.end()), median(comp),
+                  *std::min_element(comp.begin(), comp.end()), median(total));
+    }
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "bench_import_compile: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}

@@ -1,0 +1,160 @@
+#include "sim/precision/precision.h"
+
+#include <filesystem>
+
+#include "sim/common/error.h"
+#include "sim/common/yaml_reader.h"
+
+namespace tessera::precision {
+namespace {
+
+Dtype dtype_of(const YamlNode& node) { return *parse_dtype(node.as_choice({"int8", "int16", "fp16", "bf16"})); }
+
+LayerPrecision pair_of(const YamlNode& node) {
+  node.expect_keys({"activations", "weights"});
+  return LayerPrecision{dtype_of(node.at("activations")), dtype_of(node.at("weights"))};
+}
+
+LayerPrecision uniform(Dtype t) { return LayerPrecision{t, t}; }
+
+int width(Dtype t) { return static_cast<int>(dtype_bytes(t)); }
+
+Dtype wider(Dtype a, Dtype b) { return width(b) > width(a) ? b : a; }
+
+}  // namespace
+
+bool glob_match(const std::string& pattern, const std::string& text) {
+  // Iterative glob with backtracking on the last '*'.
+  size_t p = 0, t = 0, star = std::string::npos, mark = 0;
+  while (t < text.size()) {
+    if (p < pattern.size() && pattern[p] == '[') {
+      const size_t close = pattern.find(']', p + 1);
+      if (close != std::string::npos) {
+        const std::string set = pattern.substr(p + 1, close - p - 1);
+        if (set.find(text[t]) != std::string::npos) {
+          p = close + 1;
+          ++t;
+          continue;
+        }
+      }
+    } else if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == text[t])) {
+      ++p;
+      ++t;
+      continue;
+    }
+    if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      mark = t;
+      continue;
+    }
+    if (star != std::string::npos) {
+      p = star + 1;
+      t = ++mark;
+      continue;
+    }
+    return false;
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+PrecisionPolicy parse_policy(const std::string& spec) {
+  PrecisionPolicy p;
+  p.name = spec;
+  for (Dtype t : {Dtype::kInt8, Dtype::kInt16, Dtype::kFp16, Dtype::kBf16}) {
+    if (spec == dtype_name(t)) {
+      p.defaults = uniform(t);
+      return p;
+    }
+  }
+  if (spec == "first-last-int16") {
+    p.first_last = uniform(Dtype::kInt16);
+    return p;
+  }
+  if (!std::filesystem::exists(spec)) {
+    throw InputError("--precision '" + spec +
+                     "': not a policy name (int8, int16, fp16, bf16, first-last-int16) nor an existing policy file");
+  }
+  const YamlNode root = YamlNode::load_file(spec);
+  root.expect_keys({"name", "default", "first_last", "layers", "sqnr_below_db", "sqnr_fallback"});
+  p.name = root.string_or("name", std::filesystem::path(spec).stem().string());
+  if (auto d = root.get("default")) p.defaults = pair_of(*d);
+  if (auto fl = root.get("first_last")) p.first_last = pair_of(*fl);
+  if (auto ls = root.get("layers")) {
+    for (const auto& rule : ls->elements()) {
+      rule.expect_keys({"match", "activations", "weights"});
+      LayerRule r;
+      r.match = rule.at("match").as_string();
+      if (auto a = rule.get("activations")) r.activations = dtype_of(*a);
+      if (auto w = rule.get("weights")) r.weights = dtype_of(*w);
+      if (!r.activations && !r.weights) rule.fail("a layer rule needs activations, weights or both");
+      p.layers.push_back(r);
+    }
+  }
+  if (auto s = root.get("sqnr_below_db")) p.sqnr_below_db = s->as_double(0, 200);
+  if (auto f = root.get("sqnr_fallback")) p.sqnr_fallback = pair_of(*f);
+  return p;
+}
+
+std::vector<std::optional<LayerPrecision>> assign(const graph::Graph& g, const PrecisionPolicy& policy,
+                                                  const std::vector<std::string>& low_sqnr_layers) {
+  std::vector<std::optional<LayerPrecision>> out(g.layers.size());
+  int first = -1, last = -1;
+  for (size_t i = 0; i < g.layers.size(); ++i) {
+    if (!graph::is_matrix_op(g.layers[i].op)) continue;
+    if (first < 0) first = static_cast<int>(i);
+    last = static_cast<int>(i);
+  }
+  std::vector<bool> rule_used(policy.layers.size(), false);
+  for (size_t i = 0; i < g.layers.size(); ++i) {
+    const graph::Layer& layer = g.layers[i];
+    if (!graph::is_matrix_op(layer.op)) continue;
+    LayerPrecision lp = policy.defaults;
+    if (policy.first_last && (static_cast<int>(i) == first || static_cast<int>(i) == last)) lp = *policy.first_last;
+    for (size_t r = 0; r < policy.layers.size(); ++r) {
+      const LayerRule& rule = policy.layers[r];
+      if (!glob_match(rule.match, layer.name)) continue;
+      rule_used[r] = true;
+      if (rule.activations) lp.activations = *rule.activations;
+      if (rule.weights) lp.weights = *rule.weights;
+    }
+    for (const auto& name : low_sqnr_layers) {
+      if (name == layer.name) lp = policy.sqnr_fallback.value_or(uniform(Dtype::kInt16));
+    }
+    out[i] = lp;
+  }
+  for (size_t r = 0; r < policy.layers.size(); ++r) {
+    if (!rule_used[r]) {
+      throw InputError("precision policy '" + policy.name + "': layer rule '" + policy.layers[r].match +
+                       "' matches no matrix layer of workload '" + g.name + "'");
+    }
+  }
+  return out;
+}
+
+void apply(graph::Graph& g, const std::vector<std::optional<LayerPrecision>>& assignment, Dtype default_activations) {
+  // Required width of each tensor: the widest activation operand among its
+  // matrix consumers, and (walking backwards) whatever its vector consumers'
+  // outputs need. Tensors feeding nothing keep the default.
+  std::vector<std::optional<Dtype>> need(g.tensors.size());
+  for (size_t i = g.layers.size(); i-- > 0;) {
+    const graph::Layer& layer = g.layers[i];
+    std::optional<Dtype> want;
+    if (assignment[i]) {
+      want = assignment[i]->activations;
+    } else if (!graph::is_matrix_op(layer.op)) {
+      want = need[static_cast<size_t>(layer.output)];
+    }
+    if (!want) continue;
+    for (int in : layer.inputs) {
+      auto& n = need[static_cast<size_t>(in)];
+      n = n ? wider(*n, *want) : *want;
+    }
+  }
+  for (size_t t = 0; t < g.tensors.size(); ++t) g.tensors[t].dtype = need[t].value_or(default_activations);
+  for (size_t i = 0; i < g.layers.size(); ++i) {
+    if (assignment[i]) g.layers[i].weight_dtype = assignment[i]->weights;
+  }
+}
+
+}  // namespace tessera::precision

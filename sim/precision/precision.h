@@ -1,0 +1,53 @@
+#pragma once
+// Precision policies: which dtype each layer's activations and weights use.
+// A policy rewrites the graph's dtypes; everything downstream (MAC rate, bytes
+// moved and stored, vector throughput, peak) follows the dtypes.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/common/dtype.h"
+#include "sim/graph/graph.h"
+
+namespace tessera::precision {
+
+struct LayerPrecision {
+  Dtype activations = Dtype::kInt8;  // the streamed operand (the layer's input tensor)
+  Dtype weights = Dtype::kInt8;
+};
+
+struct LayerRule {
+  std::string match;  // glob over layer names: * ? [abc]
+  std::optional<Dtype> activations;
+  std::optional<Dtype> weights;
+};
+
+struct PrecisionPolicy {
+  std::string name = "int8";
+  LayerPrecision defaults;
+  std::optional<LayerPrecision> first_last;     // the first and last matrix layers
+  std::vector<LayerRule> layers;                 // in order; later matches win
+  std::optional<double> sqnr_below_db;           // int16 where the all-int8 SQNR is below this
+  std::optional<LayerPrecision> sqnr_fallback;   // what those layers get (default int16 x int16)
+};
+
+// "int8", "int16", "fp16", "bf16", "first-last-int16", or a path to a policy YAML
+// file (docs/precision.md). Throws InputError naming the spec or file and key.
+PrecisionPolicy parse_policy(const std::string& spec);
+
+// Glob match used for layer rules (exposed for tests).
+bool glob_match(const std::string& pattern, const std::string& text);
+
+// The precision of every matrix layer (index by layer) under the policy; vector
+// layers get std::nullopt. `low_sqnr_layers` are layer names that the sqnr rule
+// promotes (measured by the functional mode).
+std::vector<std::optional<LayerPrecision>> assign(const graph::Graph& graph, const PrecisionPolicy& policy,
+                                                  const std::vector<std::string>& low_sqnr_layers = {});
+
+// Rewrites the graph's dtypes: weights of matrix layers, and each tensor as wide
+// as its widest consumer needs (through vector layers too), so no value is
+// narrowed between two 16-bit layers.
+void apply(graph::Graph& graph, const std::vector<std::optional<LayerPrecision>>& assignment,
+           Dtype default_activations);
+
+}  // namespace tessera::precision

@@ -1,0 +1,147 @@
+#include "sim/sweep/cli.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <thread>
+
+#include "sim/common/atomic_file.h"
+#include "sim/common/error.h"
+#include "sim/sweep/experiment.h"
+#include "sim/sweep/results.h"
+#include "sim/sweep/runner.h"
+#include "sim/sweep/summary.h"
+
+namespace fs = std::filesystem;
+
+namespace tessera::sweep {
+
+CLI::App* add_sweep_command(CLI::App& app, SweepOptions& o) {
+  auto* cmd = app.add_subcommand("sweep", "Run every design point of an experiment file (experiments/*.yaml)");
+  cmd->add_option("experiment", o.experiment, "Experiment file, e.g. experiments/tpu-bandwidth.yaml")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--jobs,-j", o.jobs, "Points run at a time (default: all cores; with --mpi: per rank, default 1)")
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--out,-o", o.out, "Output directory (default: the experiment's out:, else out/sweeps/<name>)");
+  cmd->add_flag("--resume", o.resume, "Continue a sweep in --out: skip finished points, redo unfinished ones");
+  cmd->add_flag("--retry-failed", o.retry_failed, "With --resume: run failed points again (their rows are replaced)");
+  cmd->add_flag("--mpi", o.mpi, "Run under mpirun/srun: rank 0 hands out points and writes the results");
+  cmd->add_flag("--summarize", o.summarize, "Do not run: print counts and Pareto fronts of the results in --out");
+  cmd->add_option("--pareto", o.pareto, "With --summarize: axes as name:min|max,... (default: the experiment's pareto:)");
+  cmd->add_flag("--list", o.list, "Do not run: print the design points as JSON lines on stdout");
+  cmd->add_option("--timeout", o.timeout_s, "Seconds a point may run before it is killed and recorded as failed")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--quiet,-q", o.quiet, "No progress on stderr");
+  cmd->footer(
+      "Each point runs `tessera run` in its own process with a generated config in DIR/points/<id>/.\n"
+      "Rows stream to DIR/results.jsonl and DIR/results.csv (one complete line per point); a killed sweep\n"
+      "continues with --resume and ends with every point exactly once. MPI: mpirun -n N tessera sweep EXP --mpi.\n"
+      "Format and examples: docs/experiments.md.");
+  cmd->get_option("--summarize")->excludes("--list");
+  cmd->get_option("--retry-failed")->needs("--resume");
+  return cmd;
+}
+
+namespace {
+
+fs::path out_dir_for(const SweepOptions& o, const Experiment& e) {
+  std::string dir = !o.out.empty() ? o.out : !e.out.empty() ? e.out : "out/sweeps/" + e.name;
+  return fs::absolute(dir).lexically_normal();
+}
+
+[[noreturn]] void exec_mpi_runner(int argc, char** argv) {
+  const fs::path self = self_exe();
+  const fs::path mpi = self.parent_path() / "tessera-mpi";
+  if (::access(mpi.c_str(), X_OK) != 0) {
+    throw InputError("--mpi needs " + mpi.string() +
+                     ", which is built when Boost.MPI and OpenMPI are installed (Debian: libboost-mpi-dev openmpi-bin); "
+                     "install them and rebuild");
+  }
+  // Same pid, same arguments: the MPI launcher sees the process it started.
+  ::setenv("TESSERA_SWEEP_RUNNER", self.c_str(), 1);
+  std::vector<char*> args(argv, argv + argc);
+  std::string arg0 = mpi.string();
+  args[0] = arg0.data();
+  args.push_back(nullptr);
+  ::execv(mpi.c_str(), args.data());
+  throw std::runtime_error("cannot execute " + mpi.string() + ": " + std::strerror(errno));
+}
+
+}  // namespace
+
+int run_sweep_command(const SweepOptions& o, int argc, char** argv, MpiRunner mpi) {
+  if (o.mpi && !mpi && !o.summarize && !o.list) exec_mpi_runner(argc, argv);
+
+  const Experiment e = load_experiment(o.experiment);
+  const fs::path out = out_dir_for(o, e);
+
+  if (o.list) {
+    for (const auto& p : e.points) {
+      nlohmann::ordered_json j;
+      j["point"] = p.id;
+      j["index"] = p.index;
+      j["workload"] = p.workload;
+      j["batch"] = p.batch;
+      nlohmann::ordered_json params = nlohmann::ordered_json::object();
+      for (const auto& [k, v] : p.params) params[k] = v.json();
+      j["params"] = params;
+      std::cout << j.dump() << "\n";
+    }
+    std::cerr << "sweep " << e.name << ": " << e.points.size() << " points (" << e.stats.candidates << " candidates, "
+              << e.stats.pruned << " pruned by constraints, " << e.stats.duplicates << " duplicates)\n";
+    return 0;
+  }
+
+  if (o.summarize) {
+    const fs::path jsonl = out / "results.jsonl";
+    if (!fs::exists(jsonl)) throw InputError(jsonl.string() + ": no results yet (run the sweep first, or pass --out)");
+    const auto existing = read_results(jsonl);
+    std::vector<ParetoAxis> axes = o.pareto.empty() ? e.pareto : parse_pareto_axes(o.pareto, e);
+    if (axes.empty()) {
+      throw InputError(e.file.string() + ": no Pareto axes: add `pareto: [summary.latency_s:min, <metric>:min]` to the "
+                       "experiment or pass --pareto");
+    }
+    const std::string text = summarize(e, existing.rows, axes);
+    std::cout << text;
+    write_file_atomically(out / "summary.md", text);
+    return 0;
+  }
+
+  RunSettings s;
+  s.out_dir = out;
+  if (const char* runner = std::getenv("TESSERA_SWEEP_RUNNER"); mpi && runner && *runner) {
+    s.runner_exe = runner;
+  } else if (mpi) {
+    s.runner_exe = self_exe().parent_path() / "tessera";
+  } else {
+    s.runner_exe = self_exe();
+  }
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  s.jobs = o.jobs > 0 ? o.jobs : (mpi ? 1 : cores);
+  s.timeout_s = o.timeout_s > 0 ? o.timeout_s : e.timeout_s;
+  s.keep_reports = e.keep_reports;
+
+  if (mpi) return mpi(e, s, o);
+
+  if (!o.quiet && (e.stats.pruned || e.stats.duplicates)) {
+    std::cerr << "sweep " << e.name << ": " << e.stats.candidates << " candidates, " << e.stats.pruned
+              << " pruned by constraints, " << e.stats.duplicates << " duplicates dropped\n";
+  }
+  install_interrupt_handlers();
+  ResultStore store(e, out, o.resume, o.retry_failed);
+  if (!o.quiet && store.dropped_torn()) {
+    std::cerr << "sweep " << e.name << ": dropped " << store.dropped_torn()
+              << " incomplete line(s) of results.jsonl (a killed write); those points run again\n";
+  }
+  if (!o.quiet && store.stale()) {
+    std::cerr << "sweep " << e.name << ": " << store.stale()
+              << " rows in results.jsonl belong to points no longer in the experiment (kept)\n";
+  }
+  return run_local(e, s, store, o.quiet);
+}
+
+}  // namespace tessera::sweep

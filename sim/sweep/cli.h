@@ -1,0 +1,37 @@
+#pragma once
+// The `tessera sweep` subcommand, shared by `tessera` and `tessera-mpi`.
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+namespace tessera::sweep {
+
+struct Experiment;
+struct RunSettings;
+
+struct SweepOptions {
+  std::string experiment;
+  int jobs = 0;  // 0: all cores (local), 1 per rank (--mpi)
+  std::string out;
+  bool resume = false;
+  bool retry_failed = false;
+  bool mpi = false;
+  bool summarize = false;
+  bool list = false;
+  bool quiet = false;
+  double timeout_s = 0;
+  std::string pareto;
+};
+
+// Registers `sweep` on `app` and returns it.
+CLI::App* add_sweep_command(CLI::App& app, SweepOptions& o);
+
+// The MPI runner (tessera-mpi only): rank 0 hands out points and writes the results.
+using MpiRunner = int (*)(const Experiment& e, const RunSettings& s, const SweepOptions& o);
+
+// Runs the parsed command; returns the exit code. Throws InputError on bad input (exit 2).
+// In `tessera`, --mpi re-executes the process as the sibling `tessera-mpi` (same pid and
+// arguments, so mpirun/srun see the same process); there `mpi` is the MPI runner.
+int run_sweep_command(const SweepOptions& o, int argc, char** argv, MpiRunner mpi = nullptr);
+
+}  // namespace tessera::sweep

@@ -1,0 +1,127 @@
+#pragma once
+// Experiment files (experiments/*.yaml, docs/experiments.md) -> a deterministic list of
+// design points. Each point is (workload, batch, parameter values); its id is a hash of
+// exactly those, so it is stable across runs, runners and experiment edits that keep it.
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/sweep/expr.h"
+#include "sim/sweep/value.h"
+
+namespace tessera {
+class YamlNode;
+}
+
+namespace tessera::sweep {
+
+using Params = std::vector<std::pair<std::string, Value>>;  // in Experiment::param_keys order
+
+struct WorkloadSpec {
+  std::string name;             // results' "workload" (default: file stem)
+  std::filesystem::path path;   // absolute
+  std::vector<int64_t> batches; // at least one (default: the workload's own batch)
+};
+
+struct MetricSpec {
+  std::string name;  // CSV column and key in "metrics"
+  std::string path;  // report.json path (dotted; numbers index lists) when expr is empty
+  Expr expr;         // computed metric: names are report.json paths
+};
+
+struct ParetoAxis {
+  std::string name;  // a metric name or a parameter key
+  bool minimize = true;
+};
+
+struct Point {
+  size_t index = 0;    // position in the deterministic expansion
+  std::string id;      // 16 hex digits, FNV-1a 64 of the canonical (workload, batch, params)
+  std::string workload;
+  std::filesystem::path workload_path;
+  int64_t batch = 0;
+  Params params;       // every key of Experiment::param_keys; null where neither set nor in the base
+};
+
+struct ExpansionStats {
+  uint64_t candidates = 0;  // before constraints and de-duplication
+  uint64_t pruned = 0;      // removed by constraints
+  uint64_t duplicates = 0;  // identical (workload, batch, params) seen earlier
+};
+
+// One product of axes: grid keys, zip groups, an explicit point list, random samples.
+struct ParamBlock {
+  // Each axis is a list of partial assignments; the block is their cartesian product.
+  std::vector<std::vector<Params>> axes;
+};
+
+struct Derived {
+  std::string key;
+  Template value;
+  std::string location;  // file:line:col for messages
+};
+
+struct Constraint {
+  Expr expr;
+  std::string location;
+};
+
+struct Experiment {
+  std::string name;
+  std::string description;
+  std::filesystem::path file;         // the experiment file
+  std::filesystem::path base_config;  // absolute
+  std::string base_text;              // the base config file's contents
+  YAML::Node base_tree;               // parsed base config
+  std::vector<WorkloadSpec> workloads;
+  std::vector<std::string> param_keys;  // swept keys in order of appearance, then derived keys
+  std::vector<Derived> derived;
+  std::vector<Constraint> constraints;
+  std::vector<MetricSpec> metrics;
+  std::vector<ParetoAxis> pareto;
+  std::string out;            // default output directory ("" = out/sweeps/<name>)
+  bool keep_reports = true;   // keep each point's report.json, layers.csv, summary.md
+  double timeout_s = 0;       // per point; 0 = none
+
+  std::vector<ParamBlock> blocks;
+  std::vector<Point> points;
+  ExpansionStats stats;
+
+  // The point's full config as YAML text: the base tree with the point's values set.
+  std::string config_yaml(const Point& p) const;
+  // The value of a dotted key in the base config (nullopt if absent or not a scalar).
+  std::optional<Value> base_value(const std::string& key) const;
+};
+
+// Loads, validates and expands; throws InputError ("file:line:col: key: what is wrong").
+Experiment load_experiment(const std::filesystem::path& path);
+// `dir` resolves relative paths (base, workloads) in the document.
+Experiment parse_experiment(const YamlNode& root, const std::filesystem::path& dir);
+
+// The canonical text a point id hashes, and the id itself.
+std::string canonical_point_text(const std::string& workload, int64_t batch, const Params& params);
+std::string point_id(const std::string& workload, int64_t batch, const Params& params);
+
+// Sets a dotted key in a YAML tree (creating maps on the way; numeric components index lists).
+// Throws std::invalid_argument naming the component that is not a mapping.
+void set_dotted(YAML::Node& root, const std::string& key, const Value& v);
+// Emits a YAML tree as block-style text; strings that were quoted stay quoted.
+std::string emit_yaml(const YAML::Node& root, const std::string& header_comment = "");
+
+// Deterministic random numbers for `random:` samples (splitmix64; the same on every platform).
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed) {}
+  uint64_t next();
+  double uniform();                         // [0, 1)
+  int64_t uniform_int(int64_t lo, int64_t hi);  // [lo, hi]
+ private:
+  uint64_t state_;
+};
+
+}  // namespace tessera::sweep

@@ -1,0 +1,169 @@
+// tessera-mpi: the MPI runner of `tessera sweep --mpi` (Boost.MPI over OpenMPI).
+// `tessera sweep EXP --mpi` re-executes itself as this program, so
+//   mpirun -n 8 build/tessera sweep experiments/tpu-bandwidth.yaml --mpi
+// works without linking MPI into `tessera` (whose per-point child processes then start
+// without loading the MPI libraries). Running build/tessera-mpi sweep ... directly works too.
+//
+// Protocol: every rank expands the experiment itself (deterministic). Rank 0 holds the result
+// files and the list of pending points; each rank, rank 0 included, runs up to -j points at a
+// time. A rank with a free slot sends kRequest; rank 0 answers kAssign with a point index, or
+// -1 when none is left. A finished point comes back as kResult with its JSONL row, which rank 0
+// appends. Same files and resume semantics as the local runner.
+#include <boost/mpi.hpp>
+#include <boost/serialization/string.hpp>
+
+#include <iostream>
+#include <memory>
+
+#include "sim/common/error.h"
+#include "sim/sweep/cli.h"
+#include "sim/sweep/experiment.h"
+#include "sim/sweep/results.h"
+#include "sim/sweep/runner.h"
+
+namespace mpi = boost::mpi;
+
+namespace tessera::sweep {
+namespace {
+
+enum Tag : int { kRequest = 1, kAssign = 2, kResult = 3 };
+
+int coordinator(mpi::communicator& world, const Experiment& e, const RunSettings& s, const SweepOptions& o,
+                ResultStore& store) {
+  std::vector<const Point*> pending;
+  for (const auto& p : e.points) {
+    if (!store.done().count(p.id)) pending.push_back(&p);
+  }
+  const size_t already = e.points.size() - pending.size();
+  if (!o.quiet) {
+    std::cerr << "sweep " << e.name << ": " << e.points.size() << " points";
+    if (already) std::cerr << " (" << already << " already done)";
+    std::cerr << ", MPI: " << world.size() << " ranks x " << s.jobs << " at a time, in " << s.out_dir.string() << "\n";
+    if (store.dropped_torn()) {
+      std::cerr << "sweep " << e.name << ": dropped " << store.dropped_torn()
+                << " incomplete line(s) of results.jsonl (a killed write); those points run again\n";
+    }
+  }
+  log_line(s.out_dir, "start: MPI runner, " + std::to_string(world.size()) + " ranks x " + std::to_string(s.jobs) +
+                          " jobs, " + std::to_string(pending.size()) + " points to run");
+  Progress progress(e.name, e.points.size(), already, o.quiet);
+  LocalPool pool(e, s);
+  size_t next = 0;
+  size_t outstanding = 0;  // assigned to other ranks, not yet back
+  int stopped = 0;         // ranks told there is nothing left
+  auto record = [&](const Row& row) {
+    store.append(row);
+    progress.add(row);
+  };
+  while (true) {
+    while (pool.has_room() && next < pending.size()) pool.start(*pending[next++]);
+    bool any = false;
+    while (auto st = world.iprobe(mpi::any_source, mpi::any_tag)) {
+      any = true;
+      if (st->tag() == kRequest) {
+        int unused = 0;
+        world.recv(st->source(), kRequest, unused);
+        int index = -1;
+        if (next < pending.size()) {
+          index = static_cast<int>(pending[next++]->index);
+          ++outstanding;
+        } else {
+          ++stopped;
+        }
+        world.send(st->source(), kAssign, index);
+      } else if (st->tag() == kResult) {
+        std::string line;
+        world.recv(st->source(), kResult, line);
+        --outstanding;
+        if (!line.empty() && line.back() == '\n') line.pop_back();
+        auto row = row_from_jsonl(line);
+        if (!row) throw std::runtime_error("rank " + std::to_string(st->source()) + " sent an unreadable row: " + line);
+        record(*row);
+      } else {
+        throw std::runtime_error("unexpected MPI message tag " + std::to_string(st->tag()));
+      }
+    }
+    for (const Row& row : pool.poll(any ? 0 : 5)) record(row);
+    if (next >= pending.size() && pool.running() == 0 && outstanding == 0 && stopped == world.size() - 1) break;
+  }
+  log_line(s.out_dir, "done (rank 0); " + cpu_usage_text());
+  progress.finish(s.out_dir);
+  return 0;
+}
+
+int worker(mpi::communicator& world, const Experiment& e, const RunSettings& s) {
+  LocalPool pool(e, s);
+  bool stopped = false;
+  while (!stopped || pool.running() > 0) {
+    while (!stopped && pool.has_room()) {
+      world.send(0, kRequest, 0);
+      int index = -1;
+      world.recv(0, kAssign, index);
+      if (index < 0 || static_cast<size_t>(index) >= e.points.size()) {
+        stopped = true;
+      } else {
+        pool.start(e.points[static_cast<size_t>(index)]);
+      }
+    }
+    for (const Row& row : pool.poll(50)) world.send(0, kResult, row_to_jsonl(row));
+  }
+  return 0;
+}
+
+int run_mpi(const Experiment& e, const RunSettings& s, const SweepOptions& o) {
+  mpi::communicator world;
+  std::unique_ptr<ResultStore> store;
+  int code = 0;
+  std::string error;
+  if (world.rank() == 0) {
+    try {
+      store = std::make_unique<ResultStore>(e, s.out_dir, o.resume, o.retry_failed);
+    } catch (const InputError& err) {
+      code = 2;
+      error = err.what();
+    } catch (const std::exception& err) {
+      code = 1;
+      error = err.what();
+    }
+  }
+  // Everyone learns whether rank 0 could open the results before anyone asks for work.
+  mpi::broadcast(world, code, 0);
+  if (code != 0) {
+    if (world.rank() == 0) std::cerr << "tessera: " << (code == 2 ? "error: " : "internal error: ") << error << "\n";
+    return code;
+  }
+  try {
+    return world.rank() == 0 ? coordinator(world, e, s, o, *store) : worker(world, e, s);
+  } catch (const std::exception& err) {
+    std::cerr << "tessera-mpi: rank " << world.rank() << ": " << err.what() << "\n";
+    world.abort(1);
+  }
+  return 1;
+}
+
+}  // namespace
+}  // namespace tessera::sweep
+
+int main(int argc, char** argv) {
+  mpi::environment env(argc, argv);
+  CLI::App app{"tessera-mpi: the MPI runner of `tessera sweep --mpi` (docs/experiments.md)", "tessera-mpi"};
+  app.require_subcommand(1);
+  tessera::sweep::SweepOptions o;
+  tessera::sweep::add_sweep_command(app, o);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  o.mpi = true;
+  try {
+    return tessera::sweep::run_sweep_command(o, argc, argv, &tessera::sweep::run_mpi);
+  } catch (const tessera::InputError& e) {
+    std::cerr << "tessera: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "tessera: internal error: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,355 @@
+#include "sim/sweep/results.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "sim/common/atomic_file.h"
+#include "sim/common/error.h"
+
+namespace fs = std::filesystem;
+using ojson = nlohmann::ordered_json;
+
+namespace tessera::sweep {
+namespace {
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::vector<std::string> split_dotted(const std::string& key) {
+  std::vector<std::string> out(1);
+  for (char c : key) {
+    if (c == '.') {
+      out.emplace_back();
+    } else {
+      out.back() += c;
+    }
+  }
+  return out;
+}
+
+int open_append(const fs::path& p) {
+  const int fd = ::open(p.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) throw InputError(p.string() + ": cannot open for appending: " + std::strerror(errno));
+  return fd;
+}
+
+}  // namespace
+
+std::string row_to_jsonl(const Row& row) {
+  ojson j;
+  j["point"] = row.point;
+  j["index"] = row.index;
+  j["workload"] = row.workload;
+  j["batch"] = row.batch;
+  ojson params = ojson::object();
+  for (const auto& [k, v] : row.params) params[k] = v.json();
+  j["params"] = params;
+  j["status"] = row.ok ? "ok" : "failed";
+  j["error"] = row.ok ? ojson(nullptr) : ojson(row.error);
+  ojson metrics = ojson::object();
+  for (const auto& [k, v] : row.metrics) metrics[k] = v.json();
+  j["metrics"] = metrics;
+  // Invalid UTF-8 in an error text must not make the row unwritable.
+  return j.dump(-1, ' ', false, ojson::error_handler_t::replace) + "\n";
+}
+
+std::optional<Row> row_from_jsonl(const std::string& line) {
+  ojson j;
+  try {
+    j = ojson::parse(line);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  try {
+    if (!j.is_object()) return std::nullopt;
+    for (const char* key : {"point", "index", "workload", "batch", "params", "status", "error", "metrics"}) {
+      if (!j.contains(key)) return std::nullopt;
+    }
+    Row r;
+    r.point = j.at("point").get<std::string>();
+    r.index = j.at("index").get<uint64_t>();
+    r.workload = j.at("workload").get<std::string>();
+    r.batch = j.at("batch").get<int64_t>();
+    const std::string status = j.at("status").get<std::string>();
+    if (status != "ok" && status != "failed") return std::nullopt;
+    r.ok = status == "ok";
+    if (!r.ok) r.error = j.at("error").is_string() ? j.at("error").get<std::string>() : "";
+    if (!j.at("params").is_object() || !j.at("metrics").is_object()) return std::nullopt;
+    for (const auto& [k, v] : j.at("params").items()) {
+      auto x = value_from_json(v);
+      if (!x) return std::nullopt;
+      r.params.emplace_back(k, *x);
+    }
+    for (const auto& [k, v] : j.at("metrics").items()) {
+      auto x = value_from_json(v);
+      if (!x) return std::nullopt;
+      r.metrics.emplace_back(k, *x);
+    }
+    return r;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::vector<std::string> csv_columns(const Experiment& e) {
+  std::vector<std::string> cols = {"point", "index", "workload", "batch", "status", "error"};
+  for (const auto& k : e.param_keys) cols.push_back(k);
+  for (const auto& m : e.metrics) cols.push_back(m.name);
+  return cols;
+}
+
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string csv_header(const Experiment& e) {
+  std::string line;
+  for (const auto& c : csv_columns(e)) line += (line.empty() ? "" : ",") + csv_field(c);
+  return line + "\n";
+}
+
+std::string row_to_csv(const Experiment& e, const Row& row) {
+  auto find = [](const std::vector<std::pair<std::string, Value>>& list, const std::string& key) -> std::string {
+    for (const auto& [k, v] : list) {
+      if (k == key) return v.text();
+    }
+    return "";
+  };
+  std::string line = csv_field(row.point) + "," + std::to_string(row.index) + "," + csv_field(row.workload) + "," +
+                     std::to_string(row.batch) + "," + (row.ok ? "ok" : "failed") + "," + csv_field(row.error);
+  for (const auto& k : e.param_keys) line += "," + csv_field(find(row.params, k));
+  for (const auto& m : e.metrics) line += "," + csv_field(find(row.metrics, m.name));
+  return line + "\n";
+}
+
+std::optional<Value> report_value(const nlohmann::json& report, const std::string& path, std::string* why) {
+  const nlohmann::json* cur = &report;
+  std::string so_far;
+  for (const auto& c : split_dotted(path)) {
+    const std::string here = so_far.empty() ? c : so_far + "." + c;
+    if (cur->is_object()) {
+      auto it = cur->find(c);
+      if (it == cur->end()) {
+        if (why) {
+          std::string keys;
+          for (const auto& [k, v] : cur->items()) keys += (keys.empty() ? "" : ", ") + k;
+          *why = "report.json has no '" + here + "'" +
+                 (keys.empty() ? "" : " (keys" + (so_far.empty() ? std::string() : " under " + so_far) + ": " + keys + ")");
+        }
+        return std::nullopt;
+      }
+      cur = &*it;
+    } else if (cur->is_array()) {
+      char* end = nullptr;
+      const unsigned long idx = std::strtoul(c.c_str(), &end, 10);
+      if (c.empty() || *end != '\0' || idx >= cur->size()) {
+        if (why) *why = "report.json: '" + so_far + "' is a list of " + std::to_string(cur->size()) + "; '" + c + "' is not an index in it";
+        return std::nullopt;
+      }
+      cur = &(*cur)[idx];
+    } else {
+      if (why) *why = "report.json: '" + so_far + "' is a single value; it has no '" + c + "'";
+      return std::nullopt;
+    }
+    so_far = here;
+  }
+  auto v = value_from_json(*cur);
+  if (!v && why) *why = "report.json: '" + path + "' is a " + (cur->is_object() ? "mapping" : "list") + ", not a single value";
+  return v;
+}
+
+Row failed_row(const Experiment& e, const Point& p, const std::string& error) {
+  Row r;
+  r.point = p.id;
+  r.index = p.index;
+  r.workload = p.workload;
+  r.batch = p.batch;
+  r.params = p.params;
+  r.ok = false;
+  r.error = error.empty() ? "failed" : error;
+  for (const auto& m : e.metrics) r.metrics.emplace_back(m.name, Value::null());
+  return r;
+}
+
+Row row_from_report(const Experiment& e, const Point& p, const nlohmann::json& report) {
+  Row r = failed_row(e, p, "");
+  r.metrics.clear();
+  std::string problem;
+  for (const auto& m : e.metrics) {
+    std::optional<Value> v;
+    std::string why;
+    if (m.expr.empty()) {
+      v = report_value(report, m.path, &why);
+    } else {
+      try {
+        v = m.expr.eval([&](const std::string& name) -> std::optional<Value> {
+          std::string w;
+          auto x = report_value(report, name, &w);
+          if (!x) throw ExprError(w);
+          return x;
+        });
+      } catch (const ExprError& err) {
+        why = err.what();
+      }
+    }
+    if (!v) {
+      if (problem.empty()) problem = "metric '" + m.name + "': " + why;
+      v = Value::null();
+    }
+    r.metrics.emplace_back(m.name, *v);
+  }
+  if (problem.empty()) {
+    r.ok = true;
+    r.error.clear();
+  } else {
+    r.error = problem;
+  }
+  return r;
+}
+
+ExistingResults read_results(const fs::path& jsonl) {
+  ExistingResults out;
+  if (!fs::exists(jsonl)) return out;
+  const std::string text = slurp(jsonl);
+  std::set<std::string> seen;
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t nl = text.find('\n', start);
+    if (nl == std::string::npos) {
+      ++out.torn;  // no newline: the write of this line never completed
+      break;
+    }
+    const std::string line = text.substr(start, nl - start);
+    start = nl + 1;
+    if (line.empty()) continue;
+    auto row = row_from_jsonl(line);
+    if (!row) {
+      ++out.unreadable;
+      continue;
+    }
+    if (!seen.insert(row->point).second) {
+      ++out.duplicates;
+      continue;
+    }
+    out.rows.push_back(std::move(*row));
+  }
+  return out;
+}
+
+void append_line(int fd, const std::string& line, const fs::path& path, bool sync) {
+  size_t done = 0;
+  while (done < line.size()) {
+    const ssize_t n = ::write(fd, line.data() + done, line.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw InputError(path.string() + ": write failed: " + std::strerror(errno));
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (sync && ::fsync(fd) != 0) throw InputError(path.string() + ": fsync failed: " + std::strerror(errno));
+}
+
+ResultStore::ResultStore(const Experiment& e, const fs::path& dir, bool resume, bool retry_failed) : e_(e), dir_(dir) {
+  try {
+    open(resume, retry_failed);
+  } catch (...) {
+    close_all();  // the destructor does not run for a constructor that throws; release the lock
+    throw;
+  }
+}
+
+void ResultStore::close_all() {
+  for (int* fd : {&jsonl_fd_, &csv_fd_, &lock_fd_}) {
+    if (*fd >= 0) ::close(*fd);
+    *fd = -1;
+  }
+}
+
+void ResultStore::open(bool resume, bool retry_failed) {
+  const Experiment& e = e_;
+  fs::create_directories(dir_);
+  const fs::path lock = dir_ / ".lock";
+  lock_fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd_ < 0) throw InputError(lock.string() + ": cannot create: " + std::strerror(errno));
+  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    throw InputError(dir_.string() + ": another sweep is writing to this directory (it holds " + lock.string() + ")");
+  }
+  const fs::path jsonl = dir_ / "results.jsonl";
+  const fs::path csv = dir_ / "results.csv";
+  const fs::path manifest = dir_ / "sweep.json";
+
+  ojson m;
+  m["tessera_sweep_format"] = 1;
+  m["experiment"] = e.name;
+  m["experiment_file"] = fs::absolute(e.file).lexically_normal().string();
+  m["columns"] = csv_columns(e);
+  m["points"] = e.points.size();
+
+  ExistingResults existing = read_results(jsonl);
+  if (!resume) {
+    if (!existing.rows.empty() || existing.torn || existing.unreadable) {
+      throw InputError(jsonl.string() + ": already holds results; pass --resume to continue that sweep, or choose another --out");
+    }
+  } else if (fs::exists(manifest)) {
+    ojson old;
+    try {
+      old = ojson::parse(slurp(manifest));
+    } catch (const std::exception&) {
+    }
+    if (old.contains("columns") && old["columns"] != m["columns"]) {
+      throw InputError(dir_.string() + ": the results there have other columns (" + old["columns"].dump() +
+                       ") than this experiment (" + m["columns"].dump() +
+                       "): the parameters or metrics changed; use another --out");
+    }
+  }
+  torn_ = existing.torn + existing.unreadable;
+  std::set<std::string> ids;
+  for (const auto& p : e.points) ids.insert(p.id);
+  for (auto& row : existing.rows) {
+    if (retry_failed && !row.ok) continue;
+    if (!ids.count(row.point)) ++stale_;
+    done_.insert(row.point);
+    kept_.push_back(std::move(row));
+  }
+  // Rewrite both files from the kept rows (drops a torn line, brings the CSV in line).
+  std::string jsonl_text, csv_text = csv_header(e);
+  for (const auto& row : kept_) {
+    jsonl_text += row_to_jsonl(row);
+    csv_text += row_to_csv(e, row);
+  }
+  write_file_atomically(manifest, m.dump(2) + "\n");
+  write_file_atomically(jsonl, jsonl_text);
+  write_file_atomically(csv, csv_text);
+  jsonl_fd_ = open_append(jsonl);
+  csv_fd_ = open_append(csv);
+}
+
+ResultStore::~ResultStore() { close_all(); }
+
+void ResultStore::append(const Row& row) {
+  if (done_.count(row.point)) return;  // never twice
+  // results.jsonl first: it is the record, fsync'd so that even a machine crash keeps it.
+  // The CSV gets the same single-write append without the fsync (a killed process loses
+  // nothing from the page cache either way); a resume rebuilds it from results.jsonl.
+  append_line(jsonl_fd_, row_to_jsonl(row), dir_ / "results.jsonl", true);
+  append_line(csv_fd_, row_to_csv(e_, row), dir_ / "results.csv", false);
+  done_.insert(row.point);
+}
+
+}  // namespace tessera::sweep

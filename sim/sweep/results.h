@@ -1,0 +1,93 @@
+#pragma once
+// Result rows of a sweep and the files that hold them:
+//   results.jsonl  one JSON object per line, one line per finished point (the source of truth)
+//   results.csv    the same rows as CSV with a header (regenerated from results.jsonl on resume)
+// A row is appended with a single write() of the whole line to a file opened O_APPEND (and
+// results.jsonl is fsync'd), so a kill at any moment leaves complete rows plus at most one
+// torn last line, which a resume detects and drops.
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "sim/sweep/experiment.h"
+
+namespace tessera::sweep {
+
+struct Row {
+  std::string point;
+  uint64_t index = 0;
+  std::string workload;
+  int64_t batch = 0;
+  Params params;
+  bool ok = false;
+  std::string error;  // empty when ok
+  std::vector<std::pair<std::string, Value>> metrics;  // in Experiment::metrics order; null when failed
+};
+
+// {"point":..,"index":..,"workload":..,"batch":..,"params":{..},"status":"ok"|"failed","error":null|"..","metrics":{..}}
+// Compact JSON and a trailing '\n'.
+std::string row_to_jsonl(const Row& row);
+// Parses one line (without the '\n'); nullopt if it is not a complete row.
+std::optional<Row> row_from_jsonl(const std::string& line);
+
+std::vector<std::string> csv_columns(const Experiment& e);
+std::string csv_header(const Experiment& e);
+std::string row_to_csv(const Experiment& e, const Row& row);
+std::string csv_field(const std::string& text);  // RFC 4180 quoting where needed
+
+// The row of a point from its report.json (ok, or failed when a metric is missing), and of a
+// failed point from its error text.
+Row row_from_report(const Experiment& e, const Point& p, const nlohmann::json& report);
+Row failed_row(const Experiment& e, const Point& p, const std::string& error);
+// A metric value from a report: dotted path, numeric components index lists.
+std::optional<Value> report_value(const nlohmann::json& report, const std::string& path, std::string* why = nullptr);
+
+// Reads results.jsonl: complete, parseable rows in file order, first occurrence of each point.
+struct ExistingResults {
+  std::vector<Row> rows;
+  size_t torn = 0;        // a last line without '\n' (killed mid-write)
+  size_t unreadable = 0;  // other lines that are not rows
+  size_t duplicates = 0;
+};
+ExistingResults read_results(const std::filesystem::path& jsonl);
+
+// Owns results.jsonl/results.csv in a sweep directory (one writer: the local runner or MPI rank 0).
+class ResultStore {
+ public:
+  // Fresh: creates the files (fails if results.jsonl already holds rows). Resume: rewrites both
+  // files from the complete rows (dropping a torn line and, with retry_failed, failed rows).
+  ResultStore(const Experiment& e, const std::filesystem::path& dir, bool resume, bool retry_failed);
+  ~ResultStore();
+  ResultStore(const ResultStore&) = delete;
+  ResultStore& operator=(const ResultStore&) = delete;
+
+  const std::set<std::string>& done() const { return done_; }
+  const std::vector<Row>& kept() const { return kept_; }
+  size_t dropped_torn() const { return torn_; }
+  size_t stale() const { return stale_; }  // rows of points no longer in the experiment
+  void append(const Row& row);
+
+ private:
+  void open(bool resume, bool retry_failed);
+  void close_all();
+
+  const Experiment& e_;
+  std::filesystem::path dir_;
+  int jsonl_fd_ = -1;
+  int csv_fd_ = -1;
+  int lock_fd_ = -1;
+  std::set<std::string> done_;
+  std::vector<Row> kept_;
+  size_t torn_ = 0;
+  size_t stale_ = 0;
+};
+
+// Appends `line` with one write() (retrying only the unwritten rest), then fsyncs if `sync`.
+void append_line(int fd, const std::string& line, const std::filesystem::path& path, bool sync);
+
+}  // namespace tessera::sweep

@@ -1,0 +1,94 @@
+#pragma once
+// Runs design points: each one is `tessera run` in its own child process (one SystemC
+// elaboration per process), with its generated config under DIR/points/<id>/.
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "sim/sweep/experiment.h"
+#include "sim/sweep/results.h"
+
+namespace tessera::sweep {
+
+struct RunSettings {
+  std::filesystem::path out_dir;     // absolute
+  std::filesystem::path runner_exe;  // the `tessera` executable that runs one point
+  int jobs = 1;                      // concurrent child processes
+  double timeout_s = 0;              // per point; 0 = none
+  bool keep_reports = true;
+};
+
+// Up to `jobs` concurrent `tessera run` children.
+class LocalPool {
+ public:
+  LocalPool(const Experiment& e, RunSettings settings);
+  ~LocalPool();  // kills what is still running
+  LocalPool(const LocalPool&) = delete;
+  LocalPool& operator=(const LocalPool&) = delete;
+
+  int capacity() const { return settings_.jobs; }
+  size_t running() const { return children_.size(); }
+  bool has_room() const { return static_cast<int>(children_.size()) < settings_.jobs; }
+  // Prepares DIR/points/<id>/config.yaml and starts the child.
+  void start(const Point& p);
+  // Waits up to timeout_ms for children to finish; returns the rows of those that did.
+  std::vector<Row> poll(int timeout_ms);
+  void kill_all();
+
+ private:
+  struct Child {
+    pid_t pid = -1;
+    int fd = -1;  // read end of the child's stdout+stderr
+    const Point* point = nullptr;
+    std::string output;
+    bool eof = false;
+    bool timed_out = false;
+    std::chrono::steady_clock::time_point started;
+  };
+  Row finish(Child& c, int wait_status);
+
+  const Experiment& e_;
+  RunSettings settings_;
+  std::vector<Child> children_;
+  std::deque<Row> ready_;  // rows finished without a child (preparation failed)
+};
+
+// "12/40 done, 1 failed, 3.1 points/s, ETA 0:09" on stderr, rate-limited.
+class Progress {
+ public:
+  Progress(std::string name, size_t total, size_t already_done, bool quiet);
+  void add(const Row& row);
+  void finish(const std::filesystem::path& out_dir);
+  size_t failed() const { return failed_; }
+
+ private:
+  void print(bool force);
+  std::string name_;
+  size_t total_, done_, session_done_ = 0, failed_ = 0;
+  bool quiet_, tty_;
+  std::string first_error_;
+  std::chrono::steady_clock::time_point start_, last_print_;
+};
+
+// A line in DIR/sweep.log (timestamps live there, never in results).
+void log_line(const std::filesystem::path& out_dir, const std::string& text);
+
+// CPU time of this process and of its reaped children, for DIR/sweep.log.
+std::string cpu_usage_text();
+
+// The absolute path of the running executable (/proc/self/exe).
+std::filesystem::path self_exe();
+
+// Set by SIGINT/SIGTERM while a sweep runs; runners stop starting points and kill children.
+bool interrupted();
+void install_interrupt_handlers();
+
+// The local runner: all pending points of `e`, `settings.jobs` at a time; returns the exit code.
+int run_local(const Experiment& e, const RunSettings& settings, ResultStore& store, bool quiet);
+
+}  // namespace tessera::sweep

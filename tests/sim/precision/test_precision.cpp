@@ -1,0 +1,113 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "sim/common/error.h"
+#include "sim/common/yaml_reader.h"
+#include "sim/precision/precision.h"
+
+using namespace tessera;
+using namespace tessera::precision;
+
+namespace {
+
+graph::Graph net() {
+  return graph::parse_graph_yaml(YamlNode::load_string(R"(
+name: net
+inputs: [{name: x, shape: [8, 8, 3]}]
+layers:
+  - {name: conv1, op: conv2d, filters: 8, kernel: 3, padding: same}
+  - {name: pool1, op: maxpool, kernel: 2}
+  - {name: conv2, op: conv2d, filters: 8, kernel: 3, padding: same}
+  - {name: flat, op: flatten}
+  - {name: fc1, op: fc, units: 10}
+)",
+                                                       "net.yaml"));
+}
+
+std::string write_policy(const std::string& name, const std::string& text) {
+  const std::string path = std::string(TESSERA_BINARY_DIR) + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+}  // namespace
+
+TEST(Precision, GlobMatch) {
+  EXPECT_TRUE(glob_match("conv*", "conv1"));
+  EXPECT_TRUE(glob_match("*", ""));
+  EXPECT_TRUE(glob_match("a?_pproj", "a3_pproj"));
+  EXPECT_TRUE(glob_match("[ab]3_*", "b3_1x1"));
+  EXPECT_TRUE(glob_match("*_33", "c2_33"));
+  EXPECT_FALSE(glob_match("conv*", "fc1"));
+  EXPECT_FALSE(glob_match("[ab]3_*", "c3_1x1"));
+  EXPECT_FALSE(glob_match("fc", "fc1"));
+}
+
+TEST(Precision, NamedPoliciesAssignEveryMatrixLayer) {
+  const graph::Graph g = net();
+  auto all16 = assign(g, parse_policy("int16"));
+  ASSERT_EQ(all16.size(), 5u);
+  EXPECT_TRUE(all16[0] && all16[0]->activations == Dtype::kInt16 && all16[0]->weights == Dtype::kInt16);
+  EXPECT_FALSE(all16[1]);  // pooling is not a matrix layer
+  auto fl = assign(g, parse_policy("first-last-int16"));
+  EXPECT_EQ(fl[0]->weights, Dtype::kInt16);
+  EXPECT_EQ(fl[2]->weights, Dtype::kInt8);
+  EXPECT_EQ(fl[4]->weights, Dtype::kInt16);
+}
+
+TEST(Precision, ApplyWidensTensorsThroughVectorLayers) {
+  graph::Graph g = net();
+  // conv2 at int16: its input comes through pool1, so conv1's output and pool1's
+  // output become int16; conv1's own input stays int8.
+  const std::string path = write_policy("p1.yaml", "name: conv2-wide\nlayers:\n  - {match: conv2, activations: int16, weights: int16}\n");
+  const PrecisionPolicy p = parse_policy(path);
+  EXPECT_EQ(p.name, "conv2-wide");
+  apply(g, assign(g, p), p.defaults.activations);
+  EXPECT_EQ(g.tensors[g.find_tensor("x")].dtype, Dtype::kInt8);
+  EXPECT_EQ(g.tensors[g.find_tensor("conv1")].dtype, Dtype::kInt16);
+  EXPECT_EQ(g.tensors[g.find_tensor("pool1")].dtype, Dtype::kInt16);
+  EXPECT_EQ(g.tensors[g.find_tensor("conv2")].dtype, Dtype::kInt8);  // fc1 reads it at int8 (through the flatten)
+  EXPECT_EQ(g.layers[2].weight_dtype, Dtype::kInt16);
+  EXPECT_EQ(g.layers[0].weight_dtype, Dtype::kInt8);
+}
+
+TEST(Precision, LaterRulesWinAndSqnrPromotes) {
+  graph::Graph g = net();
+  const std::string path = write_policy("p2.yaml", R"(
+default: {activations: int8, weights: int8}
+layers:
+  - {match: "conv*", weights: int16}
+  - {match: conv2, weights: int8}
+sqnr_below_db: 30
+)");
+  const auto a = assign(g, parse_policy(path), {"fc1"});
+  EXPECT_EQ(a[0]->weights, Dtype::kInt16);
+  EXPECT_EQ(a[2]->weights, Dtype::kInt8);
+  EXPECT_EQ(a[4]->activations, Dtype::kInt16);  // promoted by the measured SQNR
+}
+
+TEST(PrecisionErrors, UnknownNameKeyAndUnmatchedRule) {
+  try {
+    parse_policy("int12");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("not a policy name (int8, int16, fp16, bf16, first-last-int16)"),
+              std::string::npos);
+  }
+  const std::string bad = write_policy("p3.yaml", "layers:\n  - {match: conv1, weight: int16}\n");
+  try {
+    parse_policy(bad);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("p3.yaml:2:20: layers[0].weight: unknown key"), std::string::npos) << e.what();
+  }
+  const std::string none = write_policy("p4.yaml", "layers:\n  - {match: \"lstm*\", weights: int16}\n");
+  try {
+    assign(net(), parse_policy(none));
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("layer rule 'lstm*' matches no matrix layer of workload 'net'"),
+              std::string::npos);
+  }
+}

@@ -1,0 +1,251 @@
+// Integration tests: real sweeps with the built `tessera` (and `tessera-mpi` under mpirun).
+// Each point is a `tessera run` process, so the experiments here are tiny (MLP1, MLP0).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const std::string kSrc = TESSERA_SOURCE_DIR;
+const std::string kBin = std::string(TESSERA_BINARY_DIR) + "/tessera";
+
+struct Result {
+  int exit_code = -1;
+  std::string output;
+};
+
+Result sh(const std::string& cmd) {
+  Result r;
+  FILE* pipe = popen(("cd " + kSrc + " && " + cmd + " 2>&1").c_str(), "r");
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, pipe)) r.output.append(buf, n);
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+fs::path scratch(const std::string& name) {
+  const fs::path dir = fs::path(TESSERA_BINARY_DIR) / "test-out" / "sweep" / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// An experiment file in `dir` (base and workload paths absolute).
+fs::path write_experiment(const fs::path& dir, const std::string& body) {
+  const fs::path p = dir / "exp.yaml";
+  std::ofstream(p) << "base: " << kSrc << "/configs/tpu-v1.yaml\n" << body;
+  return p;
+}
+
+std::vector<std::string> sorted_lines(const fs::path& p, bool skip_header = false) {
+  auto l = lines(slurp(p));
+  if (skip_header && !l.empty()) l.erase(l.begin());
+  std::sort(l.begin(), l.end());
+  return l;
+}
+
+}  // namespace
+
+TEST(SweepCli, SmokeRecordsFailedPointAndFinishes) {
+  const fs::path out = scratch("smoke");
+  const Result r = sh(kBin + " sweep experiments/smoke.yaml -j 2 --out " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("10/10 done, 2 failed"), std::string::npos) << r.output;
+  const auto rows = lines(slurp(out / "results.jsonl"));
+  ASSERT_EQ(rows.size(), 10u);
+  std::set<std::string> ids;
+  int ok = 0, failed = 0;
+  for (const auto& line : rows) {
+    const json row = json::parse(line);
+    ids.insert(row["point"].get<std::string>());
+    EXPECT_EQ(row["workload"], "mlp1");
+    EXPECT_TRUE(row["batch"] == 8 || row["batch"] == 64);
+    EXPECT_EQ(row["params"]["array.cols"], row["params"]["array.rows"]);  // derived
+    if (row["status"] == "ok") {
+      ++ok;
+      EXPECT_TRUE(row["error"].is_null());
+      EXPECT_GT(row["metrics"]["summary.latency_s"].get<double>(), 0);
+      const int64_t cols = row["params"]["array.cols"];
+      EXPECT_EQ(row["metrics"]["sram_bytes"].get<int64_t>(), (24 << 20) + 4096 * cols * 4);
+      EXPECT_TRUE(fs::exists(out / "points" / row["point"].get<std::string>() / "report.json"));
+    } else {
+      ++failed;
+      EXPECT_EQ(row["params"]["array.dataflow"], "diagonal");
+      const std::string err = row["error"];
+      EXPECT_NE(err.find("exit 2: tessera: error: points/" + row["point"].get<std::string>() + "/config.yaml:"),
+                std::string::npos)
+          << err;
+      EXPECT_NE(err.find("array.dataflow: 'diagonal' is not one of: ws, os, is"), std::string::npos) << err;
+      EXPECT_TRUE(row["metrics"]["summary.latency_s"].is_null());
+    }
+  }
+  EXPECT_EQ(ok, 8);
+  EXPECT_EQ(failed, 2);
+  EXPECT_EQ(ids.size(), 10u);
+  const auto csv = lines(slurp(out / "results.csv"));
+  ASSERT_EQ(csv.size(), 11u);
+  EXPECT_EQ(csv[0],
+            "point,index,workload,batch,status,error,array.rows,weight_memory.bandwidth_gb_per_s,array.dataflow,"
+            "unified_buffer.capacity,array.cols,unified_buffer.read_bytes_per_cycle,"
+            "unified_buffer.write_bytes_per_cycle,vector_unit.lanes,summary.latency_s,summary.tops,"
+            "summary.utilization,summary.cycles.weight_stall,sram_bytes");
+
+  // A finished sweep is not rerun by accident, and --resume has nothing left to do.
+  const Result again = sh(kBin + " sweep experiments/smoke.yaml --out " + out.string());
+  EXPECT_EQ(again.exit_code, 2) << again.output;
+  EXPECT_NE(again.output.find("--resume"), std::string::npos) << again.output;
+  const Result resumed = sh(kBin + " sweep experiments/smoke.yaml --resume --out " + out.string());
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("10 already done"), std::string::npos) << resumed.output;
+  EXPECT_EQ(lines(slurp(out / "results.jsonl")).size(), 10u);
+
+  // Summary: the Pareto front over latency and SRAM per workload and batch.
+  const Result sum = sh(kBin + " sweep experiments/smoke.yaml --summarize --out " + out.string());
+  ASSERT_EQ(sum.exit_code, 0) << sum.output;
+  EXPECT_NE(sum.output.find("10 points: 8 ok, 2 failed, 0 not run yet"), std::string::npos) << sum.output;
+  EXPECT_NE(sum.output.find("## mlp1, batch 8:"), std::string::npos) << sum.output;
+  EXPECT_NE(sum.output.find("## mlp1, batch 64:"), std::string::npos) << sum.output;
+  EXPECT_NE(sum.output.find("'diagonal' is not one of"), std::string::npos) << sum.output;
+  EXPECT_TRUE(fs::exists(out / "summary.md"));
+}
+
+TEST(SweepCli, SameRowsForOneAndTwoJobs) {
+  const fs::path a = scratch("j1"), b = scratch("j2");
+  ASSERT_EQ(sh(kBin + " sweep experiments/smoke.yaml -j 1 -q --out " + a.string()).exit_code, 0);
+  ASSERT_EQ(sh(kBin + " sweep experiments/smoke.yaml -j 2 -q --out " + b.string()).exit_code, 0);
+  const auto ra = sorted_lines(a / "results.jsonl"), rb = sorted_lines(b / "results.jsonl");
+  ASSERT_EQ(ra.size(), 10u);
+  EXPECT_EQ(ra, rb);
+  EXPECT_EQ(sorted_lines(a / "results.csv", true), sorted_lines(b / "results.csv", true));
+}
+
+TEST(SweepCli, MpiRowsMatchLocal) {
+#ifndef TESSERA_MPIRUN
+  GTEST_SKIP() << "tessera-mpi not built (install libboost-mpi-dev openmpi-bin)";
+#else
+  const fs::path local = scratch("mpi-local"), mpi = scratch("mpi");
+  ASSERT_EQ(sh(kBin + " sweep experiments/smoke.yaml -j 2 -q --out " + local.string()).exit_code, 0);
+  std::string launcher = std::string(TESSERA_MPIRUN) + " -n 2 --oversubscribe";
+  if (::getuid() == 0) launcher += " --allow-run-as-root";
+  const Result r = sh(launcher + " " + kBin + " sweep experiments/smoke.yaml --mpi --out " + mpi.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("MPI: 2 ranks x 1 at a time"), std::string::npos) << r.output;
+  const auto rl = sorted_lines(local / "results.jsonl"), rm = sorted_lines(mpi / "results.jsonl");
+  ASSERT_EQ(rm.size(), 10u);
+  EXPECT_EQ(rl, rm);
+  EXPECT_EQ(sorted_lines(local / "results.csv", true), sorted_lines(mpi / "results.csv", true));
+  // Resume through MPI: nothing left, nothing duplicated.
+  const Result again = sh(launcher + " " + kBin + " sweep experiments/smoke.yaml --mpi --resume --out " + mpi.string());
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_EQ(sorted_lines(mpi / "results.jsonl"), rm);
+  // Rank 0's refusal reaches every rank: no hang, exit 2.
+  const Result refused = sh(launcher + " " + kBin + " sweep experiments/smoke.yaml --mpi --out " + mpi.string());
+  EXPECT_NE(refused.exit_code, 0) << refused.output;
+  EXPECT_NE(refused.output.find("--resume"), std::string::npos) << refused.output;
+#endif
+}
+
+TEST(SweepCli, ResumeAfterKill9LosesNothingRepeatsNothing) {
+  const fs::path dir = scratch("kill");
+  // 36 points of MLP0 at -j 1: a few seconds, so the kill lands mid-way.
+  const fs::path exp = write_experiment(dir,
+                                        "workloads: [" + kSrc + "/workloads/tpu/mlp0.yaml]\n"
+                                        "parameters:\n"
+                                        "  grid:\n"
+                                        "    array.rows: [64, 128, 256]\n"
+                                        "    weight_memory.bandwidth_gb_per_s: [20, 34, 68, 136]\n"
+                                        "    clock_mhz: [500, 700, 1050]\n"
+                                        "derived: {array.cols: '${array.rows}'}\n"
+                                        "metrics: [summary.latency_s, summary.cycles.total]\n");
+  const fs::path out = dir / "out";
+  const Result listed = sh(kBin + " sweep " + exp.string() + " --list");
+  ASSERT_EQ(listed.exit_code, 0) << listed.output;
+  std::set<std::string> expected;
+  for (const auto& l : lines(listed.output)) {
+    if (!l.empty() && l[0] == '{') expected.insert(json::parse(l)["point"].get<std::string>());
+  }
+  ASSERT_EQ(expected.size(), 36u);
+
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const std::string e = exp.string(), o = out.string();
+    execl(kBin.c_str(), kBin.c_str(), "sweep", e.c_str(), "-j", "1", "-q", "--out", o.c_str(), (char*)nullptr);
+    _exit(127);
+  }
+  size_t before = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    before = lines(slurp(out / "results.jsonl")).size();
+    if (before >= 4) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ::kill(pid, SIGKILL);
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  ASSERT_TRUE(WIFSIGNALED(st)) << "the sweep finished before it could be killed";
+  ASSERT_GE(before, 4u);
+  const size_t at_kill = lines(slurp(out / "results.jsonl")).size();
+  ASSERT_LT(at_kill, 36u) << "the sweep finished before it could be killed";
+  // And as if the kill had landed inside a write: a torn last line.
+  { std::ofstream(out / "results.jsonl", std::ios::app) << "{\"point\":\"0123456789abcdef\",\"ind"; }
+
+  const Result r = sh(kBin + " sweep " + exp.string() + " -j 2 --resume --out " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("dropped 1 incomplete line"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(" + std::to_string(at_kill) + " already done)"), std::string::npos) << r.output;
+  std::multiset<std::string> got;
+  for (const auto& l : lines(slurp(out / "results.jsonl"))) {
+    const json row = json::parse(l);  // every line complete
+    EXPECT_EQ(row["status"], "ok") << l;
+    got.insert(row["point"].get<std::string>());
+  }
+  EXPECT_EQ(got.size(), 36u);
+  EXPECT_EQ(std::set<std::string>(got.begin(), got.end()), expected);
+  EXPECT_EQ(lines(slurp(out / "results.csv")).size(), 37u);
+}
+
+TEST(SweepCli, BadExperimentIsExit2WithLocation) {
+  const fs::path dir = scratch("bad");
+  const fs::path exp = write_experiment(dir,
+                                        "workloads: [" + kSrc + "/workloads/tpu/mlp1.yaml]\n"
+                                        "parameters:\n"
+                                        "  grid:\n"
+                                        "    array.rows: [64]\n"
+                                        "metrics: [summary.latency_s]\n"
+                                        "metric: [oops]\n");
+  const Result r = sh(kBin + " sweep " + exp.string() + " --out " + (dir / "out").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("exp.yaml:7:1: metric: unknown key"), std::string::npos) << r.output;
+}
