@@ -24,7 +24,6 @@ import math
 import os
 import subprocess
 import sys
-import tempfile
 
 import style
 
@@ -185,11 +184,7 @@ def update_doc(path, text):
     if i < 0 or j < i:
         raise style.InputError(f"{path}: no '{begin} ... -->' / '{end}' marks to replace between")
     i = doc.index("-->", i) + 3
-    new = doc[:i] + "\n" + text + "\n" + doc[j:]
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(path) or ".")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(new)
-    os.replace(tmp, path)
+    style.write_text_atomic(path, doc[:i] + "\n" + text + "\n" + doc[j:])
 
 
 def figures(out_dir, app_paths, batch_paths):
@@ -203,8 +198,8 @@ def figures(out_dir, app_paths, batch_paths):
                                      "--out", os.path.join(out_dir, "roofline-tpu-k80-haswell")]),
         (plot_roofline, app_paths + ["--platforms", f"tpu-v1,{GPU},{CPU}", "--out",
                                      os.path.join(out_dir, "roofline-paper-combined")]),
-        (plot_roofline, app_paths + ["--platforms", "tpu-v1,xeon-8480,h100-sxm", "--out",
-                                     os.path.join(out_dir, "roofline-tpu-xeon8480-h100")]),
+        (plot_roofline, app_paths + ["--platforms", "tpu-v1,xeon-8480,h100-sxm", "--panels", "--height", "2.2",
+                                     "--out", os.path.join(out_dir, "roofline-tpu-xeon8480-h100")]),
         (plot_roofline, app_paths + ["--height", "2.5", "--out", os.path.join(out_dir, "roofline-all")]),
         (plot_breakdown, app_paths + ["--per", "workload", "--baselines", f"{CPU},{GPU}", "--out",
                                       os.path.join(out_dir, "breakdown-tpu-haswell-k80")]),

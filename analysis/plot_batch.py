@@ -23,9 +23,7 @@ the best case of the paper's.
 Writes OUT.pdf and OUT.png. Malformed input: one-line error, exit status 2.
 """
 import argparse
-import os
 import sys
-import tempfile
 
 import style
 
@@ -148,12 +146,7 @@ def main(argv):
 
     table = serving_table(data, args.limit_ms, workloads[0])
     if args.table:
-        directory = os.path.dirname(args.table) or "."
-        os.makedirs(directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(table)
-        os.replace(tmp, args.table)
+        style.write_text_atomic(args.table, table)
         paths.append(args.table)
     sys.stdout.write(table)
     for p in paths:

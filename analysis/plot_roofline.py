@@ -205,7 +205,7 @@ def main(argv):
     else:
         fig, ax = style.figure(args.width, args.height)
         for i, (key, p) in enumerate(ordered):
-            draw(ax, [(key, p)], i, args, lo, hi, ylim, label_points=key[0] == "accel" or len(platforms) <= 3)
+            draw(ax, [(key, p)], i, args, lo, hi, ylim, label_points=key[0] == "accel" or len(platforms) == 1)
         if args.title:
             ax.set_title(args.title)
         if len(platforms) <= 3:

@@ -17,9 +17,7 @@ Writes OUT.pdf and OUT.png. Malformed input: one-line error, exit status 2.
 """
 import argparse
 import math
-import os
 import sys
-import tempfile
 
 import style
 
@@ -133,12 +131,7 @@ def main(argv):
     paths = style.save(fig, args.out)
     text = table(workloads, series, args.relative_to, reports[0]["arch"]["name"])
     if args.table:
-        directory = os.path.dirname(args.table) or "."
-        os.makedirs(directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, args.table)
+        style.write_text_atomic(args.table, text)
         paths.append(args.table)
     sys.stdout.write(text)
     for p in paths:

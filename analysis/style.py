@@ -144,6 +144,28 @@ def platform_marker(key, index=0):
     return PLATFORM_MARKERS.get(key, "osD^vP*X"[index % 8])
 
 
+def _umask_mode():
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def write_text_atomic(path, text):
+    """Writes a text file via a temporary file in the same directory and a rename."""
+    directory = os.path.dirname(path) or "."
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, _umask_mode())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
 def save(fig, out_base):
     """Writes OUT_BASE.pdf and OUT_BASE.png (each via a temporary file and a rename); returns the paths.
 
@@ -163,6 +185,7 @@ def save(fig, out_base):
             # Fixed metadata: no creation date, so the PDF is the same for the same inputs.
             metadata = {"CreationDate": None, "Creator": "Tessera analysis"} if fmt == "pdf" else {"Software": None}
             fig.savefig(tmp, format=fmt, metadata=metadata)
+            os.chmod(tmp, _umask_mode())
             os.replace(tmp, path)
         except BaseException:
             if os.path.exists(tmp):

@@ -12,6 +12,7 @@
 #include "sim/engine/engine.h"
 #include "sim/functional/functional.h"
 #include "sim/graph/graph.h"
+#include "sim/graph/onnx_importer.h"
 #include "sim/precision/precision.h"
 #include "sim/report/report.h"
 #include "sim/sweep/cli.h"
@@ -23,26 +24,60 @@ struct CommonOptions {
   std::string workload;
   int64_t batch = 0;
   std::string precision = "int8";
+  std::vector<std::string> input_shapes;  // ONNX only: NAME=d0,d1,...
 };
 
 void add_common(CLI::App& cmd, CommonOptions& o) {
   cmd.add_option("--arch,-a", o.arch, "Architecture config (YAML), e.g. configs/tpu-v1.yaml")
       ->required()
       ->check(CLI::ExistingFile);
-  cmd.add_option("--workload,-w", o.workload, "Workload graph (YAML), e.g. workloads/tpu/mlp0.yaml")
+  cmd.add_option("--workload,-w", o.workload,
+                 "Workload: a YAML graph (docs/workloads.md), e.g. workloads/tpu/mlp0.yaml, or an ONNX model (*.onnx)")
       ->required()
       ->check(CLI::ExistingFile);
   cmd.add_option("--batch,-b", o.batch, "Batch size (default: the workload's own batch)")->check(CLI::Range(1, 1 << 24));
+  cmd.add_option("--input-shape", o.input_shapes,
+                 "ONNX input shape NAME=d0,d1,... binding dynamic dimensions; the first dimension is the batch. "
+                 "Repeat for several inputs, e.g. --input-shape input_ids=1,128")
+      ->type_name("NAME=DIMS");
   cmd.add_option("--precision,-p", o.precision,
                  "Precision policy: int8 (default), int16, fp16, bf16, first-last-int16, or a policy YAML file "
                  "(docs/precision.md)");
 }
 
+tessera::graph::Graph load_workload(const CommonOptions& o) {
+  if (tessera::graph::is_onnx_path(o.workload)) {
+    tessera::graph::OnnxOptions onnx;
+    for (const auto& text : o.input_shapes) {
+      auto [name, dims] = tessera::graph::parse_input_shape(text);
+      if (!onnx.input_shapes.emplace(name, dims).second) {
+        throw tessera::InputError("--input-shape " + name + " is given more than once");
+      }
+    }
+    return tessera::graph::load_onnx(o.workload, onnx);
+  }
+  if (!o.input_shapes.empty()) {
+    throw tessera::InputError("--input-shape applies to ONNX models only; '" + o.workload + "' is a YAML graph");
+  }
+  return tessera::graph::load_graph_yaml(o.workload);
+}
+
 tessera::compiler::Program build_program(const CommonOptions& o, tessera::ArchConfig& arch, tessera::graph::Graph& graph) {
   arch = tessera::load_arch_config(o.arch);
-  graph = tessera::graph::load_graph_yaml(o.workload);
+  graph = load_workload(o);
   const auto policy = tessera::precision::parse_policy(o.precision);
-  tessera::precision::apply(graph, tessera::precision::assign(graph, policy), policy.defaults.activations);
+  std::vector<std::string> low_sqnr;
+  if (policy.sqnr_below_db) {
+    // The sqnr rule measures each layer's error with everything else as the policy
+    // says (the low layers at int8) in functional mode, then promotes those below.
+    tessera::graph::Graph probe = graph;
+    tessera::precision::apply(probe, tessera::precision::assign(probe, policy), policy.defaults.activations);
+    const auto measured = tessera::functional::run_functional(probe, arch, {});
+    for (const auto& l : measured.layers) {
+      if (l.sqnr_db < *policy.sqnr_below_db) low_sqnr.push_back(l.name);
+    }
+  }
+  tessera::precision::apply(graph, tessera::precision::assign(graph, policy, low_sqnr), policy.defaults.activations);
   return tessera::compiler::compile(graph, arch, {.batch = o.batch});
 }
 

@@ -184,6 +184,12 @@ class Lowering {
   size_t layer_body_start_ = 0;
   int acc_half_ = 0;
   uint64_t weight_cursor_ = 0;
+  // Graph inputs are normally all read from the host before the first layer. When even one
+  // sample does not fit that way (e.g. a decoder step's per-layer KV cache), each input is
+  // read just before its first consumer instead.
+  bool lazy_inputs_ = false;
+  void read_input(int in);
+  void write_output(int out);
 };
 
 Region Lowering::rows_region(int t, int64_t r0, int64_t r1, int64_t c0, int64_t c1) const {
@@ -723,9 +729,11 @@ bool Lowering::grouped_conv_on_vector(const Layer& layer) const {
   if (a.dataflow == array::Dataflow::kInputStationary) mt = std::min(a.cols, acc_half);
   const MacMode* mode = a.find_mode(g_.tensors[layer.inputs[0]].dtype, layer.weight_dtype);
   const double rate = mode ? mode->rate : 1.0;
-  // Array: every tile streams for its natural time (preload hidden by double buffering
-  // when it is shorter), plus the activates through the vector unit.
-  double array_cycles = 0;
+  // Array: one group's tiles through the array's own pipeline model (fill, drain and
+  // double buffering per dataflow), paced by the MAC mode and the UB read port; the
+  // activates run on the vector unit alongside. Every group is alike.
+  array::ArrayPipeline pipe(a.dataflow, dims, a.double_buffered);
+  const int64_t a_bytes = dtype_bytes(g_.tensors[layer.inputs[0]].dtype);
   double activate_cycles = 0;
   for (int64_t m0 = 0; m0 < M; m0 += mt) {
     const int64_t m = std::min(mt, M - m0);
@@ -733,16 +741,25 @@ bool Lowering::grouped_conv_on_vector(const Layer& layer) const {
       const int64_t n = std::min<int64_t>(a.cols, N - n0);
       for (int64_t k0 = 0; k0 < K; k0 += a.rows) {
         const int64_t k = std::min<int64_t>(a.rows, K - k0);
-        const auto t = array::tile_timing(a.dataflow, dims, array::GemmTile{m, k, n});
-        const double stream = static_cast<double>(t.stream_cycles) / rate;
-        array_cycles += a.double_buffered ? std::max(stream, static_cast<double>(t.preload_cycles))
-                                          : stream + static_cast<double>(t.preload_cycles);
+        const array::GemmTile tile{m, k, n};
+        const auto t = array::tile_timing(a.dataflow, dims, tile);
+        const auto mac = static_cast<int64_t>(std::ceil(static_cast<double>(t.stream_cycles) / rate));
+        const int64_t ub = ceil_div(m * k * a_bytes, arch_.unified_buffer.read_bytes_per_cycle);
+        pipe.issue(tile, 0, 0, std::max(mac, ub));
       }
       activate_cycles += static_cast<double>(ceil_div(m * n, arch_.vector_unit.lanes) + arch_.vector_unit.pipeline_latency_cycles);
     }
   }
+  double array_cycles = static_cast<double>(pipe.last_done());
   array_cycles = std::max(array_cycles, activate_cycles) * static_cast<double>(G);
-  const double vector_cycles = static_cast<double>(ceil_div(G * M * K * N, arch_.vector_unit.lanes));
+  // Vector unit: the MACs on its lanes, or the unified-buffer traffic if that is slower.
+  const int64_t in_bytes = batch_ * graph::shape_elements(g_.tensors[layer.inputs[0]].shape) * a_bytes;
+  const int64_t out_bytes = batch_ * graph::shape_elements(g_.tensors[layer.output].shape) * dtype_bytes(g_.tensors[layer.output].dtype);
+  const int64_t chunks = ceil_div(batch_, std::max<int64_t>(1, samples_per_chunk(layer.output)));
+  const double vector_cycles = static_cast<double>(
+      std::max({ceil_div(G * M * K * N, arch_.vector_unit.lanes), ceil_div(in_bytes, arch_.unified_buffer.read_bytes_per_cycle),
+                ceil_div(out_bytes, arch_.unified_buffer.write_bytes_per_cycle)}) +
+      chunks * arch_.vector_unit.pipeline_latency_cycles);
   return vector_cycles < array_cycles;
 }
 
@@ -826,6 +843,22 @@ void Lowering::lower_vector(int li) {
   }
 }
 
+void Lowering::read_input(int in) {
+  const int64_t chunk = samples_per_chunk(in);
+  const uint64_t per_sample = place_[in].bytes / static_cast<uint64_t>(batch_);
+  for (int64_t s0 = 0; s0 < batch_; s0 += chunk) {
+    const int64_t s1 = std::min(batch_, s0 + chunk);
+    Instruction rh;
+    rh.op = Opcode::kReadHost;
+    rh.layer = -1;
+    rh.bytes = per_sample * static_cast<uint64_t>(s1 - s0);
+    rh.ub_address = place_[in].offset + per_sample * static_cast<uint64_t>(s0);
+    rh.writes.push_back(region(in, s0, s1));
+    p_.host_input_bytes += rh.bytes;
+    emit(std::move(rh));
+  }
+}
+
 bool Lowering::fits(int64_t batch) {
   try {
     lower_pass(batch, true);
@@ -860,29 +893,46 @@ void Lowering::lower_pass(int64_t batch, bool dry_run) {
   for (int li = 0; li < L; ++li) {
     for (int in : g_.layers[li].inputs) last_use_[storage(in)] = std::max(last_use_[storage(in)], li);
   }
-  for (int out : g_.outputs) last_use_[storage(out)] = L;
+  // Outputs go to the host after the last layer; in streaming mode as soon as they are
+  // complete (after their producer and their last reader), which frees their bytes early.
+  std::vector<std::vector<int>> outputs_at(static_cast<size_t>(L) + 1);
+  for (int out : g_.outputs) {
+    const int s = storage(out);
+    int done = L;
+    if (lazy_inputs_) {
+      done = std::max(last_use_[s], g_.tensors[static_cast<size_t>(out)].producer);
+      if (done < 0) done = L;
+    }
+    last_use_[s] = std::max(last_use_[s], done);
+    outputs_at[static_cast<size_t>(done)].push_back(out);
+  }
+  auto write_outputs = [&](int at) {
+    if (dry_run) return;
+    for (int out : outputs_at[static_cast<size_t>(at)]) write_output(out);
+  };
 
   // Graph inputs arrive from the host in chunks so the first layer can start early.
+  std::vector<std::vector<int>> inputs_at(static_cast<size_t>(L) + 1);
   for (int in : g_.inputs) {
-    allocate(in, -1);
-    if (dry_run) continue;
-    const int64_t chunk = samples_per_chunk(in);
-    const uint64_t per_sample = place_[in].bytes / static_cast<uint64_t>(batch_);
-    for (int64_t s0 = 0; s0 < batch_; s0 += chunk) {
-      const int64_t s1 = std::min(batch_, s0 + chunk);
-      Instruction rh;
-      rh.op = Opcode::kReadHost;
-      rh.layer = -1;
-      rh.bytes = per_sample * static_cast<uint64_t>(s1 - s0);
-      rh.ub_address = place_[in].offset + per_sample * static_cast<uint64_t>(s0);
-      rh.writes.push_back(region(in, s0, s1));
-      p_.host_input_bytes += rh.bytes;
-      emit(std::move(rh));
+    int first = L;
+    for (int li = 0; li < L && first == L; ++li) {
+      for (int t : g_.layers[li].inputs) {
+        if (storage(t) == in) first = li;
+      }
     }
+    inputs_at[static_cast<size_t>(lazy_inputs_ ? first : 0)].push_back(in);
   }
+  auto take_inputs = [&](int li) {
+    for (int in : inputs_at[static_cast<size_t>(li)]) {
+      allocate(in, li < L && lazy_inputs_ ? li : -1);
+      if (!dry_run) read_input(in);
+    }
+  };
+  if (!lazy_inputs_) take_inputs(0);
 
   for (int li = 0; li < L; ++li) {
     const Layer& layer = g_.layers[li];
+    if (lazy_inputs_) take_inputs(li);
     allocate(layer.output, li);
     allocate_scratch(li);
     if (!dry_run) {
@@ -895,6 +945,7 @@ void Lowering::lower_pass(int64_t batch, bool dry_run) {
         lower_vector(li);
       }
     }
+    write_outputs(li);
     // Free tensors (and working buffers) whose last reader was this layer.
     for (size_t t = 0; t < place_.size(); ++t) {
       if (last_use_[t] == li && place_[t].allocated && place_[t].alias_of < 0 && !dead_[t]) {
@@ -903,25 +954,28 @@ void Lowering::lower_pass(int64_t batch, bool dry_run) {
       }
     }
   }
+  if (lazy_inputs_) take_inputs(L);  // inputs no layer reads
   p_.ub_peak_bytes = std::max(p_.ub_peak_bytes, ub_.peak());
   if (dry_run) return;
 
-  for (int out : g_.outputs) {
-    const int64_t chunk = samples_per_chunk(out);
-    const uint64_t per_sample = place_[out].bytes / static_cast<uint64_t>(batch_);
-    for (int64_t s0 = 0; s0 < batch_; s0 += chunk) {
-      const int64_t s1 = std::min(batch_, s0 + chunk);
-      Instruction wh;
-      wh.op = Opcode::kWriteHost;
-      wh.layer = -1;
-      wh.bytes = per_sample * static_cast<uint64_t>(s1 - s0);
-      wh.ub_address = place_[storage(out)].offset + per_sample * static_cast<uint64_t>(s0);
-      wh.reads.push_back(region(out, s0, s1));
-      p_.host_output_bytes += wh.bytes;
-      emit(std::move(wh), false);
-    }
-  }
+  write_outputs(L);
   prev_place_ = place_;
+}
+
+void Lowering::write_output(int out) {
+  const int64_t chunk = samples_per_chunk(out);
+  const uint64_t per_sample = place_[out].bytes / static_cast<uint64_t>(batch_);
+  for (int64_t s0 = 0; s0 < batch_; s0 += chunk) {
+    const int64_t s1 = std::min(batch_, s0 + chunk);
+    Instruction wh;
+    wh.op = Opcode::kWriteHost;
+    wh.layer = -1;
+    wh.bytes = per_sample * static_cast<uint64_t>(s1 - s0);
+    wh.ub_address = place_[storage(out)].offset + per_sample * static_cast<uint64_t>(s0);
+    wh.reads.push_back(region(out, s0, s1));
+    p_.host_output_bytes += wh.bytes;
+    emit(std::move(wh), false);
+  }
 }
 
 Program Lowering::run() {
@@ -949,6 +1003,7 @@ Program Lowering::run() {
   // largest sub-batch that does, pass after pass (weights are fetched again per
   // pass). A single sample that does not fit is an error.
   int64_t sub_batch = total_batch_;
+  if (!fits(1)) lazy_inputs_ = true;  // inputs up front do not fit even one sample: read each when needed
   if (!fits(total_batch_)) {
     lower_pass(1, true);  // throws the error naming the layer if one sample does not fit
     int64_t lo = 1, hi = total_batch_;  // fits(lo), !fits(hi)

@@ -70,7 +70,6 @@ struct Value {
   Layout layout = Layout::kNatural;
   int other_tensor = -1;  // the same value converted to the other layout (cached)
   int graph_input = -1;   // an ONNX graph input not yet materialised in the IR
-  int batch_axis_hint = 0;
   bool prefer_channels_last = false;  // graph input that feeds convolutions
   bool poisoned = false;  // produced by an unsupported node
   std::string producer;   // node name (for messages)
@@ -522,7 +521,6 @@ void Importer::bind_inputs() {
     } else {
       v.constant = false;
       v.graph_input = r.idx;
-      v.batch_axis_hint = ba;
       v.prefer_channels_last = rk >= 3 && ba == 0 && feeds_spatial(name);
       for (int d = 0; d < rk; ++d) v.shape.push_back(d == ba ? Sym{1, 1} : Sym{std::max<int64_t>(dims[static_cast<size_t>(d)], 1), 0});
       const int64_t b = dims[static_cast<size_t>(ba)];
@@ -2068,10 +2066,9 @@ void Importer::op_layernorm(const Node& n) {
     set_activation(o, y, Layout::kNatural);
   }
   const Layout layout = preferred_layout(x);
-  tensor_in(x, layout, n);
   Layer l;
   l.op = OpKind::kLayerNorm;
-  l.inputs = {x.layout == layout ? x.tensor : tensor_in(x, layout, n)};
+  l.inputs = {tensor_in(x, layout, n)};
   l.axis = ir_axis(x, attr_i(n, "axis", -1), n);
   Value& o = out(n);
   o.shape = x.shape;
@@ -2100,7 +2097,6 @@ void Importer::op_reduce(const Node& n, OpKind kind) {
   }
   Layout layout = preferred_layout(x);
   if (!keep) layout = Layout::kNatural;
-  tensor_in(x, layout, n);
   Layer l;
   l.op = kind;
   l.keepdims = keep;

@@ -154,6 +154,8 @@ ordered_json build_report(const RunRecord& run) {
     l["name"] = li.name;
     l["op"] = li.op;
     l["output_shape"] = li.output_shape;
+    l["mapping"] = li.mapping;
+    l["groups"] = li.groups;
     l["a_dtype"] = std::string(dtype_name(li.a_dtype));
     l["b_dtype"] = std::string(dtype_name(li.b_dtype));
     l["gemm"] = {{"m", li.gemm_m}, {"k", li.gemm_k}, {"n", li.gemm_n}};
