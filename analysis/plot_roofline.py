@@ -113,16 +113,25 @@ def collect(reports, flavour, wanted, layers):
     return platforms
 
 
-def draw(ax, items, index, args, lo, hi, ylim, label_points):
-    """Roofs and points of `items` [(key, platform)] on one axis."""
+ACCEL_LINESTYLES = ["-", "-.", ":", (0, (6, 1.5, 1, 1.5, 1, 1.5))]
+ACCEL_MARKERS = ["*", "p", "H", "8"]
+
+
+def draw(ax, items, index, args, lo, hi, ylim, label_points, accel_index=0):
+    """Roofs and points of `items` [(key, platform)] on one axis; accel_index tells the
+    accelerator's precisions apart (line style and marker)."""
     ax.set_xscale("log")
     ax.set_yscale("log")
     grid = [lo * (hi / lo) ** (j / 400) for j in range(401)]
     for key, p in items:
         color = style.platform_color(p["color_key"], index)
         marker = style.platform_marker(p["color_key"], index)
+        ls = "--"
+        if key[0] == "accel":
+            ls = ACCEL_LINESTYLES[accel_index % len(ACCEL_LINESTYLES)]
+            marker = ACCEL_MARKERS[accel_index % len(ACCEL_MARKERS)]
         ax.plot(grid, [attainable(p["peak"], p["bw"], x, args.flavour) for x in grid], color=color,
-                lw=1.0 if key[0] == "base" else 1.4, ls="-" if key[0] == "accel" else "--", label=p["label"], zorder=2)
+                lw=1.0 if key[0] == "base" else 1.4, ls=ls, label=p["label"], zorder=2)
         for j, (label, x, y) in enumerate(sorted(p["points"], key=lambda pt: pt[1])):
             ax.plot([x], [y], marker=marker, color=color, ms=6 if key[0] == "accel" else 4, ls="none",
                     markeredgecolor="white", markeredgewidth=0.3, zorder=3)
@@ -175,6 +184,10 @@ def main(argv):
     lo = 10 ** math.floor(math.log10(max(min(xs + ridges) / 3, 1e-3)))
     hi = 10 ** math.ceil(math.log10(max(xs + ridges) * 3))
     ordered = sorted(platforms.items(), key=lambda kv: (kv[0][0] != "accel", -kv[1]["peak"]))
+    accel_rank = {}
+    for key, _ in ordered:
+        if key[0] == "accel":
+            accel_rank[key] = len(accel_rank)
     ymin = min(pt[2] for pt in points if pt[2] > 0)
     for _, p in ordered:
         ymin = min(ymin, attainable(p["peak"], p["bw"], lo, args.flavour))
@@ -190,7 +203,7 @@ def main(argv):
                                  sharex=True, sharey=True, squeeze=False)
         flat = [a for row in axes for a in row]
         for i, (key, p) in enumerate(ordered):
-            draw(flat[i], [(key, p)], i, args, lo, hi, ylim, label_points=True)
+            draw(flat[i], [(key, p)], i, args, lo, hi, ylim, label_points=True, accel_index=accel_rank.get(key, 0))
             flat[i].set_title(p["label"])
             xlabel = flat[i].get_xlabel()
             flat[i].set_xlabel("")
@@ -205,7 +218,8 @@ def main(argv):
     else:
         fig, ax = style.figure(args.width, args.height)
         for i, (key, p) in enumerate(ordered):
-            draw(ax, [(key, p)], i, args, lo, hi, ylim, label_points=key[0] == "accel" or len(platforms) == 1)
+            draw(ax, [(key, p)], i, args, lo, hi, ylim, label_points=key[0] == "accel" or len(platforms) == 1,
+                 accel_index=accel_rank.get(key, 0))
         if args.title:
             ax.set_title(args.title)
         if len(platforms) <= 3:

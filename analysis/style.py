@@ -259,8 +259,9 @@ def number(value, what):
 
 def accel_precision(report):
     """The accelerator's operand precision in a report: its matrix layers' dtypes ("int8", "int8 x int16", ...)."""
-    if isinstance(report.get("precision"), str):
-        return report["precision"]
+    for where in (report.get("workload", {}), report):
+        if isinstance(where.get("precision"), str):
+            return where["precision"]
     modes = []
     for layer in report["layers"]:
         if layer.get("macs", 0) and "a_dtype" in layer:

@@ -13,7 +13,7 @@ case "$mode" in main|test|build) ;; *) echo "usage: bash cmake/run.sh main|test|
 # Debian packages the project needs (build, tests, analysis).
 packages=(build-essential cmake ninja-build pkg-config libsystemc-dev libboost-dev libyaml-cpp-dev
           libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev libboost-mpi-dev openmpi-bin
-          libopenblas-dev libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata python3-onnx
+          libopenblas-dev libbenchmark-dev libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata python3-onnx
           python3-matplotlib python3-numpy python3-pytest)
 missing=()
 for p in "${packages[@]}"; do
@@ -36,11 +36,18 @@ case "$mode" in
   main)
     out=out/tpu-v1
     mkdir -p "$out"
+    # Each app next to the paper's CPU and GPU (Haswell, K80) and a modern pair (Xeon 8480, H100).
+    baselines=haswell-e5-2699v3,k80,xeon-8480,h100-sxm
     for app in mlp0 mlp1 lstm0 lstm1 cnn0 cnn1; do
-      build/tessera run --arch configs/tpu-v1.yaml --workload "workloads/tpu/$app.yaml" --out "$out/$app"
+      build/tessera run --arch configs/tpu-v1.yaml --workload "workloads/tpu/$app.yaml" --out "$out/$app" \
+        --baseline "$baselines"
     done
     /usr/bin/python3 analysis/tabulate.py "$out"/*/report.json --out "$out/apps.md"
     echo "six-app table: $out/apps.md"
+    /usr/bin/python3 analysis/plot_roofline.py "$out"/*/report.json --out "$out/roofline" \
+      --title "Six TPU-paper apps: TPU v1 vs Haswell, K80, Xeon 8480, H100"
+    /usr/bin/python3 analysis/plot_roofline.py "$out"/*/report.json --out "$out/roofline-panels" --panels
+    echo "roofline: $out/roofline.pdf $out/roofline.png (one panel per platform: $out/roofline-panels.*)"
     ;;
   test)
     ctest --test-dir build --output-on-failure -j"$(nproc)"

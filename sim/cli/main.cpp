@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
 #include "sim/common/atomic_file.h"
@@ -14,7 +15,9 @@
 #include "sim/graph/graph.h"
 #include "sim/graph/onnx_importer.h"
 #include "sim/precision/precision.h"
+#include "sim/report/baselines.h"
 #include "sim/report/report.h"
+#include "sim/report/trace.h"
 #include "sim/sweep/cli.h"
 
 namespace {
@@ -102,6 +105,16 @@ int main(int argc, char** argv) {
   add_common(*run, run_opts);
   run->add_option("--out,-o", out_dir, "Output directory for report.json, layers.csv and summary.md")->required();
   run->add_flag("--quiet,-q", quiet, "Do not print the summary on stdout");
+  std::string baseline_list, trace_file;
+  run->add_option("--baseline", baseline_list,
+                  "Compare against CPU/GPU baselines, comma-separated: names of configs/baselines/*.yaml (haswell, k80, "
+                  "xeon-8480, epyc-9654, a100, h100-sxm, h200), NAME:PRECISION (a100:fp16), a spec file path, 'host' "
+                  "(this machine's CPU, measured with OpenBLAS) or 'all' (every spec). docs/baselines.md")
+      ->type_name("LIST");
+  run->add_option("--trace", trace_file,
+                  "Write a Chrome/Perfetto timeline (trace-event JSON, one track per unit) to FILE; open it in "
+                  "ui.perfetto.dev or chrome://tracing")
+      ->type_name("FILE");
   bool functional = false, per_channel = false, pe_reference = false;
   int64_t functional_batch = 1, functional_calibration = 4;
   auto* functional_flag = run->add_flag("--functional", functional,
@@ -158,7 +171,13 @@ int main(int argc, char** argv) {
     }
     const auto program = build_program(run_opts, arch, graph);
     const auto stats = tessera::engine::simulate(arch, program);
-    auto report = tessera::report::build_report({arch, graph, program, stats, run_opts.precision});
+    const tessera::report::RunRecord record{arch, graph, program, stats, run_opts.precision};
+    auto report = tessera::report::build_report(record);
+    if (!baseline_list.empty()) {
+      const auto names = tessera::report::split_baseline_list(baseline_list);
+      if (names.empty()) throw tessera::InputError("--baseline: no baseline named in '" + baseline_list + "'");
+      report["baselines"] = tessera::report::baselines_json(names, record, report);
+    }
     std::string functional_line;
     if (functional) {
       tessera::functional::FunctionalOptions fo;
@@ -170,9 +189,19 @@ int main(int argc, char** argv) {
       report["functional"] = tessera::functional::to_json(fr);
       functional_line = tessera::functional::summary_line(fr);
     }
+    // Render the trace and check where it goes before writing anything: no partial set of outputs.
+    std::string trace_json;
+    if (!trace_file.empty()) {
+      const auto parent = std::filesystem::absolute(trace_file).parent_path();
+      if (!std::filesystem::is_directory(parent)) {
+        throw tessera::InputError("--trace " + trace_file + ": directory " + parent.string() + " does not exist");
+      }
+      trace_json = tessera::report::chrome_trace_json(stats, program, arch.clock_mhz);
+    }
     tessera::report::write_report_files(out_dir, report);
+    if (!trace_file.empty()) tessera::write_file_atomically(trace_file, trace_json);
     if (!quiet) {
-      std::cout << tessera::report::console_summary(report);
+      std::cout << tessera::report::console_summary(report) << tessera::report::baselines_console(report);
       if (!functional_line.empty()) std::cout << "  " << functional_line << "\n";
       std::cout << "  report: " << out_dir << "/report.json\n";
     }

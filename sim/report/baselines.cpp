@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "sim/common/error.h"
+#include "sim/report/format.h"
 
 #ifndef TESSERA_SOURCE_DIR
 #define TESSERA_SOURCE_DIR "."
@@ -18,19 +19,12 @@ namespace bl = tessera::baseline;
 
 namespace {
 
-double safe_div(double a, double b) { return b > 0 ? a / b : 0.0; }
+using format::fmt;
+using format::human_seconds;
+using format::safe_div;
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
-std::string human_seconds(double s) {
-  if (s >= 1) return fmt("%.3f s", s);
-  if (s >= 1e-3) return fmt("%.3f ms", s * 1e3);
-  return fmt("%.3f us", s * 1e6);
-}
+// 16.8x, 9.2x; two decimals below 1 so that a faster baseline does not read as 0.1x or 0.0x.
+std::string speedup_text(double x) { return fmt(x < 1 ? "%.2fx" : "%.1fx", x); }
 
 std::string join(const std::vector<std::string>& v) {
   std::string out;
@@ -474,9 +468,11 @@ std::string baselines_markdown(const ordered_json& report) {
   for (const auto& b : report["baselines"]) {
     const auto& bs = b["summary"];
     const std::string sp = b["speedup_of_accelerator"].is_number()
-                               ? fmt("%.1fx", b["speedup_of_accelerator"].get<double>())
+                               ? speedup_text(b["speedup_of_accelerator"].get<double>())
                                : std::string("-");
-    out << "| " << b["display_name"].get<std::string>() << (b["measured"].get<bool>() ? " (measured)" : "") << " | "
+    const std::string name = b["display_name"].get<std::string>();
+    const bool says_measured = name.find("measured") != std::string::npos;
+    out << "| " << name << (b["measured"].get<bool>() && !says_measured ? " (measured)" : "") << " | "
         << b["precision"].get<std::string>() << " | " << human_seconds(bs["latency_s"].get<double>()) << " | "
         << fmt("%.1f", bs["inferences_per_s"].get<double>()) << " | " << fmt("%.3f", bs["tops"].get<double>()) << " | "
         << fmt("%.1f%%", 100 * bs["utilization"].get<double>()) << " | " << sp << " |\n";
@@ -493,7 +489,7 @@ std::string baselines_console(const ordered_json& report) {
     out << "    " << b["name"].get<std::string>() << " (" << b["precision"].get<std::string>()
         << (b["measured"].get<bool>() ? ", measured" : "") << "): " << human_seconds(bs["latency_s"].get<double>())
         << ", " << fmt("%.3f", bs["tops"].get<double>()) << " TOPS";
-    if (b["speedup_of_accelerator"].is_number()) out << ", speed-up " << fmt("%.1fx", b["speedup_of_accelerator"].get<double>());
+    if (b["speedup_of_accelerator"].is_number()) out << ", speed-up " << speedup_text(b["speedup_of_accelerator"].get<double>());
     out << "\n";
   }
   return out.str();

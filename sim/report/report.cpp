@@ -7,6 +7,8 @@
 
 #include "sim/common/atomic_file.h"
 #include "sim/common/error.h"
+#include "sim/report/baselines.h"
+#include "sim/report/format.h"
 
 namespace tessera::report {
 
@@ -33,20 +35,9 @@ ordered_json cycles_json(const engine::CycleBreakdown& c) {
   return j;
 }
 
-double safe_div(double a, double b) { return b > 0 ? a / b : 0.0; }
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
-// Seconds with engineering units for humans: 1.23 ms.
-std::string human_seconds(double s) {
-  if (s >= 1) return fmt("%.3f s", s);
-  if (s >= 1e-3) return fmt("%.3f ms", s * 1e3);
-  return fmt("%.3f us", s * 1e6);
-}
+using format::fmt;
+using format::human_seconds;
+using format::safe_div;
 
 }  // namespace
 
@@ -271,6 +262,7 @@ std::string summary_markdown(const ordered_json& r) {
         << fmt("%.2f", l["tops"].get<double>()) << " | " << fmt("%.1f%%", 100 * l["utilization"].get<double>())
         << " | " << cause << " |\n";
   }
+  out << baselines_markdown(r);
   return out.str();
 }
 

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -181,4 +183,89 @@ TEST(CliErrors, WorkloadTooBigForTheBufferNamesTheLayer) {
   const Result r = tessera("run -q -a configs/edge-npu-32.yaml -w workloads/tpu/cnn1.yaml -o /tmp/x");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("layer 'conv1'"), std::string::npos) << r.output;
+}
+
+// --baseline and --trace through the real executable (the numbers themselves are tested
+// in tests/models/baseline and tests/sim/report).
+TEST(CliBaselines, NamedBaselinesLandInEveryReportFile) {
+  const fs::path out = scratch("mlp0-baselines");
+  const Result r = tessera("run -a configs/tpu-v1.yaml -w workloads/tpu/mlp0.yaml -b 16 -o " + out.string() +
+                           " --baseline haswell-e5-2699v3,k80");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json rep = json::parse(slurp(out / "report.json"));
+  ASSERT_EQ(rep["baselines"].size(), 2u);
+  EXPECT_EQ(rep["baselines"][0]["name"], "haswell-e5-2699v3");
+  EXPECT_EQ(rep["baselines"][1]["name"], "k80");
+  const double acc_s = rep["summary"]["latency_s"].get<double>();
+  for (const auto& b : rep["baselines"]) {
+    EXPECT_FALSE(b["measured"].get<bool>());
+    EXPECT_EQ(b["layers"].size(), rep["layers"].size());
+    // speed-up of the accelerator = baseline latency / accelerator latency
+    EXPECT_DOUBLE_EQ(b["speedup_of_accelerator"].get<double>(), b["summary"]["latency_s"].get<double>() / acc_s);
+    EXPECT_GT(b["speedup_of_accelerator"].get<double>(), 1.0) << b["name"];  // TPU v1 beats both on MLP0
+  }
+  const std::string md = slurp(out / "summary.md");
+  EXPECT_NE(md.find("## Baselines"), std::string::npos) << md;
+  EXPECT_NE(md.find("K80"), std::string::npos) << md;
+  EXPECT_NE(r.output.find("k80"), std::string::npos) << r.output;  // console block
+}
+
+TEST(CliBaselines, AllNamesEverySpecAndUnknownNameIsExitTwo) {
+  const fs::path out = scratch("mlp0-all");
+  Result r = tessera("run -a configs/tpu-v1.yaml -w workloads/tpu/mlp0.yaml -b 16 -q -o " + out.string() +
+                     " --baseline all");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json rep = json::parse(slurp(out / "report.json"));
+  size_t specs = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(kSrc) / "configs" / "baselines")) {
+    specs += e.path().extension() == ".yaml";
+  }
+  EXPECT_EQ(rep["baselines"].size(), specs);
+
+  const fs::path bad = scratch("mlp0-bad-baseline");
+  r = tessera("run -a configs/tpu-v1.yaml -w workloads/tpu/mlp0.yaml -o " + bad.string() + " --baseline k80,tpu-v9");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("tpu-v9"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("k80"), std::string::npos) << r.output;  // the list of available ones
+  EXPECT_FALSE(fs::exists(bad / "report.json"));
+}
+
+TEST(CliTrace, TraceIsChromeJsonWithOneTrackPerUnit) {
+  const fs::path out = scratch("mlp0-trace");
+  const fs::path trace = out.string() + "-trace.json";
+  fs::remove(trace);
+  const Result r = tessera("run -a configs/tpu-v1.yaml -w workloads/tpu/mlp0.yaml -b 16 -q -o " + out.string() +
+                           " --trace " + trace.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json t = json::parse(slurp(trace));
+  ASSERT_TRUE(t["traceEvents"].is_array());
+  std::set<std::string> tracks;
+  double array_us = 0;
+  std::map<int, std::string> tid_name;
+  for (const auto& e : t["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name") tid_name[e["tid"].get<int>()] = e["args"]["name"];
+  }
+  for (const auto& e : t["traceEvents"]) {
+    ASSERT_TRUE(e.contains("ph") && e.contains("pid") && e.contains("tid")) << e.dump();
+    if (e["ph"] != "X") continue;
+    ASSERT_GE(e["dur"].get<double>(), 0.0);
+    tracks.insert(tid_name.at(e["tid"].get<int>()));
+    if (e["name"] == "matmul") array_us += e["dur"].get<double>();
+  }
+  for (const char* unit : {"pcie", "weight_memory", "array", "vector_unit"}) EXPECT_TRUE(tracks.count(unit)) << unit;
+  // The array's matmul intervals add up to the report's streaming cycles (at 700 MHz).
+  const json rep = json::parse(slurp(out / "report.json"));
+  EXPECT_EQ(t["otherData"]["total_cycles"], rep["summary"]["latency_cycles"]);
+  const double stream_cycles = rep["summary"]["busy_cycles"]["array_stream"].get<double>();
+  EXPECT_GT(stream_cycles, 0.0);
+  EXPECT_NEAR(array_us * 700.0, stream_cycles, 1e-6 * stream_cycles);
+}
+
+TEST(CliTrace, TraceIntoMissingDirectoryIsExitTwoAndWritesNothing) {
+  const fs::path out = scratch("mlp0-trace-bad");
+  const Result r = tessera("run -a configs/tpu-v1.yaml -w workloads/tpu/mlp0.yaml -b 16 -q -o " + out.string() +
+                           " --trace /nonexistent-dir/trace.json");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--trace"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(out / "report.json"));
 }

@@ -6,10 +6,11 @@
 // collect_tracks): per matmul tile the intervals [requested, popped) "weight_stall",
 // [popped, stream_start) "weight_shift", [stream_start, active_end) "matmul" and
 // [active_end, stream_end) "input_stall"; the drain [stream_end, done) is not on it.
-// engine.cpp sets array_busy_cycles = total(kActive) + total(kInputStall), and its
+// engine.cpp sets array_busy_cycles = total(kActive) + total(kInputStall) and
+// array_stream_cycles = total(kActive), and its
 // classify() puts a cycle covered by an array interval in the bucket of that interval's
 // kind, and a drain cycle not covered by any array interval in array_active. Hence:
-//   sum(matmul)       == array_busy_cycles - cycles.input_stall
+//   sum(matmul)       == array_stream_cycles == array_busy_cycles - cycles.input_stall
 //   sum(input_stall)  == cycles.input_stall,  sum(weight_shift) == cycles.weight_shift
 //   cycles.array_active - sum(matmul) == the exposed drain (>= 0)
 #include <gtest/gtest.h>
@@ -101,6 +102,7 @@ layers: [{name: fc, op: fc, units: 4, activation: relu}]
   }
   const auto& array = s.cycles.at("array");
   EXPECT_EQ(array.at("matmul"), 3);
+  EXPECT_EQ(array.at("matmul"), r.stats.array_stream_cycles);
   EXPECT_EQ(array.at("matmul"), r.stats.array_busy_cycles - r.stats.cycles.input_stall);
   EXPECT_EQ(r.stats.cycles.array_active - array.at("matmul"), 4 + 4 - 1);  // the exposed drain
   EXPECT_EQ(array.at("weight_shift"), r.stats.cycles.weight_shift);
@@ -144,6 +146,7 @@ layers:
   ASSERT_TRUE(array.count("input_stall"));
   EXPECT_GT(array.at("input_stall"), 0);
   EXPECT_EQ(array.at("input_stall"), r.stats.cycles.input_stall);
+  EXPECT_EQ(array.at("matmul"), r.stats.array_stream_cycles);
   EXPECT_EQ(array.at("matmul"), r.stats.array_busy_cycles - r.stats.cycles.input_stall);
   EXPECT_EQ(array.at("matmul") + array.at("input_stall"), r.stats.array_busy_cycles);
   EXPECT_EQ(array.count("weight_shift") ? array.at("weight_shift") : 0, r.stats.cycles.weight_shift);
