@@ -1,0 +1,45 @@
+#pragma once
+// Running the built `tessera` executable from tests (tests/sim/cli, tests/sim/sweep):
+// the command runs through /bin/sh in the source tree, so relative paths such as
+// configs/tpu-v1.yaml work, and stdout and stderr come back together.
+// Needs TESSERA_SOURCE_DIR and TESSERA_BINARY_DIR (tessera_add_test defines both).
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace tessera_test {
+
+struct CliResult {
+  int exit_code = -1;  // -1 if the process did not exit normally (a signal)
+  std::string output;  // stdout + stderr
+};
+
+inline std::string tessera_path() { return std::string(TESSERA_BINARY_DIR) + "/tessera"; }
+
+// `cd <source dir> && <cmd> 2>&1`.
+inline CliResult run_shell(const std::string& cmd) {
+  CliResult r;
+  FILE* pipe = popen(("cd " + std::string(TESSERA_SOURCE_DIR) + " && " + cmd + " 2>&1").c_str(), "r");
+  if (!pipe) return r;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, pipe)) r.output.append(buf, n);
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+// `tessera <args>` (the build tree's executable).
+inline CliResult run_tessera(const std::string& args) { return run_shell(tessera_path() + " " + args); }
+
+inline std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace tessera_test
