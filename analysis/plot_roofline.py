@@ -117,12 +117,53 @@ ACCEL_LINESTYLES = ["-", "-.", ":", (0, (6, 1.5, 1, 1.5, 1, 1.5))]
 ACCEL_MARKERS = ["*", "p", "H", "8"]
 
 
+# Label positions tried in turn (offset in points, alignment): the first whose text box
+# overlaps no label placed before and no marker is taken.
+LABEL_CANDIDATES = [(-3, 3, "right", "bottom"), (3, -3, "left", "top"), (3, 3, "left", "bottom"),
+                    (-3, -3, "right", "top"), (0, 7, "center", "bottom"), (0, -7, "center", "top"),
+                    (-3, 10, "right", "bottom"), (3, -10, "left", "top")]
+
+
+def place_labels(ax, pending):
+    """Annotates each (label, x, y, color, j) without overlapping earlier labels or the points."""
+    if not pending:
+        return
+    fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    # Markers as small boxes in display coordinates (about 4 pt across).
+    pad = 2.0 * fig.dpi / 72
+    taken = []
+    for _, x, y, _, _ in pending:
+        px, py = ax.transData.transform((x, y))
+        taken.append((px - pad, py - pad, px + pad, py + pad))
+
+    def overlaps(b):
+        return any(b[0] < t[2] and t[0] < b[2] and b[1] < t[3] and t[1] < b[3] for t in taken)
+
+    for label, x, y, color, j in pending:
+        start = j % 2  # alternate the first choice along x, as neighbours tend to sit diagonally
+        order = [LABEL_CANDIDATES[start], LABEL_CANDIDATES[1 - start]] + LABEL_CANDIDATES[2:]
+        ann = None
+        for dx, dy, ha, va in order:
+            if ann is not None:
+                ann.remove()
+            ann = ax.annotate(label, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=5.5, color=color,
+                              ha=ha, va=va)
+            e = ann.get_window_extent(renderer)
+            gap = fig.dpi / 72  # keep a point of space between neighbouring labels
+            box = (e.x0 - gap, e.y0, e.x1 + gap, e.y1)
+            if not overlaps(box):
+                break
+        taken.append(box)
+
+
 def draw(ax, items, index, args, lo, hi, ylim, label_points, accel_index=0):
     """Roofs and points of `items` [(key, platform)] on one axis; accel_index tells the
     accelerator's precisions apart (line style and marker)."""
     ax.set_xscale("log")
     ax.set_yscale("log")
     grid = [lo * (hi / lo) ** (j / 400) for j in range(401)]
+    pending = []  # labels, placed once every point of the axis is drawn
     for key, p in items:
         color = style.platform_color(p["color_key"], index)
         marker = style.platform_marker(p["color_key"], index)
@@ -136,12 +177,10 @@ def draw(ax, items, index, args, lo, hi, ylim, label_points, accel_index=0):
             ax.plot([x], [y], marker=marker, color=color, ms=6 if key[0] == "accel" else 4, ls="none",
                     markeredgecolor="white", markeredgewidth=0.3, zorder=3)
             if label_points and not args.no_labels:
-                # Alternate above-left / below-right along x so neighbouring labels do not collide.
-                dx, dy, ha, va = (-3, 3, "right", "bottom") if j % 2 == 0 else (3, -3, "left", "top")
-                ax.annotate(label, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=5.5, color=color,
-                            ha=ha, va=va)
+                pending.append((label, x, y, color, j))
     ax.set_xlim(lo, hi)
     ax.set_ylim(*ylim)
+    place_labels(ax, pending)  # after the limits: it measures in display coordinates
     if args.flavour == "weight":
         ax.set_xlabel("Operational intensity: MAC ops / weight byte")
     else:
