@@ -5,6 +5,8 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <stdexcept>
+#include <tuple>
 
 #include "sim/common/error.h"
 
@@ -58,8 +60,25 @@ struct TensorPlace {
   uint64_t bytes = 0;
   int alias_of = -1;  // flatten/reshape: shares the source's storage
   uint64_t offset = 0;
-  bool allocated = false;
-  std::vector<Region> reused;  // regions of dead tensors whose bytes this one overwrites
+  bool allocated = false;       // resident in the unified buffer now
+  bool on_host = false;         // a valid copy is in host memory (graph inputs; spilled or streamed tensors)
+  bool loaded = false;          // graph inputs: read from the host at least once
+  std::vector<Region> reused;  // regions of dead or evicted tensors whose bytes this one overwrites
+};
+
+// Bytes a tensor gave up (it died or was evicted to host memory): whoever is placed
+// over them next must wait for the old contents' readers.
+struct Vacated {
+  Region region;
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+};
+
+// How a row-tiled layer reads one input for a band of its output rows (within a sample).
+enum class RowMap {
+  kWhole,     // every row of the sample (broadcast operands, layouts that do not map rows)
+  kSame,      // the same rows (row-local ops: element-wise, fc, ops along the last axis)
+  kConvBand,  // the input lines under the output lines' windows (conv, pooling), halo included
 };
 
 // Element operations per output element of a vector op (the vector unit does one
@@ -116,6 +135,23 @@ VectorOp vector_op_of(OpKind op) {
   }
 }
 
+// Output head `flat` (over the output's leading axes) -> the operand's head index under broadcasting.
+int64_t head_index(int64_t flat, const graph::Shape& lead_y, const graph::Shape& lead) {
+  int64_t idx = 0, stride = 1;
+  int64_t rem = flat;
+  std::vector<int64_t> digits(lead_y.size());
+  for (size_t d = lead_y.size(); d-- > 0;) {
+    digits[d] = rem % lead_y[d];
+    rem /= lead_y[d];
+  }
+  for (size_t d = lead.size(); d-- > 0;) {
+    const size_t yd = d + lead_y.size() - lead.size();
+    idx += (lead[d] == 1 ? 0 : digits[yd]) * stride;
+    stride *= lead[d];
+  }
+  return idx;
+}
+
 // One GEMM C[M x N] = A[M x K] * B[K x N] for the tiler, with callbacks that name the
 // unified-buffer regions each tile touches.
 struct GemmJob {
@@ -146,14 +182,16 @@ class Lowering {
   Region region(int t, int64_t s0, int64_t s1, int64_t c0 = 0, int64_t c1 = -1) const;
   Region rows_region(int t, int64_t r0, int64_t r1, int64_t c0, int64_t c1) const;
   void allocate(int t, int layer_index);
-  int add_scratch(int li, int64_t rows, int64_t cols, int64_t rows_per_sample, Dtype dtype);
-  void allocate_scratch(int li);
+  int add_scratch(int li, int64_t rows, int64_t cols, int64_t rows_per_sample, Dtype dtype, bool allocate_now = true);
+  void allocate_scratch(int li, bool allocate_now = true);
   void emit(Instruction in, bool writes_tensor_storage = true);
   int64_t samples_per_chunk(int t) const;
   uint64_t tensor_bytes(int t, int64_t samples) const;
 
   void emit_gemm(const GemmJob& job);
   void lower_matrix(int li);
+  void check_mac_mode(const Layer& layer) const;
+  void lower_fc(int li);
   void lower_conv(int li);
   void lower_matmul(int li);
   void lower_recurrent(int li);
@@ -170,7 +208,6 @@ class Lowering {
   int64_t batch_;  // samples in the current pass
   BufferAllocator ub_;
   std::vector<TensorPlace> place_;       // graph tensors, then scratch buffers of the pass
-  std::vector<TensorPlace> prev_place_;  // the previous pass's layout: its bytes are overwritten too
   std::vector<int> last_use_;
   std::vector<bool> dead_;
   std::vector<std::vector<int>> scratch_;  // per layer: scratch buffer ids (into place_)
@@ -190,6 +227,32 @@ class Lowering {
   bool lazy_inputs_ = false;
   void read_input(int in);
   void write_output(int out);
+
+  // Spills (only when one sample does not fit the unified buffer otherwise). Before a
+  // layer runs, its inputs are made resident (read back from host memory if they were
+  // evicted) and room is made for its output by evicting the resident tensor whose next
+  // use is furthest away (Belady); a layer whose own working set does not fit runs in
+  // row tiles that stream its big tensors through host memory.
+  bool spill_ = false;
+  std::vector<char> pinned_;               // tensors the current layer reads or writes: not evictable
+  std::vector<std::vector<int>> readers_;  // per storage tensor: layers that read it (ascending)
+  std::vector<char> output_storage_;       // storage of a graph output: its host copy is the result
+  std::vector<Vacated> vacated_;           // this pass
+  std::vector<Vacated> prev_vacated_;      // the previous pass's layout: its bytes are overwritten too
+  int next_use(int t, int li) const;
+  int pick_victim(int li) const;
+  void evict(int t, int li);
+  void reload(int t, int li);
+  void host_transfer(Opcode op, int t, int li, const Region& region, uint64_t bytes, uint64_t ub_address);
+  void make_room(int li, std::vector<int> needs);
+  void lower_layer(int li);
+  void lower_with_spills(int li);
+  uint64_t working_set_bytes(int li) const;
+  RowMap row_map(const Layer& layer, int input) const;
+  std::pair<int64_t, int64_t> input_rows(const Layer& layer, RowMap map, int input, int64_t r0, int64_t r1) const;
+  void lower_row_tiled(int li);
+  void account_layer(int li);
+  int64_t vector_work_per_output(const Layer& layer) const;
 };
 
 Region Lowering::rows_region(int t, int64_t r0, int64_t r1, int64_t c0, int64_t c1) const {
@@ -238,24 +301,17 @@ void Lowering::allocate(int t, int layer_index) {
   }
   tp.offset = *offset;
   tp.allocated = true;
-  // Bytes reused from dead tensors: writers of t must wait for their readers.
-  for (size_t o = 0; o < place_.size(); ++o) {
-    const TensorPlace& other = place_[o];
-    if (o == static_cast<size_t>(t) || !other.allocated || other.alias_of >= 0 || !dead_[o]) continue;
-    if (other.offset < tp.offset + tp.bytes && tp.offset < other.offset + other.bytes) {
-      tp.reused.push_back(Region{Space::kUnifiedBuffer, static_cast<int32_t>(o), 0, other.rows, 0, other.cols});
-    }
-  }
-  for (size_t o = 0; o < prev_place_.size(); ++o) {
-    const TensorPlace& other = prev_place_[o];
-    if (!other.allocated || other.alias_of >= 0) continue;
-    if (other.offset < tp.offset + tp.bytes && tp.offset < other.offset + other.bytes) {
-      tp.reused.push_back(Region{Space::kUnifiedBuffer, static_cast<int32_t>(o), 0, other.rows, 0, other.cols});
+  tp.reused.clear();  // earlier writers of t (a previous residency) have been emitted already
+  // Bytes reused from dead or evicted tensors: writers of t must wait for their readers.
+  for (const auto* list : {&vacated_, &prev_vacated_}) {
+    for (const Vacated& v : *list) {
+      if (list == &vacated_ && v.region.buffer == t) continue;
+      if (v.offset < tp.offset + tp.bytes && tp.offset < v.offset + v.bytes) tp.reused.push_back(v.region);
     }
   }
 }
 
-int Lowering::add_scratch(int li, int64_t rows, int64_t cols, int64_t rows_per_sample, Dtype dtype) {
+int Lowering::add_scratch(int li, int64_t rows, int64_t cols, int64_t rows_per_sample, Dtype dtype, bool allocate_now) {
   TensorPlace tp;
   tp.rows = rows;
   tp.cols = cols;
@@ -264,23 +320,24 @@ int Lowering::add_scratch(int li, int64_t rows, int64_t cols, int64_t rows_per_s
   place_.push_back(tp);
   dead_.push_back(false);
   last_use_.push_back(li);
+  pinned_.push_back(0);
   const int id = static_cast<int>(place_.size() - 1);
-  allocate(id, li);
+  if (allocate_now) allocate(id, li);
   scratch_[static_cast<size_t>(li)].push_back(id);
   return id;
 }
 
 // Working buffers a layer needs besides its output (live only during the layer).
-void Lowering::allocate_scratch(int li) {
+void Lowering::allocate_scratch(int li, bool allocate_now) {
   const Layer& layer = g_.layers[static_cast<size_t>(li)];
   if (layer.op != OpKind::kLstm && layer.op != OpKind::kGru) return;
   const Dtype dt = g_.tensors[static_cast<size_t>(layer.output)].dtype;
   const int64_t T = layer.gemm_m_per_sample, H = layer.hidden, G = layer.gates(), D = layer.directions;
-  add_scratch(li, batch_ * T, D * G * H, T, dt);  // input projections of every step
+  add_scratch(li, batch_ * T, D * G * H, T, dt, allocate_now);  // input projections of every step
   for (int64_t d = 0; d < D; ++d) {
-    add_scratch(li, batch_, G * H, 1, dt);  // recurrent gate sums of the current step
-    add_scratch(li, batch_, H, 1, dt);      // h state
-    add_scratch(li, batch_, H, 1, dt);      // lstm: c state; gru: r * h
+    add_scratch(li, batch_, G * H, 1, dt, allocate_now);  // recurrent gate sums of the current step
+    add_scratch(li, batch_, H, 1, dt, allocate_now);      // h state
+    add_scratch(li, batch_, H, 1, dt, allocate_now);      // lstm: c state; gru: r * h
   }
 }
 
@@ -371,6 +428,19 @@ void Lowering::lower_matrix(int li) {
   const Layer& layer = g_.layers[li];
   LayerInfo& info = p_.layers[li];
   info.mapping = "array";
+  check_mac_mode(layer);
+  switch (layer.op) {
+    case OpKind::kConv2d:
+    case OpKind::kConvTranspose2d: lower_conv(li); return;
+    case OpKind::kMatmul: lower_matmul(li); return;
+    case OpKind::kLstm:
+    case OpKind::kGru: lower_recurrent(li); return;
+    default: break;
+  }
+  lower_fc(li);
+}
+
+void Lowering::check_mac_mode(const Layer& layer) const {
   const Dtype a_dtype = g_.tensors[layer.inputs[0]].dtype;
   if (!arch_.array.find_mode(a_dtype, layer.weight_dtype)) {
     std::string modes;
@@ -381,15 +451,12 @@ void Lowering::lower_matrix(int li) {
                      " activations by " + std::string(dtype_name(layer.weight_dtype)) + " weights, but '" +
                      arch_.name + "' has no such entry in array.mac_modes (it has: " + modes + ")");
   }
-  switch (layer.op) {
-    case OpKind::kConv2d:
-    case OpKind::kConvTranspose2d: lower_conv(li); return;
-    case OpKind::kMatmul: lower_matmul(li); return;
-    case OpKind::kLstm:
-    case OpKind::kGru: lower_recurrent(li); return;
-    default: break;
-  }
-  // fc over the last axis; rows = batch x the leading axes.
+}
+
+// fc over the last axis; rows = batch x the leading axes.
+void Lowering::lower_fc(int li) {
+  const Layer& layer = g_.layers[li];
+  LayerInfo& info = p_.layers[li];
   const int x = layer.inputs[0];
   const int y = layer.output;
   const Tensor& xt = g_.tensors[x];
@@ -795,20 +862,11 @@ void Lowering::lower_grouped_conv_on_vector(int li) {
   info.b_dtype = layer.weight_dtype;
 }
 
-void Lowering::lower_vector(int li) {
-  const Layer& layer = g_.layers[li];
-  const int y = layer.output;
-  LayerInfo& info = p_.layers[li];
-  if (graph::is_layout_op(layer.op)) {  // flatten / reshape: an alias, nothing moves
-    info.mapping = "alias";
-    return;
-  }
-  info.mapping = "vector";
-  info.a_dtype = info.b_dtype = g_.tensors[y].dtype;
-  const VectorOp vop = vector_op_of(layer.op);
-  const int64_t out_per_sample = graph::shape_elements(g_.tensors[y].shape);
+// Element operations per output element of a vector layer.
+int64_t Lowering::vector_work_per_output(const Layer& layer) const {
+  const int64_t out_per_sample = graph::shape_elements(g_.tensors[layer.output].shape);
   const int64_t in_per_sample = graph::shape_elements(g_.tensors[layer.inputs[0]].shape);
-  // Element operations per output element: a pooling window reads kh*kw inputs.
+  // A pooling window reads kh*kw inputs.
   int64_t work_per_output = vector_work(layer.op);
   if (layer.op == OpKind::kMaxPool || layer.op == OpKind::kAvgPool) work_per_output = layer.kernel_h * layer.kernel_w;
   if (layer.op == OpKind::kGlobalAvgPool || layer.op == OpKind::kGlobalMaxPool || layer.op == OpKind::kReduceMean ||
@@ -824,6 +882,22 @@ void Lowering::lower_vector(int li) {
     }
     work_per_output = taps;
   }
+  return work_per_output;
+}
+
+void Lowering::lower_vector(int li) {
+  const Layer& layer = g_.layers[li];
+  const int y = layer.output;
+  LayerInfo& info = p_.layers[li];
+  if (graph::is_layout_op(layer.op)) {  // flatten / reshape: an alias, nothing moves
+    info.mapping = "alias";
+    return;
+  }
+  info.mapping = "vector";
+  info.a_dtype = info.b_dtype = g_.tensors[y].dtype;
+  const VectorOp vop = vector_op_of(layer.op);
+  const int64_t out_per_sample = graph::shape_elements(g_.tensors[y].shape);
+  const int64_t work_per_output = vector_work_per_output(layer);
   const int64_t chunk = samples_per_chunk(y);
   for (int64_t s0 = 0; s0 < batch_; s0 += chunk) {
     const int64_t s1 = std::min(batch_, s0 + chunk);
@@ -868,6 +942,597 @@ bool Lowering::fits(int64_t batch) {
   }
 }
 
+// ---------------------------------------------------------------- spills and row tiles
+
+int Lowering::next_use(int t, int li) const {
+  if (static_cast<size_t>(t) < readers_.size()) {
+    const auto& r = readers_[static_cast<size_t>(t)];
+    auto it = std::upper_bound(r.begin(), r.end(), li);
+    if (it != r.end()) return *it;
+  }
+  return static_cast<int>(g_.layers.size());  // only the final write to the host is left
+}
+
+// Belady: the resident tensor needed again furthest in the future; at a tie one that
+// host memory already holds (evicting it moves nothing), then the bigger one.
+int Lowering::pick_victim(int li) const {
+  int best = -1;
+  std::tuple<int, int, uint64_t> best_key{-1, -1, 0};
+  for (size_t t = 0; t < place_.size(); ++t) {
+    const TensorPlace& tp = place_[t];
+    if (!tp.allocated || tp.alias_of >= 0 || dead_[t] || pinned_[t]) continue;
+    const std::tuple<int, int, uint64_t> key{next_use(static_cast<int>(t), li), tp.on_host ? 1 : 0, tp.bytes};
+    if (best < 0 || key > best_key) best = static_cast<int>(t), best_key = key;
+  }
+  return best;
+}
+
+void Lowering::host_transfer(Opcode op, int t, int li, const Region& region, uint64_t bytes, uint64_t ub_address) {
+  const bool graph_tensor = static_cast<size_t>(t) < g_.tensors.size();
+  const bool to_host = op == Opcode::kWriteHost;
+  Instruction in;
+  in.op = op;
+  in.layer = li < static_cast<int>(p_.layers.size()) ? li : -1;
+  in.bytes = bytes;
+  in.ub_address = ub_address;
+  // A graph output's host copy is the result, and a graph input's first read is the
+  // input itself; everything else crosses the link only for want of room: a spill.
+  if (to_host) {
+    in.spill = !(graph_tensor && output_storage_[static_cast<size_t>(t)]);
+  } else {
+    in.spill = !(graph_tensor && g_.tensors[static_cast<size_t>(t)].producer < 0 && !place_[t].loaded);
+  }
+  if (in.spill && in.layer >= 0) {
+    LayerInfo& info = p_.layers[static_cast<size_t>(in.layer)];
+    (to_host ? info.spill_bytes_out : info.spill_bytes_in) += bytes;
+  }
+  if (in.spill) {
+    (to_host ? p_.spill_bytes_out : p_.spill_bytes_in) += bytes;
+  } else {
+    (to_host ? p_.host_output_bytes : p_.host_input_bytes) += bytes;
+  }
+  if (to_host) {
+    in.reads.push_back(region);
+    emit(std::move(in), false);
+  } else {
+    in.writes.push_back(region);
+    emit(std::move(in));
+  }
+}
+
+// Evicts a resident tensor: writes it to host memory unless a copy is there already
+// (activations do not change once produced), then frees its bytes.
+void Lowering::evict(int t, int li) {
+  TensorPlace& tp = place_[t];
+  if (!tp.on_host) {
+    const int64_t chunk = samples_per_chunk(t);
+    const uint64_t per_sample = tp.bytes / static_cast<uint64_t>(batch_);
+    for (int64_t s0 = 0; s0 < batch_; s0 += chunk) {
+      const int64_t s1 = std::min(batch_, s0 + chunk);
+      host_transfer(Opcode::kWriteHost, t, li, region(t, s0, s1), per_sample * static_cast<uint64_t>(s1 - s0),
+                    tp.offset + per_sample * static_cast<uint64_t>(s0));
+    }
+    tp.on_host = true;
+  }
+  ub_.release(tp.offset);
+  vacated_.push_back(Vacated{Region{Space::kUnifiedBuffer, t, 0, tp.rows, 0, tp.cols}, tp.offset, tp.bytes});
+  tp.allocated = false;
+}
+
+// Reads a tensor (just allocated) from host memory: a graph input's first read, or a
+// spilled activation coming back before its consumer.
+void Lowering::reload(int t, int li) {
+  TensorPlace& tp = place_[t];
+  if (static_cast<size_t>(t) < g_.tensors.size() && g_.tensors[static_cast<size_t>(t)].producer < 0 && !tp.loaded) {
+    read_input(t);
+  } else {
+    const int64_t chunk = samples_per_chunk(t);
+    const uint64_t per_sample = tp.bytes / static_cast<uint64_t>(batch_);
+    for (int64_t s0 = 0; s0 < batch_; s0 += chunk) {
+      const int64_t s1 = std::min(batch_, s0 + chunk);
+      host_transfer(Opcode::kReadHost, t, li, region(t, s0, s1), per_sample * static_cast<uint64_t>(s1 - s0),
+                    tp.offset + per_sample * static_cast<uint64_t>(s0));
+    }
+  }
+  tp.loaded = true;
+}
+
+// Allocates `needs` (in order) for layer li, evicting other tensors until they all fit;
+// needs that live in host memory are read back. When nothing else is left to evict and
+// the buffer is still too fragmented, the layer's own resident tensors go out and come
+// back laid out afresh.
+void Lowering::make_room(int li, std::vector<int> needs) {
+  for (int t : needs) pinned_[static_cast<size_t>(t)] = 1;
+  for (;;) {
+    BufferAllocator trial = ub_;
+    bool ok = true;
+    for (int t : needs) {
+      if (!trial.allocate(place_[t].bytes)) {
+        ok = false;
+        break;
+      }
+    }
+    if (ok) break;
+    if (const int v = pick_victim(li); v >= 0) {
+      evict(v, li);
+      continue;
+    }
+    int own = -1;
+    for (size_t t = 0; t < place_.size(); ++t) {
+      const TensorPlace& tp = place_[t];
+      if (tp.allocated && tp.alias_of < 0 && !dead_[t] && pinned_[t] && (own < 0 || tp.bytes > place_[own].bytes)) {
+        own = static_cast<int>(t);
+      }
+    }
+    if (own < 0) {
+      uint64_t need = 0;
+      for (int t : needs) need += place_[t].bytes;
+      throw InputError(g_.source + ": workload '" + g_.name + "' does not fit the unified buffer of '" + arch_.name +
+                       "' (" + std::to_string(arch_.unified_buffer.capacity_bytes) + " bytes): layer '" +
+                       g_.layers[static_cast<size_t>(std::min<int>(li, static_cast<int>(g_.layers.size()) - 1))].name +
+                       "' needs " + std::to_string(need) + " bytes; use a larger unified_buffer.capacity");
+    }
+    evict(own, li);
+    needs.push_back(own);
+  }
+  for (int t : needs) {
+    allocate(t, std::min<int>(li, static_cast<int>(g_.layers.size()) - 1));
+    if (place_[t].on_host) reload(t, li);
+  }
+}
+
+uint64_t Lowering::working_set_bytes(int li) const {
+  const Layer& layer = g_.layers[static_cast<size_t>(li)];
+  std::vector<int> seen;
+  uint64_t bytes = 0;
+  for (int in : layer.inputs) {
+    const int s = storage(in);
+    if (std::find(seen.begin(), seen.end(), s) != seen.end()) continue;
+    seen.push_back(s);
+    bytes += place_[s].bytes;
+  }
+  bytes += place_[layer.output].bytes;
+  for (int sc : scratch_[static_cast<size_t>(li)]) bytes += place_[sc].bytes;
+  return bytes;
+}
+
+void Lowering::lower_with_spills(int li) {
+  const Layer& layer = g_.layers[static_cast<size_t>(li)];
+  if (graph::is_layout_op(layer.op)) {  // an alias: nothing moves, nothing needs to be resident
+    p_.layers[static_cast<size_t>(li)].mapping = "alias";
+    return;
+  }
+  allocate_scratch(li, false);
+  std::vector<int> needs;
+  for (int in : layer.inputs) {
+    const int s = storage(in);
+    pinned_[static_cast<size_t>(s)] = 1;
+    if (!place_[s].allocated && std::find(needs.begin(), needs.end(), s) == needs.end()) needs.push_back(s);
+  }
+  needs.push_back(layer.output);
+  for (int sc : scratch_[static_cast<size_t>(li)]) needs.push_back(sc);
+  if (working_set_bytes(li) <= arch_.unified_buffer.capacity_bytes) {
+    make_room(li, needs);
+    lower_layer(li);
+  } else {
+    lower_row_tiled(li);
+  }
+  std::fill(pinned_.begin(), pinned_.end(), 0);
+}
+
+namespace {
+bool row_local_op(const Layer& layer, size_t rank) {
+  const auto last = static_cast<int64_t>(rank) - 1;
+  const int64_t axis = layer.axis < 0 ? layer.axis + static_cast<int64_t>(rank) : layer.axis;
+  switch (layer.op) {
+    case OpKind::kBatchNorm: return true;
+    case OpKind::kSoftmax:
+    case OpKind::kLayerNorm:
+    case OpKind::kConcat:
+    case OpKind::kSlice: return axis == last;
+    case OpKind::kReduceMean:
+    case OpKind::kReduceSum:
+    case OpKind::kReduceMax: return layer.axes.size() == 1 && layer.axes[0] == last;
+    default: return graph::is_elementwise_op(layer.op);
+  }
+}
+bool reduction_op(OpKind op) {
+  return op == OpKind::kGlobalAvgPool || op == OpKind::kGlobalMaxPool || op == OpKind::kReduceMean ||
+         op == OpKind::kReduceSum || op == OpKind::kReduceMax;
+}
+bool windowed_op(const Layer& layer, const Graph& g) {
+  return (layer.op == OpKind::kConv2d || layer.op == OpKind::kMaxPool || layer.op == OpKind::kAvgPool) &&
+         g.tensors[static_cast<size_t>(layer.inputs[0])].shape.size() == 3 &&
+         g.tensors[static_cast<size_t>(layer.output)].shape.size() == 3;
+}
+}  // namespace
+
+RowMap Lowering::row_map(const Layer& layer, int input) const {
+  const int x = layer.inputs[static_cast<size_t>(input)];
+  const int s = storage(x), y = layer.output;
+  // Streaming addresses the storage's rows: an alias must keep its source's row layout.
+  if (s != x && (place_[s].rows_per_sample != place_[x].rows_per_sample || place_[s].cols != place_[x].cols)) {
+    return RowMap::kWhole;
+  }
+  if (layer.op == OpKind::kFc) return RowMap::kSame;
+  if (windowed_op(layer, g_)) return input == 0 ? RowMap::kConvBand : RowMap::kWhole;
+  if (layer.op == OpKind::kMatmul) {
+    // A's rows are the output's when both have the same heads; B is needed whole.
+    const auto& as = g_.tensors[static_cast<size_t>(x)].shape;
+    const auto& ys = g_.tensors[static_cast<size_t>(y)].shape;
+    const bool same_heads = input == 0 && as.size() == ys.size() && std::equal(as.begin(), as.end() - 2, ys.begin());
+    return same_heads ? RowMap::kSame : RowMap::kWhole;
+  }
+  if (row_local_op(layer, g_.tensors[static_cast<size_t>(x)].shape.size()) &&
+      place_[x].rows_per_sample == place_[y].rows_per_sample) {
+    return RowMap::kSame;
+  }
+  return RowMap::kWhole;
+}
+
+// Rows [r0, r1) of one sample's output need these rows of input `input`.
+std::pair<int64_t, int64_t> Lowering::input_rows(const Layer& layer, RowMap map, int input, int64_t r0, int64_t r1) const {
+  const int x = layer.inputs[static_cast<size_t>(input)];
+  switch (map) {
+    case RowMap::kSame: return {r0, r1};
+    case RowMap::kWhole: return {0, place_[x].rows_per_sample};
+    case RowMap::kConvBand: {
+      const auto& xs = g_.tensors[static_cast<size_t>(x)].shape;
+      const auto& ys = g_.tensors[static_cast<size_t>(layer.output)].shape;
+      const int64_t IH = xs[0], IW = xs[1], OW = ys[1];
+      const int64_t oh0 = r0 / OW, oh1 = (r1 - 1) / OW + 1;
+      int64_t ih0 = std::max<int64_t>(0, oh0 * layer.stride_h - layer.pad_top);
+      int64_t ih1 = std::min<int64_t>(IH, (oh1 - 1) * layer.stride_h - layer.pad_top + (layer.kernel_h - 1) * layer.dilation_h + 1);
+      if (ih1 <= ih0) ih0 = std::min(ih0, IH - 1), ih1 = ih0 + 1;  // a window wholly in the padding
+      return {ih0 * IW, ih1 * IW};
+    }
+  }
+  return {0, 0};
+}
+
+// A layer whose inputs and output do not fit the unified buffer at once runs in tiles of
+// output rows (a reduction: of input rows): the biggest of its tensors stream through
+// host memory, each in two tile buffers (the transfer of one tile overlaps the work on
+// the other), and the rest stay resident. Tiles are as large as fit.
+void Lowering::lower_row_tiled(int li) {
+  const Layer& layer = g_.layers[static_cast<size_t>(li)];
+  const int y = layer.output;
+  const uint64_t capacity = arch_.unified_buffer.capacity_bytes;
+  const int n_in = static_cast<int>(layer.inputs.size());
+  const bool vector_conv = grouped_conv_on_vector(layer);
+  const bool reduction = reduction_op(layer.op) && !row_local_op(layer, g_.tensors[layer.inputs[0]].shape.size());
+  const bool by_output_rows =
+      !reduction && (layer.op == OpKind::kFc || layer.op == OpKind::kMatmul || windowed_op(layer, g_) ||
+                     (!graph::is_matrix_op(layer.op) && row_local_op(layer, g_.tensors[layer.inputs[0]].shape.size())));
+  const std::string head = g_.source + ": workload '" + g_.name + "' does not fit the unified buffer of '" +
+                           arch_.name + "' (" + std::to_string(capacity) + " bytes): layer '" + layer.name + "' (" +
+                           std::string(graph::op_name(layer.op)) + ")";
+  if (!reduction && !by_output_rows) {
+    throw InputError(head + " needs " + std::to_string(working_set_bytes(li)) +
+                     " bytes at once for its inputs and output and cannot run in row tiles (tiled are: fc, conv2d, "
+                     "matmul, pooling, reductions and row-wise vector ops); use a larger unified_buffer.capacity");
+  }
+  if (graph::is_matrix_op(layer.op) && !vector_conv) check_mac_mode(layer);
+
+  std::vector<RowMap> maps(static_cast<size_t>(n_in));
+  for (int i = 0; i < n_in; ++i) {
+    if (reduction) {
+      // The input streams in chunks of its own rows (if they are its storage's rows).
+      const int x = layer.inputs[0], xs = storage(x);
+      const bool addressable = xs == x || (place_[xs].rows_per_sample == place_[x].rows_per_sample && place_[xs].cols == place_[x].cols);
+      maps[i] = i == 0 && addressable ? RowMap::kSame : RowMap::kWhole;
+    } else {
+      maps[i] = row_map(layer, i);
+    }
+  }
+  // Rows being tiled: the output's (or, for a reduction, the input's) rows of one sample.
+  const int64_t rows_total = reduction ? place_[layer.inputs[0]].rows_per_sample : place_[y].rows_per_sample;
+  auto band = [&](int i, int64_t r0, int64_t r1) {
+    return reduction ? (i == 0 ? std::pair<int64_t, int64_t>{r0, r1} : input_rows(layer, RowMap::kWhole, i, r0, r1))
+                     : input_rows(layer, maps[static_cast<size_t>(i)], i, r0, r1);
+  };
+  auto row_bytes = [&](int t) {
+    return static_cast<uint64_t>(place_[t].cols * dtype_bytes(g_.tensors[static_cast<size_t>(t)].dtype));
+  };
+  auto max_band = [&](int i, int64_t R) {
+    int64_t most = 0;
+    for (int64_t r0 = 0; r0 < rows_total; r0 += R) {
+      const auto [a, b] = band(i, r0, std::min(rows_total, r0 + R));
+      most = std::max(most, b - a);
+    }
+    return most;
+  };
+  // Tensors to stream, biggest first: index -1 is the output (a reduction keeps its small output).
+  std::vector<std::pair<uint64_t, int>> candidates;
+  if (by_output_rows) candidates.push_back({place_[y].bytes, -1});
+  for (int i = 0; i < n_in; ++i) {
+    if (maps[static_cast<size_t>(i)] != RowMap::kWhole) candidates.push_back({place_[storage(layer.inputs[i])].bytes, i});
+  }
+  std::stable_sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<char> streamed(static_cast<size_t>(n_in), 0);
+  bool out_streamed = false;
+  auto tile_bytes = [&](int64_t R, int64_t slots) {
+    uint64_t bytes = out_streamed ? static_cast<uint64_t>(slots * R) * row_bytes(y) : place_[y].bytes;
+    std::vector<int> whole;
+    for (int i = 0; i < n_in; ++i) {
+      const int x = layer.inputs[static_cast<size_t>(i)];
+      if (streamed[static_cast<size_t>(i)]) {
+        bytes += static_cast<uint64_t>(slots * max_band(i, R)) * row_bytes(storage(x));
+      } else if (std::find(whole.begin(), whole.end(), storage(x)) == whole.end()) {
+        whole.push_back(storage(x));
+        bytes += place_[storage(x)].bytes;
+      }
+    }
+    return bytes;
+  };
+  auto largest_tile = [&](int64_t slots) -> int64_t {  // 0: not even one row fits
+    if (tile_bytes(1, slots) > capacity) return 0;
+    if (tile_bytes(rows_total, slots) <= capacity) return rows_total;
+    int64_t lo = 1, hi = rows_total;  // fits(lo), !fits(hi)
+    while (hi - lo > 1) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      (tile_bytes(mid, slots) <= capacity ? lo : hi) = mid;
+    }
+    return lo;
+  };
+  const int64_t acc_half = std::max<int64_t>(1, arch_.accumulators.entries / 2);
+  const int64_t wanted = std::min(rows_total, acc_half);  // a full accumulator half per tile
+  // Stream the fewest tensors that give full-size tiles, else those that give the largest.
+  auto stream_first = [&](size_t n) {
+    out_streamed = false;
+    std::fill(streamed.begin(), streamed.end(), 0);
+    for (size_t k = 0; k < n; ++k) {
+      if (candidates[k].second < 0) out_streamed = true;
+      else streamed[static_cast<size_t>(candidates[k].second)] = 1;
+    }
+  };
+  int64_t R = 0, slots = 2;
+  size_t best_n = candidates.size();
+  for (size_t n = 1; n <= candidates.size(); ++n) {
+    stream_first(n);
+    const int64_t r = largest_tile(slots);
+    if (r > R) R = r, best_n = n;
+    if (R >= wanted) break;
+  }
+  stream_first(best_n);
+  if (R == 0) R = largest_tile(slots = 1);  // single-buffered: transfers no longer overlap the work
+  if (R == 0) {
+    throw InputError(head + " needs " + std::to_string(tile_bytes(1, 1)) + " bytes for its smallest tile (one " +
+                     (reduction ? "input row" : "output row and the input rows it reads") +
+                     ", its big tensors streamed through host memory); use a larger unified_buffer.capacity");
+  }
+  if (graph::is_matrix_op(layer.op) && !vector_conv && R > acc_half) R -= R % acc_half;  // whole accumulator halves
+
+  // Streamed inputs come from host memory: resident ones go there first.
+  for (int i = 0; i < n_in; ++i) {
+    const int s = storage(layer.inputs[static_cast<size_t>(i)]);
+    if (streamed[static_cast<size_t>(i)] && place_[s].allocated) {
+      pinned_[static_cast<size_t>(s)] = 0;
+      evict(s, li);
+    }
+  }
+  std::vector<int> needs;
+  for (int i = 0; i < n_in; ++i) {
+    const int s = storage(layer.inputs[static_cast<size_t>(i)]);
+    if (streamed[static_cast<size_t>(i)]) continue;
+    pinned_[static_cast<size_t>(s)] = 1;
+    if (!place_[s].allocated && std::find(needs.begin(), needs.end(), s) == needs.end()) needs.push_back(s);
+  }
+  if (!out_streamed) needs.push_back(y);
+  // Tile buffers: their own regions, so a tile's transfer waits only for the readers of
+  // the tile that used the same buffer before it.
+  std::vector<std::vector<int>> in_slot(static_cast<size_t>(n_in));
+  std::vector<int> out_slot;
+  for (int i = 0; i < n_in; ++i) {
+    if (!streamed[static_cast<size_t>(i)]) continue;
+    const int s = storage(layer.inputs[static_cast<size_t>(i)]);
+    const int64_t rows = max_band(i, R);
+    for (int64_t k = 0; k < slots; ++k) {
+      in_slot[static_cast<size_t>(i)].push_back(add_scratch(li, rows, place_[s].cols, rows, g_.tensors[s].dtype, false));
+      needs.push_back(in_slot[static_cast<size_t>(i)].back());
+    }
+  }
+  if (out_streamed) {
+    for (int64_t k = 0; k < slots; ++k) {
+      out_slot.push_back(add_scratch(li, R, place_[y].cols, R, g_.tensors[y].dtype, false));
+      needs.push_back(out_slot.back());
+    }
+  }
+  make_room(li, needs);
+
+  layer_body_start_ = body_.size();
+  LayerInfo& info = p_.layers[static_cast<size_t>(li)];
+  const Dtype y_dtype = g_.tensors[y].dtype;
+  const int64_t y_bytes = dtype_bytes(y_dtype);
+  const int64_t y_cols = place_[y].cols;
+  const int64_t rps_y = place_[y].rows_per_sample;
+  const uint64_t weight_base = weight_cursor_;
+  if (graph::is_matrix_op(layer.op) && !vector_conv) {
+    weight_cursor_ += static_cast<uint64_t>(layer.gemm_groups * layer.gemm_k * layer.gemm_n * dtype_bytes(layer.weight_dtype));
+  }
+  const int64_t work_per_output = graph::is_matrix_op(layer.op) ? 0 : vector_work_per_output(layer);
+  int64_t tile = 0;
+  std::vector<std::pair<int64_t, int64_t>> bands(static_cast<size_t>(n_in));
+  for (int64_t s = 0; s < batch_; ++s) {
+    for (int64_t r0 = 0; r0 < rows_total; r0 += R, ++tile) {
+      const int64_t r1 = std::min(rows_total, r0 + R);
+      const auto k = static_cast<size_t>(tile % slots);
+      // Stream in this tile's input rows (a window's halo is read again with every tile).
+      for (int i = 0; i < n_in; ++i) {
+        bands[static_cast<size_t>(i)] = band(i, r0, r1);
+        if (!streamed[static_cast<size_t>(i)]) continue;
+        const int src = storage(layer.inputs[static_cast<size_t>(i)]);
+        const int slot = in_slot[static_cast<size_t>(i)][k];
+        const auto [a, b] = bands[static_cast<size_t>(i)];
+        host_transfer(Opcode::kReadHost, src, li, Region{Space::kUnifiedBuffer, slot, 0, b - a, 0, place_[slot].cols},
+                      static_cast<uint64_t>(b - a) * row_bytes(src), place_[slot].offset);
+      }
+      // Rows [a, b) of input i within this sample, columns [c0, c1).
+      auto in_region = [&, s, k](int i, int64_t a, int64_t b, int64_t c0, int64_t c1) {
+        const int x = layer.inputs[static_cast<size_t>(i)];
+        if (streamed[static_cast<size_t>(i)]) {
+          const int64_t base = bands[static_cast<size_t>(i)].first;
+          return Region{Space::kUnifiedBuffer, in_slot[static_cast<size_t>(i)][k], a - base, b - base, c0, c1};
+        }
+        if (maps[static_cast<size_t>(i)] == RowMap::kWhole && layer.op != OpKind::kMatmul) return region(x, s, s + 1, c0, c1);
+        const int64_t rps = place_[x].rows_per_sample;
+        return rows_region(x, s * rps + a, s * rps + b, c0, c1);
+      };
+      auto out_region = [&, s, k, r0](int64_t a, int64_t b, int64_t c0, int64_t c1) {
+        if (out_streamed) return Region{Space::kUnifiedBuffer, out_slot[k], a - r0, b - r0, c0, c1};
+        return rows_region(y, s * rps_y + a, s * rps_y + b, c0, c1);
+      };
+      auto out_address = [&, s, k, r0](int64_t a, int64_t c0) {
+        const int64_t row = out_streamed ? a - r0 : s * rps_y + a;
+        return (out_streamed ? place_[out_slot[k]].offset : place_[storage(y)].offset) +
+               static_cast<uint64_t>((row * y_cols + c0) * y_bytes);
+      };
+
+      if (layer.op == OpKind::kMatmul) {
+        // Heads whose rows fall in this tile; B (K^T or V) stays resident and is loaded per head.
+        const int a = layer.inputs[0], b = layer.inputs[1];
+        const int64_t M = layer.gemm_m_per_sample, K = layer.gemm_k, N = layer.gemm_n;
+        const auto& ys = g_.tensors[y].shape;
+        const auto& bs = g_.tensors[b].shape;
+        const graph::Shape lead_y(ys.begin(), ys.end() - 2), lead_b(bs.begin(), bs.end() - 2);
+        const int64_t rows_b = place_[b].rows_per_sample;
+        for (int64_t h = r0 / M; h * M < r1; ++h) {
+          const int64_t m_lo = std::max(r0, h * M) - h * M, m_hi = std::min(r1, (h + 1) * M) - h * M;
+          const int64_t gb = head_index(h, lead_y, lead_b);
+          const int64_t row0 = h * M + m_lo;  // in A's and the output's rows (same heads) or the output's only
+          GemmJob job;
+          job.li = li;
+          job.M = m_hi - m_lo, job.K = K, job.N = N;
+          job.a_dtype = g_.tensors[a].dtype;
+          job.b_dtype = g_.tensors[b].dtype;
+          job.y_dtype = y_dtype;
+          job.activation = layer.activation;
+          job.b_from_ub = true;
+          const auto& as = g_.tensors[a].shape;
+          const int64_t a_row0 = maps[0] == RowMap::kSame ? row0 : head_index(h, lead_y, graph::Shape(as.begin(), as.end() - 2)) * M + m_lo;
+          job.a_region = [&, a_row0](int64_t m0, int64_t m1, int64_t k0, int64_t k1) {
+            return in_region(0, a_row0 + m0, a_row0 + m1, k0, k1);
+          };
+          job.b_region = [&, s, gb, rows_b, b, K](int64_t k0, int64_t k1, int64_t n0, int64_t n1) {
+            return rows_region(b, s * rows_b + gb * K + k0, s * rows_b + gb * K + k1, n0, n1);
+          };
+          job.out_region = [&, row0](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+            return out_region(row0 + m0, row0 + m1, n0, n1);
+          };
+          job.out_address = [&, row0](int64_t m0, int64_t n0) { return out_address(row0 + m0, n0); };
+          emit_gemm(job);
+        }
+      } else if (layer.op == OpKind::kFc || (layer.op == OpKind::kConv2d && !vector_conv)) {
+        const int64_t G = layer.gemm_groups, K = layer.gemm_k, N = layer.gemm_n;
+        const int64_t cin_g = place_[layer.inputs[0]].cols / G, cout_g = layer.out_features / G;
+        const bool conv = layer.op == OpKind::kConv2d;
+        const int64_t step = conv && G > 1 ? acc_half : r1 - r0;  // groups share accumulator-sized chunks
+        for (int64_t c0 = r0; c0 < r1; c0 += step) {
+          const int64_t c1 = std::min(r1, c0 + step);
+          for (int64_t g = 0; g < (conv ? G : 1); ++g) {
+            GemmJob job;
+            job.li = li;
+            job.M = c1 - c0, job.K = K, job.N = N;
+            job.a_dtype = g_.tensors[layer.inputs[0]].dtype;
+            job.b_dtype = layer.weight_dtype;
+            job.y_dtype = y_dtype;
+            job.activation = layer.activation;
+            job.weight_base = weight_base + static_cast<uint64_t>(g * K * N * dtype_bytes(layer.weight_dtype));
+            job.weight_row_stride = N;
+            const int64_t ch_base = g * cin_g, out_base = conv ? g * cout_g : 0;
+            job.a_region = [&, c0, ch_base, conv](int64_t m0, int64_t m1, int64_t k0, int64_t k1) {
+              if (!conv) return in_region(0, c0 + m0, c0 + m1, k0, k1);
+              const auto [a, b] = input_rows(layer, maps[0], 0, c0 + m0, c0 + m1);
+              int64_t lo = 0, hi = cin_g;  // implicit im2col: a K tile covers kernel positions x input channels
+              if (k1 - k0 < cin_g && k0 % cin_g < (k1 - 1) % cin_g + 1) lo = k0 % cin_g, hi = (k1 - 1) % cin_g + 1;
+              return in_region(0, a, b, ch_base + lo, ch_base + hi);
+            };
+            job.out_region = [&, c0, out_base](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+              return out_region(c0 + m0, c0 + m1, out_base + n0, out_base + n1);
+            };
+            job.out_address = [&, c0, out_base](int64_t m0, int64_t n0) { return out_address(c0 + m0, out_base + n0); };
+            emit_gemm(job);
+          }
+        }
+      } else {
+        Instruction v;
+        v.op = Opcode::kVector;
+        v.layer = li;
+        v.vector_op = vector_op_of(layer.op);
+        for (int i = 0; i < n_in; ++i) {
+          const int x = layer.inputs[static_cast<size_t>(i)];
+          const auto [a, b] = bands[static_cast<size_t>(i)];
+          v.reads.push_back(in_region(i, a, b, 0, place_[x].cols));
+          v.ub_read_bytes += static_cast<uint64_t>(b - a) * row_bytes(x);
+        }
+        if (reduction) {
+          // Every input element once; the partial result is read back and updated in place.
+          v.elements = (r1 - r0) * place_[layer.inputs[0]].cols;
+          const Region whole_out = rows_region(y, s * rps_y, (s + 1) * rps_y, 0, y_cols);
+          if (r0 > 0) {
+            v.reads.push_back(whole_out);
+            v.ub_read_bytes += static_cast<uint64_t>(rps_y) * row_bytes(y);
+          }
+          v.writes.push_back(whole_out);
+          v.ub_write_bytes = static_cast<uint64_t>(rps_y) * row_bytes(y);
+          v.ub_address = place_[storage(y)].offset;
+        } else {
+          v.elements = vector_conv ? (r1 - r0) * (layer.macs_per_sample() / rps_y) : (r1 - r0) * y_cols * work_per_output;
+          v.writes.push_back(out_region(r0, r1, 0, y_cols));
+          v.ub_write_bytes = static_cast<uint64_t>(r1 - r0) * row_bytes(y);
+          v.ub_address = out_address(r0, 0);
+        }
+        emit(std::move(v));
+      }
+      if (out_streamed) {
+        host_transfer(Opcode::kWriteHost, y, li, Region{Space::kUnifiedBuffer, out_slot[k], 0, r1 - r0, 0, y_cols},
+                      static_cast<uint64_t>(r1 - r0) * row_bytes(y), place_[out_slot[k]].offset);
+      }
+    }
+  }
+  for (int i = 0; i < n_in; ++i) {
+    if (streamed[static_cast<size_t>(i)]) place_[storage(layer.inputs[static_cast<size_t>(i)])].loaded = true;
+  }
+  if (out_streamed) place_[y].on_host = true;  // its rows are in host memory only
+  info.row_tiles += tile;
+  account_layer(li);
+}
+
+// The LayerInfo facts of a row-tiled layer: the same as its untiled lowering's.
+void Lowering::account_layer(int li) {
+  const Layer& layer = g_.layers[static_cast<size_t>(li)];
+  LayerInfo& info = p_.layers[static_cast<size_t>(li)];
+  const Dtype x_dtype = g_.tensors[static_cast<size_t>(layer.inputs[0])].dtype;
+  if (!graph::is_matrix_op(layer.op)) {
+    info.mapping = "vector";
+    info.a_dtype = info.b_dtype = g_.tensors[static_cast<size_t>(layer.output)].dtype;
+    return;
+  }
+  const int64_t G = layer.gemm_groups, K = layer.gemm_k, N = layer.gemm_n;
+  const int64_t M = batch_ * layer.gemm_m_per_sample;
+  if (layer.op == OpKind::kMatmul) {
+    info.mapping = "array_ub";
+    info.gemm_m += G * M;
+    info.gemm_k = K;
+    info.gemm_n = N;
+    info.groups = G;
+    info.macs += G * M * K * N;
+    info.weights = 0;
+    info.a_dtype = x_dtype;
+    info.b_dtype = g_.tensors[static_cast<size_t>(layer.inputs[1])].dtype;
+    return;
+  }
+  info.mapping = grouped_conv_on_vector(layer) ? "vector" : "array";
+  info.gemm_m += M * G;
+  info.gemm_k = K;
+  info.gemm_n = N;
+  info.groups = G;
+  info.macs += G * M * K * N;
+  info.weights = layer.weight_count();
+  info.a_dtype = x_dtype;
+  info.b_dtype = layer.weight_dtype;
+}
+
 void Lowering::lower_pass(int64_t batch, bool dry_run) {
   batch_ = batch;
   ub_ = BufferAllocator(arch_.unified_buffer.capacity_bytes);
@@ -877,6 +1542,10 @@ void Lowering::lower_pass(int64_t batch, bool dry_run) {
   place_.assign(T, TensorPlace{});
   dead_.assign(T, false);
   last_use_.assign(T, -1);
+  pinned_.assign(T, 0);
+  vacated_.clear();
+  readers_.assign(T, {});
+  output_storage_.assign(T, 0);
   scratch_.assign(static_cast<size_t>(L), {});
   for (size_t t = 0; t < T; ++t) {
     const Tensor& ten = g_.tensors[t];
@@ -886,13 +1555,19 @@ void Lowering::lower_pass(int64_t batch, bool dry_run) {
     tp.cols = ten.shape.back();
     tp.bytes = static_cast<uint64_t>(tp.rows * tp.cols * dtype_bytes(ten.dtype));
   }
+  for (int in : g_.inputs) place_[static_cast<size_t>(in)].on_host = true;  // the host holds the inputs
   for (int li = 0; li < L; ++li) {
     const Layer& layer = g_.layers[li];
     if (graph::is_layout_op(layer.op)) place_[layer.output].alias_of = layer.inputs[0];
   }
   for (int li = 0; li < L; ++li) {
-    for (int in : g_.layers[li].inputs) last_use_[storage(in)] = std::max(last_use_[storage(in)], li);
+    for (int in : g_.layers[li].inputs) {
+      last_use_[storage(in)] = std::max(last_use_[storage(in)], li);
+      auto& r = readers_[static_cast<size_t>(storage(in))];
+      if (!graph::is_layout_op(g_.layers[li].op) && (r.empty() || r.back() != li)) r.push_back(li);
+    }
   }
+  for (int out : g_.outputs) output_storage_[static_cast<size_t>(storage(out))] = 1;
   // Outputs go to the host after the last layer; in streaming mode as soon as they are
   // complete (after their producer and their last reader), which frees their bytes early.
   std::vector<std::vector<int>> outputs_at(static_cast<size_t>(L) + 1);
@@ -912,6 +1587,7 @@ void Lowering::lower_pass(int64_t batch, bool dry_run) {
   };
 
   // Graph inputs arrive from the host in chunks so the first layer can start early.
+  // With spills, each input is read when a layer first needs it (lower_with_spills).
   std::vector<std::vector<int>> inputs_at(static_cast<size_t>(L) + 1);
   for (int in : g_.inputs) {
     int first = L;
@@ -924,7 +1600,13 @@ void Lowering::lower_pass(int64_t batch, bool dry_run) {
   }
   auto take_inputs = [&](int li) {
     for (int in : inputs_at[static_cast<size_t>(li)]) {
+      if (spill_) {
+        if (li < L) continue;  // read by lower_with_spills before its first consumer
+        make_room(L, {in});    // an input no layer reads still crosses the link
+        continue;
+      }
       allocate(in, li < L && lazy_inputs_ ? li : -1);
+      place_[in].loaded = true;
       if (!dry_run) read_input(in);
     }
   };
@@ -933,23 +1615,25 @@ void Lowering::lower_pass(int64_t batch, bool dry_run) {
   for (int li = 0; li < L; ++li) {
     const Layer& layer = g_.layers[li];
     if (lazy_inputs_) take_inputs(li);
-    allocate(layer.output, li);
-    allocate_scratch(li);
-    if (!dry_run) {
-      layer_body_start_ = body_.size();
-      if (grouped_conv_on_vector(layer)) {
-        lower_grouped_conv_on_vector(li);
-      } else if (graph::is_matrix_op(layer.op)) {
-        lower_matrix(li);
-      } else {
-        lower_vector(li);
-      }
+    if (spill_) {
+      if (dry_run) throw std::logic_error("compiler: spills are planned by real passes only");
+      lower_with_spills(li);
+    } else {
+      allocate(layer.output, li);
+      allocate_scratch(li);
+      if (!dry_run) lower_layer(li);
     }
     write_outputs(li);
     // Free tensors (and working buffers) whose last reader was this layer.
     for (size_t t = 0; t < place_.size(); ++t) {
-      if (last_use_[t] == li && place_[t].allocated && place_[t].alias_of < 0 && !dead_[t]) {
-        ub_.release(place_[t].offset);
+      if (last_use_[t] == li && place_[t].alias_of < 0 && !dead_[t]) {
+        if (place_[t].allocated) {
+          ub_.release(place_[t].offset);
+          vacated_.push_back(Vacated{Region{Space::kUnifiedBuffer, static_cast<int32_t>(t), 0, place_[t].rows, 0,
+                                            place_[t].cols},
+                                     place_[t].offset, place_[t].bytes});
+          place_[t].allocated = false;
+        }
         dead_[t] = true;
       }
     }
@@ -959,10 +1643,31 @@ void Lowering::lower_pass(int64_t batch, bool dry_run) {
   if (dry_run) return;
 
   write_outputs(L);
-  prev_place_ = place_;
+  // The next pass overwrites every byte this one used.
+  prev_vacated_ = vacated_;
+  for (size_t t = 0; t < place_.size(); ++t) {
+    const TensorPlace& tp = place_[t];
+    if (!tp.allocated || tp.alias_of >= 0) continue;
+    prev_vacated_.push_back(
+        Vacated{Region{Space::kUnifiedBuffer, static_cast<int32_t>(t), 0, tp.rows, 0, tp.cols}, tp.offset, tp.bytes});
+  }
+}
+
+void Lowering::lower_layer(int li) {
+  const Layer& layer = g_.layers[li];
+  layer_body_start_ = body_.size();
+  if (grouped_conv_on_vector(layer)) {
+    lower_grouped_conv_on_vector(li);
+  } else if (graph::is_matrix_op(layer.op)) {
+    lower_matrix(li);
+  } else {
+    lower_vector(li);
+  }
 }
 
 void Lowering::write_output(int out) {
+  // Evicted or streamed by a row-tiled layer: its host copy is the result already.
+  if (!place_[storage(out)].allocated && place_[storage(out)].on_host) return;
   const int64_t chunk = samples_per_chunk(out);
   const uint64_t per_sample = place_[out].bytes / static_cast<uint64_t>(batch_);
   for (int64_t s0 = 0; s0 < batch_; s0 += chunk) {
@@ -1003,9 +1708,15 @@ Program Lowering::run() {
   // largest sub-batch that does, pass after pass (weights are fetched again per
   // pass). A single sample that does not fit is an error.
   int64_t sub_batch = total_batch_;
-  if (!fits(1)) lazy_inputs_ = true;  // inputs up front do not fit even one sample: read each when needed
-  if (!fits(total_batch_)) {
-    lower_pass(1, true);  // throws the error naming the layer if one sample does not fit
+  if (!fits(1)) {
+    lazy_inputs_ = true;  // inputs up front do not fit even one sample: read each when needed
+    // Not even so: spill activations to host memory and tile the layers that need it,
+    // one sample per pass (the real pass throws if a layer cannot run even in tiles).
+    if (!fits(1)) spill_ = true;
+  }
+  if (spill_) {
+    sub_batch = 1;
+  } else if (!fits(total_batch_)) {
     int64_t lo = 1, hi = total_batch_;  // fits(lo), !fits(hi)
     while (hi - lo > 1) {
       const int64_t mid = lo + (hi - lo) / 2;

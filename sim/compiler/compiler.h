@@ -3,7 +3,10 @@
 // array (implicit im2col for conv), streams weight tiles through the weight FIFO
 // with a prefetch distance of the FIFO depth, accumulates across K tiles in
 // double-buffered accumulator halves, writes activations back to the unified
-// buffer, and moves inputs/outputs over PCIe.
+// buffer, and moves inputs/outputs over PCIe. When one sample does not fit the unified
+// buffer, activations spill to host memory (Belady eviction, read back before their next
+// consumer) and layers whose own working set does not fit run in row tiles streamed
+// through host memory (docs/workloads.md, "Spills and row tiles").
 #include "sim/compiler/program.h"
 #include "sim/config/arch_config.h"
 #include "sim/graph/graph.h"
@@ -14,8 +17,8 @@ struct CompileOptions {
   int64_t batch = 0;  // 0: the workload's default batch
 };
 
-// Throws InputError when the workload cannot run on the config (e.g. the live
-// tensors exceed the unified buffer, weights exceed weight memory).
+// Throws InputError when the workload cannot run on the config (e.g. a layer's smallest
+// row tile exceeds the unified buffer, weights exceed weight memory).
 Program compile(const graph::Graph& graph, const ArchConfig& arch, const CompileOptions& options = {});
 
 }  // namespace tessera::compiler

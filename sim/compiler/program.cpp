@@ -78,6 +78,7 @@ std::string Instruction::text() const {
     case Opcode::kReadHost:
     case Opcode::kWriteHost:
       s << " bytes=" << bytes << " ub=0x" << std::hex << ub_address << std::dec;
+      if (spill) s << " spill";
       break;
     case Opcode::kReadWeights:
       if (weight_source == WeightSource::kUnifiedBuffer) {
@@ -113,6 +114,10 @@ std::string Program::listing() const {
   s << "\n";
   s << "# " << instructions.size() << " instructions, " << layers.size() << " layers, unified buffer peak "
     << ub_peak_bytes << " bytes, weight memory reads " << weight_bytes_read << " bytes\n";
+  if (spill_bytes_out + spill_bytes_in > 0) {
+    s << "# spills to host memory over PCIe: " << spill_bytes_out << " bytes out, " << spill_bytes_in
+      << " bytes in (transfers marked 'spill')\n";
+  }
   int last_layer = -2;
   for (size_t i = 0; i < instructions.size(); ++i) {
     const Instruction& in = instructions[i];

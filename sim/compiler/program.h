@@ -63,6 +63,9 @@ struct Instruction {
   uint64_t ub_address = 0;  // read_host / write_host / activate / vector: destination or source offset (display)
   uint64_t weight_address = 0;  // read_weights: weight-memory offset (display)
   WeightSource weight_source = WeightSource::kWeightMemory;  // read_weights
+  // read_host / write_host: a spill (an activation evicted to host memory, read back, or
+  // streamed through host memory by a row-tiled layer) rather than a graph input/output.
+  bool spill = false;
 
   // matmul
   array::GemmTile tile{};
@@ -106,6 +109,11 @@ struct LayerInfo {
   // operands from the unified buffer), "vector" (the vector unit; for a grouped conv the
   // compiler picked it as faster than the array on this config), "alias" (no data moves).
   std::string mapping;
+  // Spills charged to this layer (it needed the room, or streamed its tensors through
+  // host memory): bytes written to and read back from host memory over PCIe.
+  uint64_t spill_bytes_out = 0;
+  uint64_t spill_bytes_in = 0;
+  int64_t row_tiles = 0;  // > 0: the layer ran in this many row tiles (its working set does not fit at once)
 };
 
 struct Program {
@@ -119,6 +127,8 @@ struct Program {
   uint64_t host_input_bytes = 0;
   uint64_t host_output_bytes = 0;
   uint64_t weight_bytes_read = 0;   // all read_weights together
+  uint64_t spill_bytes_out = 0;     // spill write_host bytes, all layers together
+  uint64_t spill_bytes_in = 0;      // spill read_host bytes
 
   std::string listing() const;  // the whole program as text
 };
