@@ -60,11 +60,15 @@ ordered_json build_report(const RunRecord& run) {
   const double peak_int8 = arch.peak_tops();
   const double peak_tops = matrix_macs > 0 ? peak_int8 * static_cast<double>(matrix_macs) / weighted_rate : peak_int8;
 
-  const double ops = 2.0 * static_cast<double>(st.macs);
+  // Every layer's MACs, also those the vector unit runs (a depthwise conv mapped there);
+  // st.macs counts only the array's.
+  int64_t macs = 0;
+  for (const auto& l : prog.layers) macs += l.macs;
+  const double ops = 2.0 * static_cast<double>(macs);
   const double tops = safe_div(ops, latency_s) / 1e12;
   const double weight_bytes = static_cast<double>(st.weight_memory_bytes);
   const double pcie_bytes = static_cast<double>(st.pcie_bytes_to_device + st.pcie_bytes_to_host);
-  const double oi_macs_w = safe_div(static_cast<double>(st.macs), weight_bytes);
+  const double oi_macs_w = safe_div(static_cast<double>(macs), weight_bytes);
   const double oi_ops_dram = safe_div(ops, weight_bytes + pcie_bytes);
   const double pcie_gb_per_s = arch.pcie.link_bytes_per_s() / 1e9;
   const Roofline weight_roof{peak_tops, arch.weight_memory.bandwidth_gb_per_s};
@@ -101,8 +105,8 @@ ordered_json build_report(const RunRecord& run) {
   w["precision"] = run.precision;
   w["layers"] = prog.layers.size();
   w["weights"] = run.graph.total_weights();
-  w["macs"] = st.macs;
-  w["macs_per_weight"] = safe_div(static_cast<double>(st.macs), static_cast<double>(run.graph.total_weights()));
+  w["macs"] = macs;
+  w["macs_per_weight"] = safe_div(static_cast<double>(macs), static_cast<double>(run.graph.total_weights()));
   w["host_input_bytes"] = prog.host_input_bytes;
   w["host_output_bytes"] = prog.host_output_bytes;
 
@@ -110,7 +114,8 @@ ordered_json build_report(const RunRecord& run) {
   s["latency_s"] = latency_s;
   s["latency_cycles"] = st.total_cycles;
   s["inferences_per_s"] = safe_div(static_cast<double>(prog.batch), latency_s);
-  s["macs"] = st.macs;
+  s["macs"] = macs;
+  s["array_macs"] = st.macs;
   s["ops"] = ops;
   s["tops"] = tops;
   s["peak_tops"] = peak_tops;
@@ -122,6 +127,10 @@ ordered_json build_report(const RunRecord& run) {
   s["pcie_bytes_to_device"] = st.pcie_bytes_to_device;
   s["pcie_bytes_to_host"] = st.pcie_bytes_to_host;
   s["unified_buffer_peak_bytes"] = prog.ub_peak_bytes;
+  // Activations evicted to host memory and read back (or streamed by row-tiled layers) over PCIe.
+  s["spill_bytes"] = prog.spill_bytes_out + prog.spill_bytes_in;
+  s["spill_bytes_out"] = prog.spill_bytes_out;
+  s["spill_bytes_in"] = prog.spill_bytes_in;
   s["instructions"] = st.instructions;
   s["cycles"] = cycles_json(st.cycles);
   s["host_io_cycles"] = cycles_json(st.host_io);
@@ -163,12 +172,28 @@ ordered_json build_report(const RunRecord& run) {
     l["utilization"] = safe_div(ltops, lpeak);
     l["oi_macs_per_weight_byte"] = l_oi;
     l["oi_ops_per_weight_byte"] = 2 * l_oi;
+    // Off-chip bytes a layer moves itself: weights plus its spills over PCIe (the batch's
+    // host input/output transfers belong to no layer and count only in the workload point).
+    const double l_oi_dram =
+        safe_div(lops, static_cast<double>(li.weight_bytes + li.spill_bytes_out + li.spill_bytes_in));
+    l["oi_ops_per_dram_byte"] = l_oi_dram;
     l["cycles"] = cycles_json(ls.cycles);
+    l["spill_bytes_out"] = li.spill_bytes_out;
+    l["spill_bytes_in"] = li.spill_bytes_in;
+    l["row_tiles"] = li.row_tiles;
     layers.push_back(l);
     if (li.macs > 0) {
       const Roofline lroof{lpeak, arch.weight_memory.bandwidth_gb_per_s};
-      roof_layers.push_back({{"name", li.name}, {"oi_ops_per_weight_byte", 2 * l_oi},
-                             {"attainable_tops", lroof.attainable_tops(2 * l_oi)}, {"achieved_tops", ltops},
+      const Roofline lroof_dram{lpeak, arch.weight_memory.bandwidth_gb_per_s + pcie_gb_per_s};
+      roof_layers.push_back({{"name", li.name},
+                             {"mode", std::string(dtype_name(li.a_dtype)) + "x" + std::string(dtype_name(li.b_dtype))},
+                             {"peak_tops", lpeak},
+                             {"oi_ops_per_weight_byte", 2 * l_oi},
+                             {"oi_macs_per_weight_byte", l_oi},
+                             {"attainable_tops", lroof.attainable_tops(2 * l_oi)},
+                             {"oi_ops_per_dram_byte", l_oi_dram},
+                             {"attainable_tops_dram", lroof_dram.attainable_tops(l_oi_dram)},
+                             {"achieved_tops", ltops},
                              {"bound", 2 * l_oi < lroof.ridge_ops_per_byte() ? "memory" : "compute"}});
     }
   }
@@ -188,6 +213,23 @@ ordered_json build_report(const RunRecord& run) {
                   {"oi_ops_per_byte", oi_ops_dram},
                   {"attainable_tops", dram_roof.attainable_tops(oi_ops_dram)},
                   {"achieved_tops", tops}};
+  // One roof per MAC mode the array has: the peak and ridge points a layer at that
+  // precision runs against, in both operational-intensity flavours (DESIGN.md section 6).
+  ordered_json by_precision = ordered_json::array();
+  for (const MacMode& m : arch.array.mac_modes) {
+    const double mpeak = peak_int8 * m.rate;
+    const Roofline mw{mpeak, arch.weight_memory.bandwidth_gb_per_s};
+    const Roofline md{mpeak, arch.weight_memory.bandwidth_gb_per_s + pcie_gb_per_s};
+    by_precision.push_back({{"mode", std::string(dtype_name(m.a)) + "x" + std::string(dtype_name(m.b))},
+                            {"a_dtype", std::string(dtype_name(m.a))},
+                            {"b_dtype", std::string(dtype_name(m.b))},
+                            {"mac_rate", m.rate},
+                            {"peak_tops", mpeak},
+                            {"ridge_ops_per_weight_byte", mw.ridge_ops_per_byte()},
+                            {"ridge_macs_per_weight_byte", mw.ridge_ops_per_byte() / 2},
+                            {"ridge_ops_per_dram_byte", md.ridge_ops_per_byte()}});
+  }
+  roof["by_precision"] = by_precision;
   roof["layers"] = roof_layers;
   r["baselines"] = ordered_json::array();
   return r;
@@ -204,6 +246,28 @@ std::string csv_field(const std::string& s) {
 
 std::string num(const ordered_json& v) { return v.dump(); }
 
+// The roof of every MAC mode, then the workload's point on both flavours.
+std::string roofline_markdown(const ordered_json& r) {
+  const auto& roof = r["roofline"];
+  if (!roof.contains("by_precision")) return "";
+  std::ostringstream out;
+  out << "\n## Roofline\n\n| MAC mode | peak TOPS | ridge (ops/weight byte) | ridge (MACs/weight byte) | "
+         "ridge (ops/DRAM byte) |\n|---|---:|---:|---:|---:|\n";
+  for (const auto& m : roof["by_precision"]) {
+    out << "| " << m["mode"].get<std::string>() << " | " << fmt("%.2f", m["peak_tops"].get<double>()) << " | "
+        << fmt("%.1f", m["ridge_ops_per_weight_byte"].get<double>()) << " | "
+        << fmt("%.1f", m["ridge_macs_per_weight_byte"].get<double>()) << " | "
+        << fmt("%.1f", m["ridge_ops_per_dram_byte"].get<double>()) << " |\n";
+  }
+  const auto& w = roof["weight_memory"];
+  const auto& d = roof["dram"];
+  out << "\nWorkload: " << fmt("%.1f", w["oi_ops_per_byte"].get<double>()) << " ops per weight byte (ceiling "
+      << fmt("%.2f", w["attainable_tops"].get<double>()) << " TOPS), " << fmt("%.1f", d["oi_ops_per_byte"].get<double>())
+      << " ops per DRAM byte (ceiling " << fmt("%.2f", d["attainable_tops"].get<double>()) << " TOPS); achieved "
+      << fmt("%.2f", w["achieved_tops"].get<double>()) << " TOPS.\n";
+  return out.str();
+}
+
 }  // namespace
 
 std::string layers_csv(const ordered_json& report) {
@@ -211,6 +275,7 @@ std::string layers_csv(const ordered_json& report) {
   out << "index,name,op,output_shape,a_dtype,b_dtype,m,k,n,macs,weights,weight_bytes,latency_s,latency_cycles,"
          "start_s,end_s,tops,peak_tops,utilization,oi_macs_per_weight_byte";
   for (const char* b : kBuckets) out << ",cycles_" << b;
+  out << ",spill_bytes_out,spill_bytes_in";
   out << "\n";
   for (const auto& l : report["layers"]) {
     out << num(l["index"]) << "," << csv_field(l["name"].get<std::string>()) << "," << l["op"].get<std::string>()
@@ -221,6 +286,7 @@ std::string layers_csv(const ordered_json& report) {
         << num(l["end_s"]) << "," << num(l["tops"]) << "," << num(l["peak_tops"]) << "," << num(l["utilization"])
         << "," << num(l["oi_macs_per_weight_byte"]);
     for (const char* b : kBuckets) out << "," << num(l["cycles"][b]);
+    out << "," << num(l["spill_bytes_out"]) << "," << num(l["spill_bytes_in"]);
     out << "\n";
   }
   return out.str();
@@ -262,6 +328,19 @@ std::string summary_markdown(const ordered_json& r) {
         << fmt("%.2f", l["tops"].get<double>()) << " | " << fmt("%.1f%%", 100 * l["utilization"].get<double>())
         << " | " << cause << " |\n";
   }
+  if (s.value("spill_bytes", uint64_t{0}) > 0) {
+    // Only when something did not fit, so reports of workloads that fit read as before.
+    out << "\n## Spills to host memory\n\n" << s["spill_bytes_out"].get<uint64_t>() << " bytes written to and "
+        << s["spill_bytes_in"].get<uint64_t>() << " bytes read back from host memory over PCIe (their time is in the "
+        << "pcie cause).\n\n| # | layer | spilled out | read back | row tiles |\n|---:|---|---:|---:|---:|\n";
+    for (const auto& l : r["layers"]) {
+      if (l.value("spill_bytes_out", uint64_t{0}) + l.value("spill_bytes_in", uint64_t{0}) == 0) continue;
+      out << "| " << l["index"].get<int64_t>() << " | " << l["name"].get<std::string>() << " | "
+          << l["spill_bytes_out"].get<uint64_t>() << " | " << l["spill_bytes_in"].get<uint64_t>() << " | "
+          << l["row_tiles"].get<int64_t>() << " |\n";
+    }
+  }
+  out << roofline_markdown(r);
   out << baselines_markdown(r);
   return out.str();
 }
