@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
                   "ui.perfetto.dev or chrome://tracing")
       ->type_name("FILE");
   bool functional = false, per_channel = false, pe_reference = false;
-  int64_t functional_batch = 1, functional_calibration = 4;
+  int64_t functional_batch = 1, functional_calibration = 4, accumulator_headroom_bits = 2;
   auto* functional_flag = run->add_flag("--functional", functional,
       "Also compute every layer numerically at the assigned precision and report its error against an fp32 "
       "reference (report.json \"functional\"; docs/precision-functional.md)");
@@ -125,6 +125,10 @@ int main(int argc, char** argv) {
   run->add_option("--functional-calibration", functional_calibration,
                   "Calibration batches for --functional's activation scales (default 4; 0: the evaluated batch)")
       ->check(CLI::Range(0, 1 << 16))->needs(functional_flag);
+  run->add_option("--accumulator-headroom-bits", accumulator_headroom_bits,
+                  "With --functional: bits the calibrated pre-activation range stays below accumulator saturation "
+                  "(default 2; -1 keeps full-scale weight scales, which int16 x int16 on 32-bit accumulators overflows)")
+      ->check(CLI::Range(-1, 16))->needs(functional_flag);
   run->add_flag("--per-channel", per_channel, "With --functional: per-output-channel weight scales")->needs(functional_flag);
   run->add_flag("--pe-reference", pe_reference,
                 "With --functional: matrix layers through the cycle-exact PE-level reference (arrays up to 32x32; slow)")
@@ -184,6 +188,7 @@ int main(int argc, char** argv) {
       fo.batch = functional_batch;
       fo.calibration_batches = functional_calibration;
       fo.per_channel = per_channel;
+      fo.accumulator_headroom_bits = static_cast<int>(accumulator_headroom_bits);
       fo.use_pe_reference = pe_reference;
       const auto fr = tessera::functional::run_functional(graph, arch, fo);
       report["functional"] = tessera::functional::to_json(fr);

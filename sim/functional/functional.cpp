@@ -25,6 +25,7 @@ using graph::Tensor;
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr float kLayerNormEpsilon = 1e-5f;  // ONNX LayerNormalization's default
 
 // ---- deterministic pseudo-random data ------------------------------------------------
 
@@ -34,7 +35,7 @@ uint64_t mix64(uint64_t x) {  // the splitmix64 finaliser
   return x ^ (x >> 31);
 }
 
-enum StreamKind : uint64_t { kInputEval = 1, kInputCalibration = 2, kWeights = 3 };
+enum StreamKind : uint64_t { kInputEval = 1, kInputCalibration = 2, kWeights = 3, kConstants = 4 };
 
 // A counter-based stream: element i depends only on (seed, kind, id, i), so values do
 // not change with the batch size or the order in which they are drawn.
@@ -80,6 +81,46 @@ float activate(Activation a, float x) {
     case Activation::kTanh: return std::tanh(x);
   }
   return x;
+}
+
+// Element-wise functions of the vector unit (fp32; the same function serves the
+// reference and, on dequantized codes, the quantized path).
+float unary_op(OpKind op, float x) {
+  switch (op) {
+    case OpKind::kRelu: return activate(Activation::kRelu, x);
+    case OpKind::kSigmoid: return activate(Activation::kSigmoid, x);
+    case OpKind::kTanh: return activate(Activation::kTanh, x);
+    case OpKind::kSqrt: return std::sqrt(x);
+    case OpKind::kErf: return std::erf(x);
+    case OpKind::kExp: return std::exp(x);
+    case OpKind::kGelu: return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));  // erf form
+    default: break;
+  }
+  throw std::logic_error("unary_op: not a unary op");
+}
+
+float binary_op(OpKind op, float a, float b) {
+  switch (op) {
+    case OpKind::kAdd: return a + b;
+    case OpKind::kSub: return a - b;
+    case OpKind::kMul: return a * b;
+    case OpKind::kDiv: return a / b;
+    case OpKind::kPow: return b == 2.0f ? a * a : static_cast<float>(std::pow(static_cast<double>(a), static_cast<double>(b)));
+    case OpKind::kMax: return std::max(a, b);
+    case OpKind::kMin: return std::min(a, b);
+    default: break;
+  }
+  throw std::logic_error("binary_op: not a binary op");
+}
+
+bool is_binary(OpKind op) {
+  return op == OpKind::kAdd || op == OpKind::kSub || op == OpKind::kMul || op == OpKind::kDiv || op == OpKind::kPow ||
+         op == OpKind::kMax || op == OpKind::kMin;
+}
+
+bool is_unary(OpKind op) {
+  return op == OpKind::kRelu || op == OpKind::kSigmoid || op == OpKind::kTanh || op == OpKind::kSqrt ||
+         op == OpKind::kErf || op == OpKind::kExp || op == OpKind::kGelu;
 }
 
 std::string op_text(OpKind op) {
@@ -137,6 +178,58 @@ void im2col(const T* x, const MatrixGeom& g, const Window& win, int64_t group, T
       }
     }
   }
+}
+
+// ---- index maps (per sample, row-major) ----------------------------------------------
+
+// Product of the extents of axes [begin, end) (clamped to the rank).
+int64_t product(const Shape& s, std::size_t begin = 0, std::size_t end = SIZE_MAX) {
+  const auto first = s.begin() + static_cast<std::ptrdiff_t>(std::min(begin, s.size()));
+  const auto last = s.begin() + static_cast<std::ptrdiff_t>(std::min(end, s.size()));
+  int64_t p = 1;
+  for (auto it = first; it < last; ++it) p *= *it;
+  return p;
+}
+
+std::vector<int64_t> row_major_strides(const Shape& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (std::size_t i = s.size(); i-- > 1;) st[i - 1] = st[i] * s[i];
+  return st;
+}
+
+// For each element of a tensor of shape `out` (row-major), base + sum of its index
+// along each axis times `stride[axis]`: the source element of a data movement.
+std::vector<int64_t> index_map(const Shape& out, const std::vector<int64_t>& stride, int64_t base = 0) {
+  std::vector<int64_t> map(static_cast<std::size_t>(product(out)));
+  std::vector<int64_t> idx(out.size(), 0);
+  int64_t src = base;
+  for (std::size_t i = 0; i < map.size(); ++i) {
+    map[i] = src;
+    for (std::size_t a = out.size(); a-- > 0;) {  // next multi-index
+      ++idx[a];
+      src += stride[a];
+      if (idx[a] < out[a]) break;
+      src -= stride[a] * idx[a];
+      idx[a] = 0;
+    }
+  }
+  return map;
+}
+
+// Numpy broadcasting: for each element of `out`, the element of an operand of shape
+// `in` it reads (right-aligned axes; size-1 axes repeat). Returns empty if `in` does
+// not broadcast to `out`.
+std::vector<int64_t> broadcast_map(Shape in, const Shape& out) {
+  while (in.size() > out.size() && in.front() == 1) in.erase(in.begin());  // [1, 768] against [768]
+  if (in.size() > out.size()) return {};
+  const std::vector<int64_t> in_stride = row_major_strides(in);
+  std::vector<int64_t> stride(out.size(), 0);
+  const std::size_t off = out.size() - in.size();
+  for (std::size_t a = 0; a < in.size(); ++a) {
+    if (in[a] != 1 && in[a] != out[off + a]) return {};
+    stride[off + a] = in[a] == 1 ? 0 : in_stride[a];
+  }
+  return index_map(out, stride);
 }
 
 struct Stats {
@@ -233,8 +326,23 @@ class Runner {
     r.resize(static_cast<std::size_t>(n_all_ * e));
     const Stream eval(opt_.seed, kInputEval, static_cast<uint64_t>(t));
     const Stream cal(opt_.seed, kInputCalibration, static_cast<uint64_t>(t));
-    for (int64_t i = 0; i < n_eval_ * e; ++i) r[i] = eval.normal(static_cast<uint64_t>(i));
-    for (int64_t i = n_eval_ * e; i < n_all_ * e; ++i) r[i] = cal.normal(static_cast<uint64_t>(i - n_eval_ * e));
+    const auto given = opt_.inputs.find(g_.tensors[t].name);
+    if (given != opt_.inputs.end()) {
+      if (static_cast<int64_t>(given->second.size()) != n_eval_ * e) {
+        throw InputError("functional mode: input '" + g_.tensors[t].name + "' needs " + std::to_string(n_eval_ * e) +
+                         " values (batch " + std::to_string(n_eval_) + " x " + std::to_string(e) + "), got " +
+                         std::to_string(given->second.size()));
+      }
+      std::copy(given->second.begin(), given->second.end(), r.begin());
+      for (int64_t i = n_eval_ * e; i < n_all_ * e; ++i) r[i] = cal.normal(static_cast<uint64_t>(i - n_eval_ * e));
+    } else if (g_.tensors[t].integer_values) {
+      // Integer host data (an attention mask): ones, i.e. nothing masked; random values
+      // would turn BERT's (1 - mask) * -10000 into noise that swamps the scores.
+      std::fill(r.begin(), r.end(), 1.0f);
+    } else {
+      for (int64_t i = 0; i < n_eval_ * e; ++i) r[i] = eval.normal(static_cast<uint64_t>(i));
+      for (int64_t i = n_eval_ * e; i < n_all_ * e; ++i) r[i] = cal.normal(static_cast<uint64_t>(i - n_eval_ * e));
+    }
     calib_max_[t] = calibration_max(r, e);
     std::vector<float> x(r.begin(), r.begin() + n_eval_ * e);
     std::vector<uint8_t> flags(x.size(), 0);
@@ -285,28 +393,40 @@ class Runner {
     err.a_dtype = l.inputs.empty() ? yt.dtype : g_.tensors[l.inputs[0]].dtype;
     err.b_dtype = err.a_dtype;
     if (graph::is_matrix_op(l.op)) err.b_dtype = l.weight_dtype;
-    if ((l.op == OpKind::kAdd || l.op == OpKind::kMul) && l.inputs.size() == 2) {
-      err.b_dtype = g_.tensors[l.inputs[1]].dtype;
-    }
+    if ((l.op == OpKind::kMatmul || is_binary(l.op)) && l.inputs.size() == 2) err.b_dtype = g_.tensors[l.inputs[1]].dtype;
     err.out_dtype = yt.dtype;
     std::vector<uint8_t> flags(static_cast<std::size_t>(n_eval_ * elems(y)), 0);
+    headroom_factor_ = 1.0;
 
     switch (l.op) {
       case OpKind::kFc:
       case OpKind::kConv2d: matrix_layer(li, flags); break;
+      case OpKind::kMatmul: matmul_layer(l, flags); break;
       case OpKind::kMaxPool:
       case OpKind::kAvgPool: pool_layer(l, flags); break;
       case OpKind::kGlobalAvgPool: global_avgpool_layer(l, flags); break;
+      case OpKind::kGlobalMaxPool:
+      case OpKind::kReduceMean:
+      case OpKind::kReduceSum:
+      case OpKind::kReduceMax: reduce_layer(l, flags); break;
       case OpKind::kFlatten:
       case OpKind::kReshape: flatten_layer(l, flags); break;
+      case OpKind::kTranspose:
+      case OpKind::kSlice:
+      case OpKind::kExpand: move_layer(l, flags); break;
       case OpKind::kConcat: concat_layer(l, flags); break;
-      case OpKind::kAdd:
-      case OpKind::kMul: binary_layer(l, flags); break;
-      case OpKind::kSigmoid:
-      case OpKind::kTanh:
-      case OpKind::kRelu: unary_layer(l, flags); break;
-      default: unsupported(l, "op " + op_text(l.op));
+      case OpKind::kSoftmax: softmax_layer(l, flags); break;
+      case OpKind::kLayerNorm: layer_norm_layer(l, flags); break;
+      default:
+        if (is_binary(l.op)) {
+          binary_layer(li, flags);
+        } else if (is_unary(l.op)) {
+          unary_layer(l, flags);
+        } else {
+          unsupported(l, "op " + op_text(l.op));
+        }
     }
+    err.headroom_factor = headroom_factor_;
 
     const std::vector<float> out = q_[y].dequantized();
     const std::vector<float>& ref = ref_[y];
@@ -424,7 +544,7 @@ class Runner {
     if (l.inputs.size() != 1) unsupported(l, "a matrix layer with a second activation input");
     const MatrixGeom g = geometry(l);
     const Activation act = l.activation;  // validate() checked it and the operand dtypes
-    const Dtype a_dt = q_[x].dtype, b_dt = l.weight_dtype, y_dt = g_.tensors[y].dtype;
+    const Dtype a_dt = q_[x].dtype, b_dt = l.weight_dtype;
 
     // Weights: groups x k x fg, N(0, gain / fan_in) so activations stay O(1).
     const double gain = (act == Activation::kRelu || act == Activation::kRelu6) ? 2.0 : 1.0;
@@ -433,15 +553,12 @@ class Runner {
     const Stream ws(opt_.seed, kWeights, static_cast<uint64_t>(li));
     for (std::size_t i = 0; i < w.size(); ++i) w[i] = ws.normal(i) * stddev;
 
-    // fp32 reference (pre-activation kept for the activation table's input scale).
+    // fp32 reference (the calibrated pre-activation range sets the accumulator headroom
+    // and the activation table's input scale).
     const int64_t ey = elems(y);
     std::vector<float> pre(static_cast<std::size_t>(n_all_ * ey));
     matrix_float(l, g, ref_[x].data(), n_all_, w, pre.data());
-    const bool table = act == Activation::kSigmoid || act == Activation::kTanh;
-    const double pre_max = table ? calibration_max(pre, ey) : 0.0;
-    for (float& v : pre) v = activate(act, v);
-    ref_[y] = std::move(pre);
-    calib_max_[y] = calibration_max(ref_[y], ey);
+    const double raw_max = reference_output(l, pre);
 
     // Weight scales: per output channel (column of each group's k x fg block) or per tensor.
     std::vector<double> w_scale(static_cast<std::size_t>(g.f), 1.0);
@@ -477,12 +594,14 @@ class Runner {
       const std::vector<float> xv = q_[x].dequantized();
       std::vector<float> out(static_cast<std::size_t>(n_eval_ * ey));
       matrix_float(l, g, xv.data(), n_eval_, wq, out.data());
-      for (float& v : out) v = activate(act, v);
+      const auto om = static_cast<float>(l.output_multiplier);
+      for (float& v : out) v = activate(act, v * om);
       store(y, out, flags);
       return;
     }
 
     // Integer path.
+    headroom_factor_ = apply_headroom(raw_max, q_[x].scale, w_scale);
     const int wbits = int_bits(b_dt);
     std::vector<int16_t> wq(w.size());
     for (std::size_t i = 0; i < w.size(); ++i)
@@ -515,11 +634,54 @@ class Runner {
       }
     }
     for (std::size_t i = 0; i < acc.size(); ++i) flags[i] |= aflags[i];
+    write_accumulators(l, acc, a_scale, w_scale, raw_max * std::abs(l.output_multiplier), flags);
+  }
 
-    if (!is_int(y_dt)) {  // integer MACs, float output: dequantize the accumulator
+  // Stores a matrix layer's fp32 pre-activation `pre` (n_all samples) as its reference
+  // output: times the absorbed output multiplier, then the fused activation. Returns
+  // the calibrated max |pre-activation| before the multiplier (the accumulator range).
+  double reference_output(const Layer& l, std::vector<float>& pre) {
+    const int64_t ey = elems(l.output);
+    const double raw_max = calibration_max(pre, ey);
+    const auto om = static_cast<float>(l.output_multiplier);
+    for (float& v : pre) v = activate(l.activation, v * om);
+    ref_[l.output] = std::move(pre);
+    calib_max_[l.output] = calibration_max(ref_[l.output], ey);
+    return raw_max;
+  }
+
+  // Accumulator headroom: an accumulator holds pre / (s_a s_w), so weight (second
+  // operand) scales below raw_max / (s_a 2^(width - 1 - h)) are raised to it, leaving
+  // the calibrated range h bits below saturation. Returns the largest raise (1: none).
+  double apply_headroom(double raw_max, double a_scale, std::vector<double>& w_scale) const {
+    if (opt_.accumulator_headroom_bits < 0 || !(raw_max > 0) || !std::isfinite(raw_max)) return 1.0;
+    const double limit = std::ldexp(1.0, model_.width_bits - 1 - opt_.accumulator_headroom_bits);
+    const double floor = raw_max / (a_scale * limit);
+    double factor = 1.0;
+    for (double& s : w_scale) {
+      if (s < floor) {
+        factor = std::max(factor, floor / s);
+        s = floor;
+      }
+    }
+    return factor;
+  }
+
+  // Accumulators (output element i in channel i % w_scale.size()) -> the output
+  // tensor: dequantized for a float output, else requantized with fixed-point
+  // multipliers s_a s_w[c] |multiplier| / s_out and the fused activation applied.
+  // pre_max: calibrated max |pre-activation| (the sigmoid/tanh table's input range).
+  void write_accumulators(const Layer& l, const std::vector<int64_t>& acc, double a_scale,
+                          const std::vector<double>& w_scale, double pre_max, std::vector<uint8_t>& flags) {
+    const int y = l.output;
+    const Activation act = l.activation;
+    const auto channels = static_cast<int64_t>(w_scale.size());
+    const double om = l.output_multiplier;
+    if (!is_int(g_.tensors[y].dtype)) {  // integer MACs, float output: dequantize the accumulator
       std::vector<float> out(acc.size());
       for (std::size_t i = 0; i < acc.size(); ++i) {
-        const double real = static_cast<double>(acc[i]) * a_scale * w_scale[i % g.f];
+        double real = static_cast<double>(acc[i]) * a_scale * w_scale[i % channels];
+        if (om != 1.0) real *= om;
         out[i] = activate(act, static_cast<float>(real));
       }
       store(y, out, flags);
@@ -528,29 +690,91 @@ class Runner {
 
     // Requantize the accumulators to the output dtype with fixed-point multipliers.
     QTensor& out = int_output(y);
-    const int ybits = int_bits(y_dt);
+    const int ybits = int_bits(out.dtype);
     const double y_scale = out.scale;
+    const bool table = act == Activation::kSigmoid || act == Activation::kTanh;
     // Sigmoid/tanh go through a table: requantize to an input code of the output's
     // width with the pre-activation's calibrated scale, then code -> f(code * s) -> code.
     const double target = table ? symmetric_scale(pre_max, ybits) : y_scale;
-    std::vector<FixedMultiplier> mult(static_cast<std::size_t>(g.f));
-    for (int64_t f = 0; f < g.f; ++f) mult[f] = make_multiplier(a_scale * w_scale[f] / target);
+    std::vector<FixedMultiplier> mult(static_cast<std::size_t>(channels));
+    for (int64_t f = 0; f < channels; ++f) mult[f] = make_multiplier(a_scale * w_scale[f] * std::abs(om) / target);
     const int64_t relu6_max = saturate(round_half_away(6.0 / y_scale), ybits);
     for (std::size_t i = 0; i < acc.size(); ++i) {
       bool sat = false;
-      int64_t v = requantize(acc[i], mult[i % g.f], ybits, &sat);
+      // A negative multiplier (Mul by -c) negates the accumulator first.
+      const int64_t a = om >= 0 ? acc[i] : (acc[i] == INT64_MIN ? INT64_MAX : -acc[i]);
+      // relu/relu6 clamp before the output range does, so only what they let through
+      // can saturate (a value that relu6 cuts to 6 anyway is not an error).
+      int64_t v = apply_multiplier(a, mult[i % channels]);
       switch (act) {
-        case Activation::kNone: break;
-        case Activation::kRelu: v = std::max<int64_t>(v, 0); break;
-        case Activation::kRelu6: v = std::min(std::max<int64_t>(v, 0), relu6_max); break;
+        case Activation::kNone: v = saturate(v, ybits, &sat); break;
+        case Activation::kRelu: v = saturate(std::max<int64_t>(v, 0), ybits, &sat); break;
+        case Activation::kRelu6: v = saturate(std::min(std::max<int64_t>(v, 0), relu6_max), ybits, &sat); break;
         case Activation::kSigmoid:
         case Activation::kTanh:
+          v = saturate(v, ybits, &sat);
           v = quantize(activate(act, static_cast<float>(dequantize(v, target))), y_scale, ybits, &sat);
           break;
       }
       out.q[i] = static_cast<int32_t>(v);
       if (sat) flags[i] |= kRequantSaturated;
     }
+  }
+
+  // Activation x activation (attention's Q K^T and P V): [..., M, K] x [..., K, N]
+  // per sample, leading axes broadcast; the second operand is loaded into the array
+  // as weights. Same accumulator model and requantization as fc.
+  void matmul_layer(const Layer& l, std::vector<uint8_t>& flags) {
+    if (l.inputs.size() != 2) unsupported(l, "matmul without two activation inputs");
+    const int xa = l.inputs[0], xb = l.inputs[1], y = l.output;
+    const Shape &as = g_.tensors[xa].shape, &bs = g_.tensors[xb].shape, &ys = g_.tensors[y].shape;
+    if (as.size() < 2 || bs.size() < 2 || ys.size() < 2) unsupported(l, "matmul of operands of rank < 2");
+    const int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
+    const Shape lead(ys.begin(), ys.end() - 2);
+    const std::vector<int64_t> ga = broadcast_map(Shape(as.begin(), as.end() - 2), lead);
+    const std::vector<int64_t> gb = broadcast_map(Shape(bs.begin(), bs.end() - 2), lead);
+    if (ga.empty() || gb.empty() || bs[bs.size() - 2] != k) unsupported(l, "this matmul shape");
+    const int64_t ea = elems(xa), eb = elems(xb), ey = elems(y);
+    const auto groups = static_cast<int64_t>(ga.size());
+    // Visits (sample, group) with the offsets of the A block, the B block and the output.
+    auto blocks = [&](int64_t samples, auto&& visit) {
+      for (int64_t s = 0; s < samples; ++s)
+        for (int64_t gi = 0; gi < groups; ++gi) visit(s * ea + ga[gi] * m * k, s * eb + gb[gi] * k * n, s * ey + gi * m * n);
+    };
+    std::vector<float> pre(static_cast<std::size_t>(n_all_ * ey));
+    blocks(n_all_, [&](int64_t oa, int64_t ob, int64_t oy) {
+      float_gemm(ref_[xa].data() + oa, ref_[xb].data() + ob, m, k, n, pre.data() + oy, n);
+    });
+    const double raw_max = reference_output(l, pre);
+
+    if (!(q_[xa].integer() && q_[xb].integer())) {  // fp16/bf16 operand: fp32 products and sums
+      const std::vector<float> av = q_[xa].dequantized(), bv = q_[xb].dequantized();
+      std::vector<float> out(static_cast<std::size_t>(n_eval_ * ey));
+      blocks(n_eval_, [&](int64_t oa, int64_t ob, int64_t oy) {
+        float_gemm(av.data() + oa, bv.data() + ob, m, k, n, out.data() + oy, n);
+      });
+      const auto om = static_cast<float>(l.output_multiplier);
+      for (float& v : out) v = activate(l.activation, v * om);
+      store(y, out, flags);
+      return;
+    }
+
+    std::vector<int16_t> aq(q_[xa].q.begin(), q_[xa].q.end()), bq(q_[xb].q.begin(), q_[xb].q.end());
+    std::vector<double> b_scale(1, q_[xb].scale);
+    headroom_factor_ = apply_headroom(raw_max, q_[xa].scale, b_scale);
+    if (headroom_factor_ > 1.0) {  // B is requantized to the coarser scale as it is loaded
+      const FixedMultiplier down = make_multiplier(q_[xb].scale / b_scale[0]);
+      const int bits = int_bits(q_[xb].dtype);
+      for (int16_t& v : bq) v = static_cast<int16_t>(requantize(v, down, bits));
+    }
+    std::vector<int64_t> acc(static_cast<std::size_t>(n_eval_ * ey));
+    std::vector<uint8_t> aflags(acc.size(), 0);
+    blocks(n_eval_, [&](int64_t oa, int64_t ob, int64_t oy) {
+      int_gemm_dispatch(l, aq.data() + oa, bq.data() + ob, m, k, n, acc.data() + oy, aflags.data() + oy);
+    });
+    for (std::size_t i = 0; i < acc.size(); ++i) flags[i] |= aflags[i];
+    write_accumulators(l, acc, q_[xa].scale, std::vector<double>(static_cast<std::size_t>(n), b_scale[0]),
+                       raw_max * std::abs(l.output_multiplier), flags);
   }
 
   // ---- vector layers ------------------------------------------------------------------
@@ -726,32 +950,67 @@ class Runner {
       });
   }
 
-  void binary_layer(const Layer& l, std::vector<uint8_t>& flags) {
-    if (l.inputs.size() != 2 || l.has_const) unsupported(l, op_text(l.op) + " with a constant operand");
-    const Tensor& at = g_.tensors[l.inputs[0]];
-    const Tensor& bt = g_.tensors[l.inputs[1]];
-    if (at.shape != bt.shape) unsupported(l, op_text(l.op) + " with broadcasting");
-    const int64_t e = elems(l.output);
-    const bool add = l.op == OpKind::kAdd;
+  // The constant operand of an element-wise op: the workload's values when it gives
+  // them, except an all-zero tensor of more than one element (stripped weights, as in
+  // the generated ONNX models); otherwise seeded values: 1 + 0.1 z for mul/div (a
+  // scale near one, like LayerNorm's gamma), 0.1 z for the others (a shift, like beta
+  // or a position embedding). Kept in fp32 in both paths (a vector-unit parameter).
+  std::vector<float> constant_operand(int li) const {
+    const Layer& l = g_.layers[li];
+    const int64_t n = graph::shape_elements(l.const_shape);
+    const bool known = static_cast<int64_t>(l.const_values.size()) == n &&
+                       (n == 1 || std::any_of(l.const_values.begin(), l.const_values.end(), [](float v) { return v != 0; }));
+    if (known) return l.const_values;
+    const bool scale = l.op == OpKind::kMul || l.op == OpKind::kDiv;
+    const Stream st(opt_.seed, kConstants, static_cast<uint64_t>(li));
+    std::vector<float> v(static_cast<std::size_t>(n));
+    for (int64_t i = 0; i < n; ++i) v[i] = (scale ? 1.0f : 0.0f) + 0.1f * st.normal(static_cast<uint64_t>(i));
+    return v;
+  }
+
+  // add, sub, mul, div, pow, max, min: two inputs or one and a constant, broadcasting.
+  // Same-shape integer add and mul run the vector unit's integer arithmetic; the rest
+  // dequantize, compute in fp32 and requantize.
+  void binary_layer(int li, std::vector<uint8_t>& flags) {
+    const Layer& l = g_.layers[li];
+    const bool with_const = l.has_const;
+    if (l.inputs.size() != (with_const ? 1u : 2u)) unsupported(l, op_text(l.op) + " with " + std::to_string(l.inputs.size()) + " inputs");
+    const Shape& ys = g_.tensors[l.output].shape;
+    const int64_t ey = elems(l.output), ea = elems(l.inputs[0]);
+    const int64_t eb = with_const ? 0 : elems(l.inputs[1]);
+    const std::vector<int64_t> map_a = broadcast_map(g_.tensors[l.inputs[0]].shape, ys);
+    const std::vector<int64_t> map_b = broadcast_map(with_const ? l.const_shape : g_.tensors[l.inputs[1]].shape, ys);
+    if (map_a.empty() || map_b.empty()) unsupported(l, op_text(l.op) + " with this broadcast");
+    const std::vector<float> cv = with_const ? constant_operand(li) : std::vector<float>{};
+    const OpKind op = l.op;
+    const bool swap = with_const && l.const_first;  // 1 - x, c / x
     const FloatFn fn = [&](const std::vector<const float*>& in, int64_t n, float* out) {
-      for (int64_t i = 0; i < n * e; ++i) out[i] = add ? in[0][i] + in[1][i] : in[0][i] * in[1][i];
+      for (int64_t s = 0; s < n; ++s)
+        for (int64_t i = 0; i < ey; ++i) {
+          float a = in[0][s * ea + map_a[i]];
+          float b = with_const ? cv[map_b[i]] : in[1][s * eb + map_b[i]];
+          if (swap) std::swap(a, b);
+          out[s * ey + i] = binary_op(op, a, b);
+        }
     };
     reference(l, fn);
-    if (!all_int(l)) return float_path(l, fn, flags);
+    const bool same_shape = !with_const && ea == ey && eb == ey && g_.tensors[l.inputs[0]].shape == ys &&
+                            g_.tensors[l.inputs[1]].shape == ys;
+    if (!(same_shape && (op == OpKind::kAdd || op == OpKind::kMul) && all_int(l))) return float_path(l, fn, flags);
     const QTensor& aq = q_[l.inputs[0]];
     const QTensor& bq = q_[l.inputs[1]];
     QTensor& yq = int_output(l.output);
     const int bits = int_bits(yq.dtype);
-    if (add) {  // y = (s_a q_a + s_b q_b) / s_y with one rounding
+    if (op == OpKind::kAdd) {  // y = (s_a q_a + s_b q_b) / s_y with one rounding
       const FixedPair p = make_multiplier_pair(aq.scale / yq.scale, bq.scale / yq.scale);
-      for (int64_t i = 0; i < n_eval_ * e; ++i) {
+      for (int64_t i = 0; i < n_eval_ * ey; ++i) {
         bool sat = false;
         yq.q[i] = static_cast<int32_t>(saturate(apply_pair(aq.q[i], bq.q[i], p), bits, &sat));
         if (sat) flags[i] |= kRequantSaturated;
       }
     } else {  // y = q_a q_b * (s_a s_b / s_y)
       const FixedMultiplier m = make_multiplier(aq.scale * bq.scale / yq.scale);
-      for (int64_t i = 0; i < n_eval_ * e; ++i) {
+      for (int64_t i = 0; i < n_eval_ * ey; ++i) {
         bool sat = false;
         yq.q[i] = static_cast<int32_t>(requantize(int64_t{aq.q[i]} * bq.q[i], m, bits, &sat));
         if (sat) flags[i] |= kRequantSaturated;
@@ -759,21 +1018,21 @@ class Runner {
     }
   }
 
+  // relu (integer max), and table functions: sigmoid, tanh, sqrt, erf, exp, gelu
+  // (code -> f(code * s_x) -> code at s_y, which is what a lookup table computes).
   void unary_layer(const Layer& l, std::vector<uint8_t>& flags) {
     const int64_t e = elems(l.output);
     if (elems(l.inputs.at(0)) != e) unsupported(l, "this " + op_text(l.op) + " shape");
-    const Activation act = l.op == OpKind::kSigmoid ? Activation::kSigmoid
-                           : l.op == OpKind::kTanh  ? Activation::kTanh
-                                                    : Activation::kRelu;
+    const OpKind op = l.op;
     const FloatFn fn = [&](const std::vector<const float*>& in, int64_t n, float* out) {
-      for (int64_t i = 0; i < n * e; ++i) out[i] = activate(act, in[0][i]);
+      for (int64_t i = 0; i < n * e; ++i) out[i] = unary_op(op, in[0][i]);
     };
     reference(l, fn);
     if (!all_int(l)) return float_path(l, fn, flags);
     const QTensor& xq = q_[l.inputs[0]];
     QTensor& yq = int_output(l.output);
     const int bits = int_bits(yq.dtype);
-    if (act == Activation::kRelu) {  // integer max(q, 0), then rescale
+    if (op == OpKind::kRelu) {  // integer max(q, 0), then rescale
       const FixedMultiplier m = make_multiplier(xq.scale / yq.scale);
       for (int64_t i = 0; i < n_eval_ * e; ++i) {
         bool sat = false;
@@ -782,13 +1041,152 @@ class Runner {
       }
       return;
     }
-    // Table lookup: code -> f(code * s_x) -> code at s_y.
     for (int64_t i = 0; i < n_eval_ * e; ++i) {
       bool sat = false;
       yq.q[i] = static_cast<int32_t>(
-          quantize(activate(act, static_cast<float>(dequantize(xq.q[i], xq.scale))), yq.scale, bits, &sat));
+          quantize(unary_op(op, static_cast<float>(dequantize(xq.q[i], xq.scale))), yq.scale, bits, &sat));
       if (sat) flags[i] |= kRequantSaturated;
     }
+  }
+
+  // reduce_mean/sum/max over `axes` (all when empty), global_maxpool over H and W:
+  // integer sums (or maxima) of the codes, one requantization s_x / (s_y count).
+  void reduce_layer(const Layer& l, std::vector<uint8_t>& flags) {
+    const Shape& xs = g_.tensors[l.inputs.at(0)].shape;
+    std::vector<bool> reduced(xs.size(), l.axes.empty());
+    if (l.op == OpKind::kGlobalMaxPool) {
+      need_hwc(l);
+      reduced = {true, true, false};
+    } else {
+      for (int64_t a : l.axes) reduced.at(static_cast<std::size_t>(a)) = true;
+    }
+    // For each input element, its output element: strides of the kept axes, 0 on reduced ones.
+    Shape kept;
+    for (std::size_t a = 0; a < xs.size(); ++a) kept.push_back(reduced[a] ? 1 : xs[a]);
+    std::vector<int64_t> stride = row_major_strides(kept);
+    for (std::size_t a = 0; a < xs.size(); ++a)
+      if (reduced[a]) stride[a] = 0;
+    const std::vector<int64_t> dst = index_map(xs, stride);
+    const int64_t ex = elems(l.inputs[0]), ey = elems(l.output);
+    if (product(kept) != ey) unsupported(l, "this " + op_text(l.op) + " shape");
+    const int64_t count = ex / ey;
+    const bool is_max = l.op == OpKind::kReduceMax || l.op == OpKind::kGlobalMaxPool;
+    const bool is_mean = l.op == OpKind::kReduceMean;
+    const FloatFn fn = [&](const std::vector<const float*>& in, int64_t n, float* out) {
+      for (int64_t s = 0; s < n; ++s) {
+        float* y = out + s * ey;
+        std::fill(y, y + ey, is_max ? -std::numeric_limits<float>::infinity() : 0.0f);
+        const float* x = in[0] + s * ex;
+        for (int64_t i = 0; i < ex; ++i) y[dst[i]] = is_max ? std::max(y[dst[i]], x[i]) : y[dst[i]] + x[i];
+        if (is_mean)
+          for (int64_t j = 0; j < ey; ++j) y[j] /= static_cast<float>(count);
+      }
+    };
+    reference(l, fn);
+    if (!all_int(l)) return float_path(l, fn, flags);
+    const QTensor& xq = q_[l.inputs[0]];
+    QTensor& yq = int_output(l.output);
+    const int bits = int_bits(yq.dtype);
+    const FixedMultiplier m = make_multiplier(xq.scale / (yq.scale * static_cast<double>(is_mean ? count : 1)));
+    std::vector<int64_t> acc(static_cast<std::size_t>(ey));
+    for (int64_t s = 0; s < n_eval_; ++s) {
+      std::fill(acc.begin(), acc.end(), is_max ? INT64_MIN : 0);
+      const int32_t* x = xq.q.data() + s * ex;
+      for (int64_t i = 0; i < ex; ++i) acc[dst[i]] = is_max ? std::max<int64_t>(acc[dst[i]], x[i]) : acc[dst[i]] + x[i];
+      for (int64_t j = 0; j < ey; ++j) {
+        bool sat = false;
+        yq.q[s * ey + j] = static_cast<int32_t>(requantize(acc[j], m, bits, &sat));
+        if (sat) flags[s * ey + j] |= kRequantSaturated;
+      }
+    }
+  }
+
+  // transpose, slice, expand: every output element copies one input element; integer
+  // codes are rescaled s_x / s_y (an exact identity when the calibrated ranges agree).
+  void move_layer(const Layer& l, std::vector<uint8_t>& flags) {
+    const Shape& xs = g_.tensors[l.inputs.at(0)].shape;
+    const Shape& ys = g_.tensors[l.output].shape;
+    const std::vector<int64_t> xst = row_major_strides(xs);
+    std::vector<int64_t> src;
+    if (l.op == OpKind::kTranspose) {
+      if (l.perm.size() != xs.size()) unsupported(l, "this transpose perm");
+      std::vector<int64_t> stride;
+      for (int64_t p : l.perm) stride.push_back(xst.at(static_cast<std::size_t>(p)));
+      src = index_map(ys, stride);
+    } else if (l.op == OpKind::kSlice) {
+      const auto axis = static_cast<std::size_t>(l.axis);  // normalised by infer_layer
+      const int64_t dim = xs.at(axis);
+      int64_t b = l.slice_begin < 0 ? l.slice_begin + dim : l.slice_begin;
+      b = l.slice_step > 0 ? std::clamp<int64_t>(b, 0, dim) : std::clamp<int64_t>(b, -1, dim - 1);
+      std::vector<int64_t> stride = xst;
+      stride[axis] *= l.slice_step;
+      src = index_map(ys, stride, b * xst[axis]);
+    } else {
+      src = broadcast_map(xs, ys);
+    }
+    if (static_cast<int64_t>(src.size()) != elems(l.output)) unsupported(l, "this " + op_text(l.op) + " shape");
+    const int64_t ex = elems(l.inputs[0]), ey = elems(l.output);
+    const FloatFn fn = [&](const std::vector<const float*>& in, int64_t n, float* out) {
+      for (int64_t s = 0; s < n; ++s)
+        for (int64_t i = 0; i < ey; ++i) out[s * ey + i] = in[0][s * ex + src[i]];
+    };
+    reference(l, fn);
+    if (!all_int(l)) return float_path(l, fn, flags);
+    const QTensor& xq = q_[l.inputs[0]];
+    QTensor& yq = int_output(l.output);
+    const int bits = int_bits(yq.dtype);
+    const FixedMultiplier m = make_multiplier(xq.scale / yq.scale);
+    for (int64_t s = 0; s < n_eval_; ++s)
+      for (int64_t i = 0; i < ey; ++i) {
+        bool sat = false;
+        yq.q[s * ey + i] = static_cast<int32_t>(requantize(xq.q[s * ex + src[i]], m, bits, &sat));
+        if (sat) flags[s * ey + i] |= kRequantSaturated;
+      }
+  }
+
+  // Softmax along `axis`: max-subtracted exponentials over their sum, in fp32; the
+  // quantized path dequantizes, computes the same and requantizes at the output scale.
+  void softmax_layer(const Layer& l, std::vector<uint8_t>& flags) {
+    const Shape& xs = g_.tensors[l.inputs.at(0)].shape;
+    const auto axis = static_cast<std::size_t>(l.axis);  // normalised by infer_layer
+    const int64_t outer = product(xs, 0, axis), dim = xs.at(axis), inner = product(xs, axis + 1);
+    const int64_t e = elems(l.output);
+    const FloatFn fn = [=](const std::vector<const float*>& in, int64_t n, float* out) {
+      std::vector<float> ex(static_cast<std::size_t>(dim));
+      for (int64_t s = 0; s < n; ++s)
+        for (int64_t o = 0; o < outer; ++o)
+          for (int64_t j = 0; j < inner; ++j) {
+            const int64_t base = s * e + o * dim * inner + j;
+            float mx = -std::numeric_limits<float>::infinity();
+            for (int64_t d = 0; d < dim; ++d) mx = std::max(mx, in[0][base + d * inner]);
+            float sum = 0;
+            for (int64_t d = 0; d < dim; ++d) sum += ex[d] = std::exp(in[0][base + d * inner] - mx);
+            for (int64_t d = 0; d < dim; ++d) out[base + d * inner] = ex[d] / sum;
+          }
+    };
+    reference(l, fn);
+    float_path(l, fn, flags);
+  }
+
+  // layer_norm over the axes from `axis` on: (x - mean) / sqrt(var + 1e-5), biased
+  // variance, no gamma/beta (the IR carries none); fp32, quantized path as softmax.
+  void layer_norm_layer(const Layer& l, std::vector<uint8_t>& flags) {
+    const Shape& xs = g_.tensors[l.inputs.at(0)].shape;
+    const int64_t inner = product(xs, static_cast<std::size_t>(l.axis)), e = elems(l.output);
+    const FloatFn fn = [=](const std::vector<const float*>& in, int64_t n, float* out) {
+      for (int64_t r = 0; r < n * e / inner; ++r) {
+        const float* x = in[0] + r * inner;
+        float sum = 0;
+        for (int64_t i = 0; i < inner; ++i) sum += x[i];
+        const float mean = sum / static_cast<float>(inner);
+        float sq = 0;
+        for (int64_t i = 0; i < inner; ++i) sq += (x[i] - mean) * (x[i] - mean);
+        const float inv = 1.0f / std::sqrt(sq / static_cast<float>(inner) + kLayerNormEpsilon);
+        for (int64_t i = 0; i < inner; ++i) out[r * inner + i] = (x[i] - mean) * inv;
+      }
+    };
+    reference(l, fn);
+    float_path(l, fn, flags);
   }
 
   const Graph& g_;
@@ -801,6 +1199,7 @@ class Runner {
   std::vector<QTensor> q_;               // assigned precision, evaluated batch
   std::vector<double> calib_max_;
   std::vector<int> last_use_;
+  double headroom_factor_ = 1.0;  // set by the matrix layer being run
 };
 
 // Rejects unsupported graphs before any work is done.
@@ -816,33 +1215,54 @@ void validate(const Graph& g, const ArchConfig& arch, const FunctionalOptions& o
   if (arch.accumulators.width_bits < 2 || arch.accumulators.width_bits > 64) {
     throw InputError("functional mode: accumulator width must be 2..64 bits");
   }
+  for (const auto& given : opt.inputs) {
+    const int t = g.find_tensor(given.first);
+    if (t < 0 || std::find(g.inputs.begin(), g.inputs.end(), t) == g.inputs.end()) {
+      throw InputError("functional mode: '" + given.first + "' is not a graph input of " + g.name);
+    }
+  }
   for (const Layer& l : g.layers) {
     switch (l.op) {
       case OpKind::kFc:
       case OpKind::kConv2d:
+      case OpKind::kMatmul:
       case OpKind::kMaxPool:
       case OpKind::kAvgPool:
       case OpKind::kGlobalAvgPool:
+      case OpKind::kGlobalMaxPool:
+      case OpKind::kReduceMean:
+      case OpKind::kReduceSum:
+      case OpKind::kReduceMax:
       case OpKind::kFlatten:
       case OpKind::kReshape:
+      case OpKind::kTranspose:
+      case OpKind::kSlice:
+      case OpKind::kExpand:
       case OpKind::kConcat:
-      case OpKind::kAdd:
-      case OpKind::kMul:
-      case OpKind::kSigmoid:
-      case OpKind::kTanh:
-      case OpKind::kRelu: break;
-      default: unsupported(l, "op " + op_text(l.op));
+      case OpKind::kSoftmax:
+      case OpKind::kLayerNorm: break;
+      default:
+        if (!is_binary(l.op) && !is_unary(l.op)) {
+          unsupported(l, "op " + op_text(l.op) +
+                             " (supported: fc, conv2d, matmul, pools, reductions, softmax, layer_norm, reshape, "
+                             "flatten, transpose, slice, expand, concat, add, sub, mul, div, pow, max, min, relu, "
+                             "sigmoid, tanh, sqrt, erf, exp, gelu)");
+        }
     }
     if (l.inputs.empty()) unsupported(l, "a layer without inputs");
+    if (l.op == OpKind::kPow && l.has_const &&
+        static_cast<int64_t>(l.const_values.size()) != graph::shape_elements(l.const_shape)) {
+      unsupported(l, "pow without a known exponent (the workload gives no constant values)");
+    }
     if (graph::is_matrix_op(l.op)) {
       const Activation act = l.activation;
       if (act != Activation::kNone && act != Activation::kRelu && act != Activation::kRelu6 &&
           act != Activation::kSigmoid && act != Activation::kTanh) {
         unsupported(l, "fused activation " + std::string(graph::activation_name(act)));
       }
-      if (g.tensors[l.inputs[0]].dtype == Dtype::kInt32 || l.weight_dtype == Dtype::kInt32) {
-        unsupported(l, "int32 matrix operands");
-      }
+      const bool int32_b = l.op == OpKind::kMatmul ? l.inputs.size() > 1 && g.tensors[l.inputs[1]].dtype == Dtype::kInt32
+                                                   : l.weight_dtype == Dtype::kInt32;
+      if (g.tensors[l.inputs[0]].dtype == Dtype::kInt32 || int32_b) unsupported(l, "int32 matrix operands");
     }
   }
 }
@@ -876,6 +1296,7 @@ nlohmann::ordered_json to_json(const FunctionalResult& r) {
   j["pe_reference"] = r.options.use_pe_reference;
   j["accumulator_bits"] = r.accumulator_bits;
   j["k_tile"] = r.k_tile;
+  j["accumulator_headroom_bits"] = r.options.accumulator_headroom_bits;
   j["rounding"] = {{"integer", "half_away_from_zero"}, {"fp16_bf16", "nearest_even"}};
   j["output_sqnr_db"] = sqnr_json(r.output_sqnr_db);
   j["output_exact"] = r.output_sqnr_db == kInf;
@@ -901,6 +1322,7 @@ nlohmann::ordered_json to_json(const FunctionalResult& r) {
     l["saturated"] = e.saturated;
     l["accumulator_saturated"] = e.accumulator_saturated;
     l["requant_saturated"] = e.requant_saturated;
+    if (e.headroom_factor != 1.0) l["headroom_factor"] = e.headroom_factor;
     layers.push_back(std::move(l));
   }
   j["layers"] = std::move(layers);

@@ -9,6 +9,7 @@
 // its (first) input tensor's dtype, its weight operand is layer.weight_dtype, its
 // output is its output tensor's dtype.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,15 @@ struct FunctionalOptions {
   int64_t calibration_batches = 4;  // batches of `batch` samples for activation scales; 0: calibrate on the evaluated batch
   bool per_channel = false;       // symmetric per-output-channel weight scales instead of per-tensor
   bool use_pe_reference = false;  // matrix layers through PeArrayReference tile by tile (arrays <= 32x32)
+  // Integer x integer matrix layers: raise the weight (second operand) scale where needed
+  // so the calibrated pre-activation range fits the accumulators with this many bits
+  // to spare; -1 keeps full-scale scales, which int16 x int16 on 32-bit accumulators
+  // overflows (docs/precision-functional.md section 6).
+  int accumulator_headroom_bits = 2;
+  // Values for graph inputs by tensor name (batch x elements, row-major per sample),
+  // replacing the seeded evaluated batch; calibration data stays seeded (use
+  // calibration_batches = 0 to calibrate on these values).
+  std::map<std::string, std::vector<float>> inputs;
 };
 
 struct LayerError {
@@ -42,6 +52,7 @@ struct LayerError {
   int64_t elements = 0;            // output elements compared (batch x per-sample elements)
   double ref_rms = 0;              // RMS of the fp32 reference output
   double out_scale = 0;            // integer outputs: the calibrated scale; 0 for float outputs
+  double headroom_factor = 1;      // matrix layers: weight scale / its full-scale value (> 1: raised for headroom)
 };
 
 // Values of one graph output as computed at the assigned precision (dequantized).

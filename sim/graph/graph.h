@@ -87,6 +87,7 @@ struct Tensor {
   Shape shape;
   Dtype dtype = Dtype::kInt8;
   int producer = -1;  // layer index, -1 for graph inputs
+  bool integer_values = false;  // graph input whose host values are integers (ONNX int/bool input: a mask)
 };
 
 struct Layer {
@@ -125,6 +126,14 @@ struct Layer {
   std::string mode;                  // resize: nearest|linear|cubic; pad: constant|edge|reflect
   Shape const_shape;                 // element-wise op with one input: the constant operand's shape
   bool has_const = false;
+  // The constant's values when the workload gives them (ONNX constants of up to 4 Ki
+  // elements; empty otherwise) and whether it is the first operand (1 - x, c / x).
+  // Only functional mode reads them.
+  std::vector<float> const_values;
+  bool const_first = false;
+  // Matrix ops: a scalar Mul/Div after the layer that the importer absorbed
+  // (attention's 1 / sqrt(d)), applied as results leave the accumulators.
+  double output_multiplier = 1.0;
 
   // Matrix view of a matrix op for one sample: (M rows) x (K) times (K) x (N),
   // `gemm_groups` times (conv groups; attention heads for matmul). lstm/gru: the
