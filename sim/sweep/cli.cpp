@@ -76,7 +76,9 @@ fs::path out_dir_for(const SweepOptions& o, const Experiment& e) {
 int run_sweep_command(const SweepOptions& o, int argc, char** argv, MpiRunner mpi) {
   if (o.mpi && !mpi && !o.summarize && !o.list) exec_mpi_runner(argc, argv);
 
-  const Experiment e = load_experiment(o.experiment);
+  // `${build}` in experiment paths: the directory of the running executable, which is the build
+  // directory (tessera and tessera-mpi sit there, the ONNX workloads in its workloads/onnx).
+  const Experiment e = load_experiment(o.experiment, {.build_dir = self_exe().parent_path()});
   const fs::path out = out_dir_for(o, e);
 
   if (o.list) {

@@ -13,6 +13,7 @@
 #include "sim/common/yaml_reader.h"
 #include "sim/config/arch_config.h"
 #include "sim/graph/graph.h"
+#include "sim/graph/onnx_importer.h"
 
 namespace fs = std::filesystem;
 
@@ -42,11 +43,31 @@ bool all_digits(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
+bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+
+// The NAME of an input_shape.NAME key ("" for other keys).
+std::string input_shape_name(const std::string& key) {
+  return starts_with(key, kInputShapePrefix) ? key.substr(std::string(kInputShapePrefix).size()) : "";
+}
+
 bool valid_key(const std::string& key) {
   if (key.empty() || key.front() == '.' || key.back() == '.' || key.find("..") != std::string::npos) return false;
+  if (starts_with(key, kInputShapePrefix)) {
+    // ONNX input names may hold characters config keys do not (input:0, past.0.key).
+    const std::string name = input_shape_name(key);
+    return !name.empty() && std::none_of(name.begin(), name.end(), [](char c) {
+      return std::isspace(static_cast<unsigned char>(c)) || c == '=' || c == ',';
+    });
+  }
   return std::all_of(key.begin(), key.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
   });
+}
+
+// A --precision value that names a policy file rather than a built-in policy.
+bool is_policy_path(const std::string& spec) {
+  const std::string ext = fs::path(spec).extension().string();
+  return spec.find('/') != std::string::npos || ext == ".yaml" || ext == ".yml";
 }
 
 std::string read_file(const fs::path& path, const YamlNode& at) {
@@ -61,6 +82,23 @@ fs::path resolve(const fs::path& dir, const std::string& p) {
   fs::path path(p);
   if (path.is_relative()) path = dir / path;
   return fs::weakly_canonical(path);
+}
+
+constexpr const char* kBuildVar = "${build}";
+
+// A path of the experiment file: relative to its directory, or under `${build}`.
+fs::path resolve_path(const fs::path& dir, const LoadOptions& opts, const YamlNode& at) {
+  const std::string text = at.as_string();
+  if (starts_with(text, kBuildVar)) {
+    if (opts.build_dir.empty()) at.fail("${build} (the build directory) is not known here");
+    std::string rest = text.substr(std::string(kBuildVar).size());
+    while (!rest.empty() && rest.front() == '/') rest.erase(0, 1);
+    return fs::weakly_canonical(opts.build_dir / rest);
+  }
+  if (text.find("${") != std::string::npos) {
+    at.fail("'" + text + "': the only variable in paths is ${build} (the build directory), at the start");
+  }
+  return resolve(dir, text);
 }
 
 void emit_node(YAML::Emitter& out, const YAML::Node& n) {
@@ -159,13 +197,14 @@ std::string describe(const Params& params) {
 // Parses one experiment file into an Experiment; expansion follows.
 class Loader {
  public:
-  Loader(const YamlNode& root, const fs::path& dir) : root_(root), dir_(dir) {}
+  Loader(const YamlNode& root, const fs::path& dir, const LoadOptions& opts) : root_(root), dir_(dir), opts_(opts) {}
 
   Experiment load() {
     root_.expect_keys({"name", "description", "base", "workloads", "parameters", "derived", "constraints",
                        "metrics", "pareto", "out", "keep_reports", "timeout_s"});
     Experiment e;
     e.file = root_.file();
+    e.dir = dir_;
     e.name = root_.string_or("name", fs::path(root_.file()).stem().string());
     if (e.name.empty()) root_.at("name").fail("must not be empty");
     e.description = root_.string_or("description", "");
@@ -207,7 +246,7 @@ class Loader {
  private:
   void load_base(Experiment& e) {
     const YamlNode base = root_.at("base");
-    e.base_config = resolve(dir_, base.as_string());
+    e.base_config = resolve_path(dir_, opts_, base);
     if (!fs::is_regular_file(e.base_config)) base.fail("no such config file '" + e.base_config.string() + "'");
     e.base_text = read_file(e.base_config, base);
     // The base must itself be a valid config: its errors are the user's to fix first.
@@ -227,14 +266,25 @@ class Loader {
       std::string path_text;
       if (item.is_scalar()) {
         path_text = item.as_string();
+        w.path = resolve_path(dir_, opts_, item);
       } else {
-        item.expect_keys({"path", "name", "batch"});
+        item.expect_keys({"path", "name", "batch", "input_shape", "input_shapes"});
         path_text = item.at("path").as_string();
+        w.path = resolve_path(dir_, opts_, item.at("path"));
         if (auto n = item.get("name")) w.name = n->as_string();
         batch = item.get("batch");
       }
-      w.path = resolve(dir_, path_text);
-      if (!fs::is_regular_file(w.path)) item.fail("no such workload file '" + w.path.string() + "'");
+      w.onnx = graph::is_onnx_path(w.path);
+      if (!fs::is_regular_file(w.path)) {
+        std::string hint;
+        if (w.onnx && (starts_with(path_text, kBuildVar) || w.path.parent_path().filename() == "onnx")) {
+          // The ONNX workload library is generated by the build, not checked in (docs/workloads.md).
+          hint = "; the ONNX workloads are generated by the build: run `cmake --build <build dir>` (target "
+                 "onnx_workloads, needs python3-onnx) first";
+        }
+        item.fail("no such workload file '" + w.path.string() + "'" + hint);
+      }
+      if (!item.is_scalar()) load_input_shapes(item, w);
       if (w.name.empty()) w.name = w.path.stem().string();
       if (!names.insert(w.name).second) {
         item.fail("workload name '" + w.name + "' is used twice; give one of them a 'name:'");
@@ -256,8 +306,54 @@ class Loader {
     }
   }
 
+  // input_shape: "NAME=d0,d1,..."  (tessera run --input-shape), or
+  // input_shapes: {NAME: [d0, d1, ...] | d, ...}  or  input_shapes: ["NAME=d0,d1,...", ...].
+  static void load_input_shapes(const YamlNode& item, WorkloadSpec& w) {
+    if (item.has("input_shape") && item.has("input_shapes")) item.fail("give input_shape (one) or input_shapes, not both");
+    std::vector<std::pair<YamlNode, std::string>> bindings;  // node, "NAME=d0,d1,..."
+    if (auto one = item.get("input_shape")) bindings.emplace_back(*one, one->as_string());
+    if (auto many = item.get("input_shapes")) {
+      if (many->is_map()) {
+        for (const auto& name : many->keys()) {
+          const YamlNode dims = many->at(name);
+          std::string text;  // an integer or "d0,d1,..." as written; a list as its integers
+          if (dims.is_sequence()) {
+            for (int64_t d : dims.as_int_list(1)) text += (text.empty() ? "" : ",") + std::to_string(d);
+          } else {
+            text = dims.as_string();
+          }
+          if (text.empty()) dims.fail("expected the dimensions, e.g. [1, 128], or one value for a named dimension");
+          bindings.emplace_back(dims, name + "=" + text);
+        }
+      } else {
+        for (const auto& b : many->elements()) bindings.emplace_back(b, b.as_string());
+      }
+      if (bindings.empty()) many->fail("expected at least one binding, e.g. {input_ids: [1, 128]} or {sequence: 128}");
+    }
+    if (!bindings.empty() && !w.onnx) {
+      item.fail("input shapes bind the inputs of ONNX models (*.onnx); '" + w.path.filename().string() + "' is a YAML graph");
+    }
+    for (const auto& [node, text] : bindings) {
+      std::pair<std::string, std::vector<int64_t>> parsed;
+      try {
+        parsed = graph::parse_input_shape(text);
+      } catch (const InputError& err) {
+        std::string msg = err.what();  // "--input-shape 'x=1,a': ..." -> "'x=1,a': ..."
+        if (starts_with(msg, "--input-shape ")) msg.erase(0, std::string("--input-shape ").size());
+        node.fail(msg);
+      }
+      for (const auto& [name, dims] : w.input_shapes) {
+        if (name == parsed.first) node.fail("input '" + name + "' is bound twice");
+      }
+      w.input_shapes.emplace_back(parsed.first, text.substr(text.find('=') + 1));
+    }
+  }
+
   void add_key(const std::string& key, const YamlNode& at, Experiment& e, std::set<std::string>& in_block) {
-    if (!valid_key(key)) at.fail("'" + key + "' is not a dotted config key such as array.rows");
+    if (starts_with(key, std::string(kPrecisionKey) + ".")) {
+      at.fail("'precision' is a single value (int8, int16, fp16, bf16, first-last-int16 or a policy .yaml file), not a mapping");
+    }
+    if (!valid_key(key)) at.fail("'" + key + "' is not a dotted config key such as array.rows, nor precision or input_shape.NAME");
     if (key == "batch" || key == "workload") {
       at.fail("'" + key + "' is set per workload (workloads: - {path: ..., batch: [..]}), not as a parameter");
     }
@@ -438,7 +534,7 @@ class Loader {
   void load_derived(const YamlNode& d, Experiment& e) {
     for (const auto& key : d.keys()) {
       const YamlNode v = d.at(key);
-      if (!valid_key(key)) v.fail("'" + key + "' is not a dotted config key such as array.cols");
+      if (!valid_key(key)) v.fail("'" + key + "' is not a dotted config key such as array.cols, nor precision or input_shape.NAME");
       if (std::find(e.param_keys.begin(), e.param_keys.end(), key) != e.param_keys.end()) {
         v.fail("'" + key + "' is both swept (" + key_location_[key] + ") and derived");
       }
@@ -530,7 +626,7 @@ class Loader {
 
   // Keys absent from the base config must still be config keys: try each once.
   void check_new_key(const Experiment& e, const std::string& key, const Value& v) {
-    if (checked_.count(key)) return;
+    if (is_run_option_key(key) || checked_.count(key)) return;
     checked_.insert(key);
     if (e.base_value(key) || find_path(e.base_tree, key)) return;
     YAML::Node tree = YAML::Clone(e.base_tree);
@@ -656,7 +752,13 @@ class Loader {
       }
     }
     for (const auto& [k, v] : params) {
-      if (!v.is_null()) check_new_key(e, k, v);
+      if (v.is_null()) continue;
+      check_new_key(e, k, v);
+      if (!w.onnx && starts_with(k, kInputShapePrefix)) {
+        // Not a per-point failure: every point of this workload would fail the same way.
+        throw InputError(key_location_[k] + ": " + k + ": input shapes bind the inputs of ONNX models (*.onnx); workload '" +
+                         w.name + "' is a YAML graph (sweep input shapes in an experiment of ONNX workloads)");
+      }
     }
     Point p;
     p.id = point_id(w.name, batch, params);
@@ -674,6 +776,7 @@ class Loader {
 
   const YamlNode& root_;
   fs::path dir_;
+  LoadOptions opts_;
   std::map<std::string, std::string> key_location_;
   std::vector<YamlNode> constraint_nodes_;
   std::set<std::string> checked_;
@@ -737,7 +840,11 @@ std::string emit_yaml(const YAML::Node& root, const std::string& header_comment)
   return text + out.c_str() + "\n";
 }
 
+bool is_run_option_key(const std::string& key) { return key == kPrecisionKey || starts_with(key, kInputShapePrefix); }
+
 std::optional<Value> Experiment::base_value(const std::string& key) const {
+  if (key == kPrecisionKey) return Value::of_string(kDefaultPrecision);
+  if (is_run_option_key(key)) return std::nullopt;  // input shapes: the workload's own bindings
   auto n = find_path(base_tree, key);
   if (!n || !(n->IsScalar() || n->IsNull())) return std::nullopt;
   return value_from_yaml(*n);
@@ -745,23 +852,62 @@ std::optional<Value> Experiment::base_value(const std::string& key) const {
 
 std::string Experiment::config_yaml(const Point& p) const {
   YAML::Node tree = YAML::Clone(base_tree);
+  Params config_params;
   for (const auto& [k, v] : p.params) {
+    if (is_run_option_key(k)) continue;  // tessera run options (run_arguments), not config keys
+    config_params.emplace_back(k, v);
     if (!v.is_null()) set_dotted(tree, k, v);
   }
+  std::string run_options;
+  for (const auto& a : run_arguments(p)) run_options += " " + a;
   return emit_yaml(tree, "Generated by tessera sweep (experiment " + name + ", point " + p.id + ", " + p.workload +
                              " batch " + std::to_string(p.batch) + ")\nfrom " + base_config.string() +
-                             " with: " + describe(p.params));
+                             " with: " + describe(config_params) +
+                             (run_options.empty() ? "" : "\nrun with:" + run_options));
 }
 
-Experiment parse_experiment(const YamlNode& root, const fs::path& dir) {
-  return Loader(root, dir).load();
+std::vector<std::string> Experiment::run_arguments(const Point& p) const {
+  std::vector<std::string> args;
+  const WorkloadSpec* w = nullptr;
+  for (const auto& spec : workloads) {
+    if (spec.name == p.workload) w = &spec;
+  }
+  std::vector<std::pair<std::string, std::string>> shapes;
+  if (w) shapes = w->input_shapes;
+  for (const auto& [k, v] : p.params) {
+    if (v.is_null()) continue;
+    if (k == kPrecisionKey) {
+      // Invalid values are passed on as written: tessera run rejects them, and the point
+      // is recorded as failed with its message.
+      const std::string spec = v.text();
+      args.push_back("--precision");
+      args.push_back(v.kind == Value::Kind::kString && is_policy_path(spec) ? resolve(dir, spec).string() : spec);
+    } else if (starts_with(k, kInputShapePrefix)) {
+      const std::string name = input_shape_name(k);
+      auto it = std::find_if(shapes.begin(), shapes.end(), [&](const auto& b) { return b.first == name; });
+      if (it != shapes.end()) {
+        it->second = v.text();
+      } else {
+        shapes.emplace_back(name, v.text());
+      }
+    }
+  }
+  for (const auto& [name, dims] : shapes) {
+    args.push_back("--input-shape");
+    args.push_back(name + "=" + dims);
+  }
+  return args;
 }
 
-Experiment load_experiment(const fs::path& path) {
+Experiment parse_experiment(const YamlNode& root, const fs::path& dir, const LoadOptions& options) {
+  return Loader(root, dir, options).load();
+}
+
+Experiment load_experiment(const fs::path& path, const LoadOptions& options) {
   const YamlNode root = YamlNode::load_file(path);
   fs::path dir = path.parent_path();
   if (dir.empty()) dir = ".";
-  return parse_experiment(root, fs::absolute(dir));
+  return parse_experiment(root, fs::absolute(dir), options);
 }
 
 }  // namespace tessera::sweep

@@ -22,10 +22,22 @@ namespace tessera::sweep {
 
 using Params = std::vector<std::pair<std::string, Value>>;  // in Experiment::param_keys order
 
+// Parameter keys that are `tessera run` options rather than config keys (docs/experiments.md):
+// `precision` is --precision (a policy name or a policy YAML relative to the experiment file),
+// `input_shape.NAME` is --input-shape NAME=... (an ONNX input or named dimension).
+inline constexpr const char* kPrecisionKey = "precision";
+inline constexpr const char* kInputShapePrefix = "input_shape.";
+inline constexpr const char* kDefaultPrecision = "int8";  // tessera run's default
+bool is_run_option_key(const std::string& key);
+
 struct WorkloadSpec {
   std::string name;             // results' "workload" (default: file stem)
   std::filesystem::path path;   // absolute
   std::vector<int64_t> batches; // at least one (default: the workload's own batch)
+  bool onnx = false;            // an ONNX model (*.onnx): takes input shapes
+  // Fixed --input-shape bindings of this workload (NAME -> "d0,d1,..."), in file order;
+  // a swept input_shape.NAME replaces the binding of the same NAME.
+  std::vector<std::pair<std::string, std::string>> input_shapes;
 };
 
 struct MetricSpec {
@@ -75,6 +87,7 @@ struct Experiment {
   std::string name;
   std::string description;
   std::filesystem::path file;         // the experiment file
+  std::filesystem::path dir;          // its directory (absolute): precision policy files are relative to it
   std::filesystem::path base_config;  // absolute
   std::string base_text;              // the base config file's contents
   YAML::Node base_tree;               // parsed base config
@@ -94,14 +107,25 @@ struct Experiment {
 
   // The point's full config as YAML text: the base tree with the point's values set.
   std::string config_yaml(const Point& p) const;
-  // The value of a dotted key in the base config (nullopt if absent or not a scalar).
+  // The value of a dotted key in the base config (nullopt if absent or not a scalar);
+  // for `precision`, tessera run's default.
   std::optional<Value> base_value(const std::string& key) const;
+  // The point's `tessera run` options beyond --arch/--workload/--batch/--out:
+  // --precision and --input-shape, from the run-option parameters and the workload's bindings.
+  std::vector<std::string> run_arguments(const Point& p) const;
+};
+
+struct LoadOptions {
+  // What `${build}` in a path means: the build directory, where the build generates the
+  // ONNX workloads (<build>/workloads/onnx). The CLI passes the running executable's
+  // directory; empty: `${build}` is an error.
+  std::filesystem::path build_dir;
 };
 
 // Loads, validates and expands; throws InputError ("file:line:col: key: what is wrong").
-Experiment load_experiment(const std::filesystem::path& path);
-// `dir` resolves relative paths (base, workloads) in the document.
-Experiment parse_experiment(const YamlNode& root, const std::filesystem::path& dir);
+Experiment load_experiment(const std::filesystem::path& path, const LoadOptions& options = {});
+// `dir` resolves relative paths (base, workloads, precision policy files) in the document.
+Experiment parse_experiment(const YamlNode& root, const std::filesystem::path& dir, const LoadOptions& options = {});
 
 // The canonical text a point id hashes, and the id itself.
 std::string canonical_point_text(const std::string& workload, int64_t batch, const Params& params);

@@ -137,6 +137,7 @@ void LocalPool::start(const Point& p) {
   // Everything the child needs, built before fork().
   std::vector<std::string> args = {settings_.runner_exe.string(), "run", "--arch", rel + "/config.yaml", "--workload",
                                    p.workload_path.string(), "--batch", std::to_string(p.batch), "--out", rel, "-q"};
+  for (auto& a : e_.run_arguments(p)) args.push_back(std::move(a));  // --precision, --input-shape
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

@@ -347,9 +347,136 @@ TEST(SweepExpand, PointIdsAreStableAndContentDerived) {
             point_id("mlp1", 16, {{"array.rows", Value::of_int(64)}}));
 }
 
+// ---------------------------------------------------------------------------------------- run options
+
+TEST(SweepRunOptions, PrecisionIsAParameterPassedToTesseraRun) {
+  const fs::path dir = temp_dir("precision");
+  std::ofstream(dir / "wide.yaml") << "default: {activations: int8, weights: int16}\n";
+  const std::string text =
+      "base: " + (kSrc / "configs/tpu-v1.yaml").string() + "\n"
+      "workloads: [" + (kSrc / "workloads/tpu/mlp1.yaml").string() + "]\n"
+      "metrics: [summary.latency_s]\n"
+      "parameters:\n"
+      "  - grid:\n"
+      "      precision: [int8, int16, first-last-int16, wide.yaml, int4]\n"
+      "      array.rows: [64, 128]\n"
+      "  - points: [{clock_mhz: 940}]\n"
+      "derived:\n"
+      "  vector_unit.lanes: ${if(precision == \"int16\", 2 * array.rows, array.rows)}\n"
+      "constraints:\n"
+      "  - not (precision == \"first-last-int16\" and array.rows == 128)\n";
+  const Experiment e = parse_experiment(YamlNode::load_string(text, "p.yaml"), dir);
+  // 5 x 2 grid points (one pruned) + 1.
+  ASSERT_EQ(e.points.size(), 10u);
+  EXPECT_EQ(e.param_keys, (std::vector<std::string>{"precision", "array.rows", "clock_mhz", "vector_unit.lanes"}));
+  auto args_of = [&](size_t i) { return e.run_arguments(e.points[i]); };
+  EXPECT_EQ(param(e.points[2], "precision"), Value::of_string("int16"));
+  EXPECT_EQ(param(e.points[2], "vector_unit.lanes"), Value::of_int(128));  // derived from precision
+  EXPECT_EQ(args_of(2), (std::vector<std::string>{"--precision", "int16"}));
+  // A policy file is relative to the experiment file; the row keeps the text as written.
+  EXPECT_EQ(param(e.points[5], "precision"), Value::of_string("wide.yaml"));
+  EXPECT_EQ(args_of(5), (std::vector<std::string>{"--precision", (dir / "wide.yaml").string()}));
+  // Unknown names go to tessera run as written: the point fails there, not the experiment.
+  EXPECT_EQ(args_of(7), (std::vector<std::string>{"--precision", "int4"}));
+  // A point that does not set it runs at tessera run's default, and says so.
+  EXPECT_EQ(param(e.points[9], "precision"), Value::of_string("int8"));
+  EXPECT_EQ(param(e.points[9], "clock_mhz"), Value::of_int(940));
+  // Not a config key: the generated config is valid and does not mention it, except in the comment.
+  const std::string cfg = e.config_yaml(e.points[2]);
+  EXPECT_NO_THROW(parse_arch_config(YamlNode::load_string(cfg, "gen.yaml")));
+  EXPECT_NE(cfg.find("# run with: --precision int16\n"), std::string::npos) << cfg;
+  EXPECT_EQ(cfg.find("\nprecision:"), std::string::npos) << cfg;
+  // Precision is part of the point's identity.
+  EXPECT_NE(e.points[0].id, e.points[2].id);
+
+  std::string err = error_of([] { parse("parameters:\n  grid:\n    precision.weights: [int16]\n"); });
+  EXPECT_NE(err.find("test.yaml:6:"), std::string::npos) << err;
+  EXPECT_NE(err.find("'precision' is a single value"), std::string::npos) << err;
+  fs::remove_all(dir);
+}
+
+TEST(SweepRunOptions, OnnxWorkloadsWithInputShapes) {
+  const fs::path dir = temp_dir("onnx");
+  // The loader only needs the files to exist; the importer reads them when a point runs.
+  std::ofstream(dir / "bert.onnx") << "x";
+  fs::create_directories(dir / "build/workloads/onnx");
+  std::ofstream(dir / "build/workloads/onnx/resnet.onnx") << "x";
+  const std::string head = "base: " + (kSrc / "configs/tpu-v1.yaml").string() + "\nmetrics: [summary.latency_s]\n";
+  auto load = [&](const std::string& body) {
+    return parse_experiment(YamlNode::load_string(head + body, "o.yaml"), dir, {.build_dir = dir / "build"});
+  };
+  const Experiment e = load(
+      "workloads:\n"
+      "  - {path: bert.onnx, batch: 1, input_shapes: {input_ids: [1, 64], token_type_ids: '1,64'}, name: bert64}\n"
+      "  - {path: bert.onnx, batch: [1, 4], name: bert}\n"
+      "  - path: ${build}/workloads/onnx/resnet.onnx\n"
+      "    batch: 1\n"
+      "    input_shape: input=1,3,224,224\n"
+      "parameters:\n"
+      "  grid:\n"
+      "    input_shape.input_ids: ['1,128', '1,256']\n"
+      "    input_shape.past.0.key: [7]\n");
+  // (1 + 2 + 1 batches) x 2 x 1.
+  ASSERT_EQ(e.points.size(), 8u);
+  EXPECT_EQ(e.workloads[2].path, dir / "build/workloads/onnx/resnet.onnx");
+  EXPECT_EQ(e.workloads[2].name, "resnet");
+  EXPECT_TRUE(e.workloads[0].onnx);
+  EXPECT_EQ(param(e.points[1], "input_shape.input_ids"), Value::of_string("1,256"));
+  // The swept binding replaces the workload's own one of the same input; the others stay.
+  EXPECT_EQ(e.run_arguments(e.points[1]),
+            (std::vector<std::string>{"--input-shape", "input_ids=1,256", "--input-shape", "token_type_ids=1,64",
+                                      "--input-shape", "past.0.key=7"}));
+  EXPECT_EQ(e.run_arguments(e.points[6]),
+            (std::vector<std::string>{"--input-shape", "input=1,3,224,224", "--input-shape", "input_ids=1,128",
+                                      "--input-shape", "past.0.key=7"}));
+  EXPECT_NO_THROW(parse_arch_config(YamlNode::load_string(e.config_yaml(e.points[1]), "gen.yaml")));
+  // Input shapes in expressions: a sequence length drives a derived key.
+  const Experiment d = load(
+      "workloads: [{path: bert.onnx, batch: 1}]\n"
+      "parameters: {grid: {input_shape.sequence: [64, 128]}}\n"
+      "derived: {unified_buffer.capacity: '${input_shape.sequence} * 64 KiB'}\n");
+  EXPECT_EQ(param(d.points[1], "unified_buffer.capacity"), Value::of_int(8 << 20));
+  EXPECT_EQ(d.run_arguments(d.points[1]), (std::vector<std::string>{"--input-shape", "sequence=128"}));
+
+  std::string err = error_of([&] { load("workloads: [{path: bert.onnx, batch: 1, input_shape: 'input_ids=1,x'}]\n"); });
+  EXPECT_NE(err.find("o.yaml:3:"), std::string::npos) << err;
+  EXPECT_NE(err.find("dimension 'x' is not a positive integer"), std::string::npos) << err;
+  err = error_of([&] { load("workloads: [{path: bert.onnx, batch: 1, input_shapes: {input_ids: [1, 0]}}]\n"); });
+  EXPECT_NE(err.find("input_shapes.input_ids"), std::string::npos) << err;
+  err = error_of([&] { load("workloads: [{path: bert.onnx, batch: 1, input_shapes: [a=1, a=2]}]\n"); });
+  EXPECT_NE(err.find("input 'a' is bound twice"), std::string::npos) << err;
+  err = error_of([&] {
+    load("workloads: [{path: " + (kSrc / "workloads/tpu/mlp1.yaml").string() + ", input_shapes: {x: [1, 2]}}]\n");
+  });
+  EXPECT_NE(err.find("is a YAML graph"), std::string::npos) << err;
+  // A swept input shape on a YAML graph is an error before anything runs.
+  err = error_of([&] {
+    load("workloads: [{path: bert.onnx, batch: 1}, " + (kSrc / "workloads/tpu/mlp1.yaml").string() + "]\n"
+         "parameters: {grid: {input_shape.sequence: [64]}}\n");
+  });
+  EXPECT_NE(err.find("o.yaml:4:"), std::string::npos) << err;
+  EXPECT_NE(err.find("workload 'mlp1' is a YAML graph"), std::string::npos) << err;
+  // A model the build has not generated yet says to build first.
+  err = error_of([&] { load("workloads: [{path: '${build}/workloads/onnx/bert_base.onnx', batch: 1}]\n"); });
+  EXPECT_NE(err.find("no such workload file '" + (dir / "build/workloads/onnx/bert_base.onnx").string()), std::string::npos) << err;
+  EXPECT_NE(err.find("generated by the build: run `cmake --build"), std::string::npos) << err;
+  err = error_of([&] { load("workloads: [{path: '${src}/x.onnx', batch: 1}]\n"); });
+  EXPECT_NE(err.find("the only variable in paths is ${build}"), std::string::npos) << err;
+  err = error_of([&] {
+    parse_experiment(YamlNode::load_string(head + "workloads: [{path: '${build}/x.onnx', batch: 1}]\n", "o.yaml"), dir);
+  });
+  EXPECT_NE(err.find("${build} (the build directory) is not known here"), std::string::npos) << err;
+  fs::remove_all(dir);
+}
+
 TEST(SweepExpand, ShippedExperimentsLoad) {
-  for (const char* name : {"smoke", "tpu-bandwidth", "aspect-dataflow"}) {
-    const Experiment e = load_experiment(kSrc / "experiments" / (std::string(name) + ".yaml"));
+  const fs::path onnx_dir = fs::path(TESSERA_BINARY_DIR) / "workloads/onnx";
+  const bool have_onnx = fs::exists(onnx_dir / "resnet50.onnx") && fs::exists(onnx_dir / "bert_base.onnx");
+  for (const char* name : {"smoke", "tpu-bandwidth", "resnet50-aspect-dataflow", "bert-precision-buffer"}) {
+    const bool needs_onnx = std::string(name) != "smoke" && std::string(name) != "tpu-bandwidth";
+    if (needs_onnx && !have_onnx) continue;  // not generated in this build (no python3-onnx)
+    const Experiment e = load_experiment(kSrc / "experiments" / (std::string(name) + ".yaml"),
+                                         {.build_dir = TESSERA_BINARY_DIR});
     EXPECT_GT(e.points.size(), 0u) << name;
     for (const auto& p : e.points) {
       // Every generated config that should be valid parses (smoke has one deliberate failure).

@@ -16,6 +16,9 @@
 #include <thread>
 
 #include <nlohmann/json.hpp>
+#include <onnx/onnx_pb.h>
+
+#include "tests/support/run_cli.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -25,27 +28,10 @@ namespace {
 const std::string kSrc = TESSERA_SOURCE_DIR;
 const std::string kBin = std::string(TESSERA_BINARY_DIR) + "/tessera";
 
-struct Result {
-  int exit_code = -1;
-  std::string output;
-};
+using Result = tessera_test::CliResult;
+using tessera_test::slurp;
 
-Result sh(const std::string& cmd) {
-  Result r;
-  FILE* pipe = popen(("cd " + kSrc + " && " + cmd + " 2>&1").c_str(), "r");
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, pipe)) r.output.append(buf, n);
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+Result sh(const std::string& cmd) { return tessera_test::run_shell(cmd); }
 
 std::vector<std::string> lines(const std::string& text) {
   std::vector<std::string> out;
@@ -65,6 +51,57 @@ fs::path scratch(const std::string& name) {
 fs::path write_experiment(const fs::path& dir, const std::string& body) {
   const fs::path p = dir / "exp.yaml";
   std::ofstream(p) << "base: " << kSrc << "/configs/tpu-v1.yaml\n" << body;
+  return p;
+}
+
+// The rows of DIR/results.jsonl, in expansion order.
+std::vector<json> rows_by_index(const fs::path& out) {
+  std::vector<json> rows;
+  for (const auto& l : lines(slurp(out / "results.jsonl"))) rows.push_back(json::parse(l));
+  std::sort(rows.begin(), rows.end(), [](const json& a, const json& b) { return a["index"] < b["index"]; });
+  return rows;
+}
+
+// A tiny ONNX model: x [batch, sequence, 64] -> MatMul W [64, 64] -> Relu -> y, with the
+// sequence a named dynamic dimension (as in BERT's input_ids [batch, sequence]).
+fs::path write_tiny_onnx(const fs::path& dir) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  auto* opset = m.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(13);
+  auto* g = m.mutable_graph();
+  g->set_name("tiny");
+  auto* x = g->add_input();
+  x->set_name("x");
+  auto* t = x->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(onnx::TensorProto_DataType_FLOAT);
+  t->mutable_shape()->add_dim()->set_dim_param("batch");
+  t->mutable_shape()->add_dim()->set_dim_param("sequence");
+  t->mutable_shape()->add_dim()->set_dim_value(64);
+  auto* w = g->add_initializer();
+  w->set_name("W");
+  w->set_data_type(onnx::TensorProto_DataType_FLOAT);
+  w->add_dims(64);
+  w->add_dims(64);
+  w->set_raw_data(std::string(64 * 64 * 4, '\0'));
+  auto* mm = g->add_node();
+  mm->set_op_type("MatMul");
+  mm->set_name("proj");
+  mm->add_input("x");
+  mm->add_input("W");
+  mm->add_output("h");
+  auto* relu = g->add_node();
+  relu->set_op_type("Relu");
+  relu->set_name("act");
+  relu->add_input("h");
+  relu->add_output("y");
+  auto* y = g->add_output();
+  y->set_name("y");
+  y->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto_DataType_FLOAT);
+  const fs::path p = dir / "tiny.onnx";
+  std::ofstream f(p, std::ios::binary);
+  m.SerializeToOstream(&f);
   return p;
 }
 
@@ -248,4 +285,102 @@ TEST(SweepCli, BadExperimentIsExit2WithLocation) {
   const Result r = sh(kBin + " sweep " + exp.string() + " --out " + (dir / "out").string());
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("exp.yaml:7:1: metric: unknown key"), std::string::npos) << r.output;
+}
+
+TEST(SweepCli, PrecisionSweepInt16SlowerAndInvalidPrecisionFailsOnePoint) {
+  const fs::path dir = scratch("precision");
+  // Compute-bound on TPU v1: four 3x3 convolutions of 256 channels on 32x32 maps.
+  std::ofstream(dir / "convs.yaml") << "name: convs\nbatch: 2\ndtype: int8\n"
+                                       "inputs:\n  - {name: x, shape: [32, 32, 256]}\nlayers:\n"
+                                       "  - {name: c1, op: conv2d, filters: 256, kernel: 3, padding: same, activation: relu}\n"
+                                       "  - {name: c2, op: conv2d, filters: 256, kernel: 3, padding: same, activation: relu}\n"
+                                       "  - {name: c3, op: conv2d, filters: 256, kernel: 3, padding: same, activation: relu}\n"
+                                       "  - {name: c4, op: conv2d, filters: 256, kernel: 3, padding: same}\n"
+                                       "outputs: [c4]\n";
+  fs::create_directories(dir / "policies");
+  std::ofstream(dir / "policies/wide-weights.yaml") << "name: wide-weights\ndefault: {activations: int8, weights: int16}\n";
+  const fs::path exp = write_experiment(dir,
+                                        "workloads: [convs.yaml]\n"
+                                        "parameters:\n"
+                                        "  grid:\n"
+                                        "    precision: [int8, int16, int4, policies/wide-weights.yaml]\n"
+                                        "metrics: [summary.latency_s, summary.cycles.array_active, summary.peak_tops,\n"
+                                        "          workload.precision]\n");
+  const fs::path out = dir / "out";
+  const Result r = sh(kBin + " sweep " + exp.string() + " -j 2 --out " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;  // the failed point does not stop the sweep
+  EXPECT_NE(r.output.find("4/4 done, 1 failed"), std::string::npos) << r.output;
+  const auto rows = rows_by_index(out);
+  ASSERT_EQ(rows.size(), 4u);
+  for (size_t i : {0, 1, 3}) ASSERT_EQ(rows[i]["status"], "ok") << rows[i].dump();
+  const json& int8 = rows[0]["metrics"];
+  const json& int16 = rows[1]["metrics"];
+  const json& wide = rows[3]["metrics"];
+  EXPECT_EQ(rows[1]["params"]["precision"], "int16");
+  EXPECT_EQ(int8["workload.precision"], "int8");
+  EXPECT_EQ(int16["workload.precision"], "int16");
+  // The policy file, resolved against the experiment's directory (the report names the spec it ran).
+  EXPECT_EQ(wide["workload.precision"], (dir / "policies/wide-weights.yaml").string());
+  // Quarter-rate MACs for int16 x int16, half rate for int8 x int16 (tpu-v1 mac_modes).
+  EXPECT_GT(int16["summary.latency_s"].get<double>(), 2 * int8["summary.latency_s"].get<double>());
+  EXPECT_GT(wide["summary.latency_s"].get<double>(), int8["summary.latency_s"].get<double>());
+  // (Streaming cycles scale by 1/rate; the fill and drain of each tile do not.)
+  const double int16_ratio = int16["summary.cycles.array_active"].get<double>() / int8["summary.cycles.array_active"].get<double>();
+  const double wide_ratio = wide["summary.cycles.array_active"].get<double>() / int8["summary.cycles.array_active"].get<double>();
+  EXPECT_GT(int16_ratio, 3.5);
+  EXPECT_LE(int16_ratio, 4.0);
+  EXPECT_GT(wide_ratio, 1.75);
+  EXPECT_LE(wide_ratio, 2.0);
+  EXPECT_NEAR(int16["summary.peak_tops"].get<double>() / int8["summary.peak_tops"].get<double>(), 0.25, 1e-9);
+  // The unknown policy: one failed row with tessera run's message.
+  EXPECT_EQ(rows[2]["status"], "failed");
+  EXPECT_EQ(rows[2]["params"]["precision"], "int4");
+  const std::string err = rows[2]["error"];
+  EXPECT_NE(err.find("exit 2: "), std::string::npos) << err;
+  EXPECT_NE(err.find("'int4': not a policy name (int8, int16, fp16, bf16, first-last-int16)"), std::string::npos) << err;
+  EXPECT_NE(slurp(out / "results.csv").find(",precision,"), std::string::npos);
+}
+
+TEST(SweepCli, OnnxWorkloadWithSweptInputShape) {
+  const fs::path dir = scratch("onnx");
+  write_tiny_onnx(dir);
+  const fs::path exp = write_experiment(dir,
+                                        "workloads:\n"
+                                        "  - {path: tiny.onnx, batch: 1, input_shapes: {x: [1, 32, 64]}, name: tiny32}\n"
+                                        "  - {path: tiny.onnx, batch: [1, 2], name: tiny}\n"
+                                        "parameters:\n"
+                                        "  - grid:\n"
+                                        "      input_shape.sequence: [16, 64]\n"
+                                        "  - points:\n"
+                                        "      - {input_shape.nope: 3}\n"
+                                        "metrics: [summary.latency_s, summary.macs]\n");
+  const fs::path out = dir / "out";
+  const Result r = sh(kBin + " sweep " + exp.string() + " -j 2 --out " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto rows = rows_by_index(out);
+  // tiny32: its own binding and the swept sequence disagree (16, 64) or the input is unknown (nope);
+  // tiny at batch 1 and 2: sequence 16 and 64 run, nope fails.
+  ASSERT_EQ(rows.size(), 9u);
+  std::map<std::pair<int64_t, int64_t>, double> macs;  // (batch, sequence) -> MACs
+  for (const auto& row : rows) {
+    const std::string err = row["error"].is_null() ? "" : row["error"].get<std::string>();
+    if (row["workload"] == "tiny32") {
+      EXPECT_EQ(row["status"], "failed") << row.dump();
+    } else if (row["params"]["input_shape.nope"].is_null()) {
+      ASSERT_EQ(row["status"], "ok") << row.dump();
+      macs[{row["batch"], row["params"]["input_shape.sequence"]}] = row["metrics"]["summary.macs"].get<double>();
+    } else {
+      EXPECT_EQ(row["status"], "failed");
+      EXPECT_NE(err.find("'nope', which is neither a graph input (x) nor a named dimension (batch, sequence)"),
+                std::string::npos)
+          << err;
+    }
+  }
+  ASSERT_EQ(macs.size(), 4u);
+  EXPECT_EQ((macs[{1, 16}]), 16 * 64 * 64);
+  EXPECT_EQ((macs[{1, 64}]), 64 * 64 * 64);
+  EXPECT_EQ((macs[{2, 64}]), 2 * 64 * 64 * 64);
+  // The point's command line is in its generated config's header.
+  const std::string cfg = slurp(out / "points" / rows[3]["point"].get<std::string>() / "config.yaml");
+  EXPECT_NE(cfg.find("run with: --input-shape sequence="), std::string::npos) << cfg;
 }
