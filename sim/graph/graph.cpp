@@ -11,7 +11,9 @@ namespace tessera::graph {
 
 int64_t shape_elements(const Shape& shape) {
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape) {
+    if (__builtin_mul_overflow(n, d, &n)) throw ShapeError("shape " + shape_text(shape) + " has too many elements");
+  }
   return n;
 }
 
@@ -181,9 +183,36 @@ int64_t window_out(int64_t in, int64_t pad_before, int64_t pad_after, int64_t ke
   return out;
 }
 
+// a * b for sizes; a ShapeError instead of an int64 overflow (absurd or corrupt shapes).
+int64_t checked_mul(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) {
+    throw ShapeError("sizes overflow 64 bits (" + std::to_string(a) + " x " + std::to_string(b) + ")");
+  }
+  return r;
+}
+
 }  // namespace
 
+static Shape infer_layer_unchecked(const Graph& g, Layer& L);
+
 Shape infer_layer(const Graph& g, Layer& L) {
+  Shape out = infer_layer_unchecked(g, L);
+  shape_elements(out);  // throws if the output's element count overflows
+  // Layer::weight_count() and macs_per_sample() multiply these in int64: they must fit.
+  const double m = static_cast<double>(L.gemm_m_per_sample), k = static_cast<double>(L.gemm_k),
+               n = static_cast<double>(L.gemm_n);
+  const double recurrent = static_cast<double>(L.directions) * static_cast<double>(L.gates()) *
+                           static_cast<double>(L.hidden) * (k + static_cast<double>(L.hidden));
+  const double macs = (L.op == OpKind::kLstm || L.op == OpKind::kGru) ? m * recurrent
+                                                                      : static_cast<double>(L.gemm_groups) * m * k * n;
+  if (macs > 0x1p62 || recurrent > 0x1p62) {
+    throw ShapeError("the layer is too large: its MAC count does not fit 64 bits");
+  }
+  return out;
+}
+
+static Shape infer_layer_unchecked(const Graph& g, Layer& L) {
   auto in = [&](size_t i) -> const Tensor& { return g.tensors[static_cast<size_t>(L.inputs[i])]; };
   const std::string opname(op_name(L.op));
   auto need_inputs = [&](size_t lo, size_t hi) {
@@ -241,15 +270,15 @@ Shape infer_layer(const Graph& g, Layer& L) {
       }
       const int64_t oc = matrix ? L.out_features : C;
       if (L.op == OpKind::kConv2d) {
-        L.gemm_m_per_sample = oh * ow;
-        L.gemm_k = L.kernel_h * L.kernel_w * (C / L.groups);
+        L.gemm_m_per_sample = checked_mul(oh, ow);
+        L.gemm_k = checked_mul(checked_mul(L.kernel_h, L.kernel_w), C / L.groups);
         L.gemm_n = L.out_features / L.groups;
         L.gemm_groups = L.groups;
       } else if (L.op == OpKind::kConvTranspose2d) {
         // Each input pixel times (kernel x filters); the products overlap-add into the output.
-        L.gemm_m_per_sample = H * W;
+        L.gemm_m_per_sample = checked_mul(H, W);
         L.gemm_k = C / L.groups;
-        L.gemm_n = L.kernel_h * L.kernel_w * (L.out_features / L.groups);
+        L.gemm_n = checked_mul(checked_mul(L.kernel_h, L.kernel_w), L.out_features / L.groups);
         L.gemm_groups = L.groups;
       }
       return two_d ? Shape{oh, ow, oc} : Shape{ow, oc};

@@ -75,6 +75,21 @@ struct Value {
   std::string producer;   // node name (for messages)
 };
 
+// A constant's elements as floats (for functional mode); empty when not known.
+std::vector<float> constant_values(const Value& v) {
+  std::vector<float> out;
+  if (!v.has_data) return out;
+  if (v.is_float) {
+    for (double f : v.floats) out.push_back(static_cast<float>(f));
+    return out;
+  }
+  for (const Sym& i : v.ints) {
+    if (i.p != 0) return {};  // carries the batch: not a plain constant
+    out.push_back(static_cast<float>(i.v));
+  }
+  return out;
+}
+
 constexpr int64_t kMaxFoldInts = 1 << 16;
 constexpr int64_t kMaxFoldFloats = 1 << 12;
 
@@ -187,7 +202,10 @@ class Importer {
   Value& val(const Node& n, int i);          // input i (must exist)
   bool has_input(const Node& n, int i) const { return i < n.input_size() && !n.input(i).empty(); }
   Value* opt_val(const Node& n, int i) { return has_input(n, i) ? &val(n, i) : nullptr; }
-  Value& out(const Node& n, int i = 0) { return values_[n.output(i)]; }
+  Value& out(const Node& n, int i = 0) {
+    if (i >= n.output_size()) fail_node(n, "has no output " + std::to_string(i) + " (corrupt file?)");
+    return values_[n.output(i)];
+  }
   int opset() const { return opset_; }
 
   // attributes
@@ -313,34 +331,55 @@ void Importer::read_model() {
 }
 
 void Importer::read_tensor_data(const onnx::TensorProto& t, Value& v, bool need, const std::string& what) {
+  // Corrupt dims must not overflow the element count (n * 8 bytes stays in int64).
+  constexpr int64_t kMaxTensorElements = int64_t{1} << 50;
   int64_t n = 1;
-  for (int64_t d : t.dims()) n *= d;
+  for (int64_t d : t.dims()) {
+    if (d < 0 || (d > 0 && n > kMaxTensorElements / d)) {
+      fail(what + " has an invalid shape: dimension " + std::to_string(d) +
+           (d < 0 ? " is negative" : " makes it larger than 2^50 elements") + " (corrupt file?)");
+    }
+    n *= d;
+  }
   const int32_t type = t.data_type();
   v.is_float = is_float_type(type);
   const bool small = v.is_float ? n <= kMaxFoldFloats : n <= kMaxFoldInts;
   if (t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) {
     std::string location;
     int64_t offset = 0, length = -1;
+    // offset and length are decimal byte counts (the ONNX external-data convention).
+    auto byte_count = [&](const std::string& key, const std::string& text) {
+      const bool digits = !text.empty() && text.size() <= 18 &&
+                          text.find_first_not_of("0123456789") == std::string::npos;
+      if (!digits) fail(what + ": its external data " + key + " '" + text + "' is not a byte count (corrupt file?)");
+      return static_cast<int64_t>(std::stoll(text));
+    };
     for (const auto& kv : t.external_data()) {
       if (kv.key() == "location") location = kv.value();
-      else if (kv.key() == "offset") offset = std::stoll(kv.value());
-      else if (kv.key() == "length") length = std::stoll(kv.value());
+      else if (kv.key() == "offset") offset = byte_count("offset", kv.value());
+      else if (kv.key() == "length") length = byte_count("length", kv.value());
     }
     if (location.empty()) fail(what + " is stored as external data but names no location");
     const std::filesystem::path file = path_.parent_path() / location;
-    const int64_t bytes = length >= 0 ? length : n * elem_size(type);
+    const int64_t needed = n * elem_size(type);
+    if (length >= 0 && length < needed) {
+      fail(what + ": its external data length " + std::to_string(length) + " is too short for " + std::to_string(n) +
+           " elements (" + std::to_string(needed) + " bytes; corrupt file?)");
+    }
+    const int64_t bytes = length >= 0 ? length : needed;
     std::error_code ec;
     const auto size = std::filesystem::file_size(file, ec);
     if (ec) fail(what + ": its external data file '" + file.string() + "' cannot be read (" + ec.message() + ")");
+    // Both are below 10^18: the sum cannot overflow.
     if (static_cast<uint64_t>(offset + bytes) > size) {
       fail(what + ": its external data needs bytes " + std::to_string(offset) + ".." + std::to_string(offset + bytes) +
            " of '" + file.string() + "', which has only " + std::to_string(size) + " (truncated data file?)");
     }
     if (!small || elem_size(type) == 0) return;
     std::ifstream f(file, std::ios::binary);
-    std::string buf(static_cast<size_t>(bytes), '\0');
+    std::string buf(static_cast<size_t>(needed), '\0');
     f.seekg(offset);
-    f.read(buf.data(), bytes);
+    f.read(buf.data(), needed);
     if (!f) fail(what + ": cannot read its external data from '" + file.string() + "'");
     decode_raw(buf.data(), n, type, v.ints, v.floats);
     v.has_data = true;
@@ -735,6 +774,7 @@ int Importer::materialize_input(Value& v, Layout layout) {
   const auto& in = model_.graph().input(v.graph_input);
   v.layout = can_channels_last(v.shape) ? layout : Layout::kNatural;
   v.tensor = add_tensor(in.name(), ir_shape(v.shape, v.layout), opts_.activation_dtype, -1);
+  g_.tensors[static_cast<size_t>(v.tensor)].integer_values = !v.is_float;
   g_.inputs.push_back(v.tensor);
   input_order_.push_back(v.graph_input);
   v.graph_input = -1;
@@ -2011,6 +2051,9 @@ void Importer::op_binary(const Node& n, OpKind kind) {
     const bool scale = (kind == OpKind::kMul || kind == OpKind::kDiv) && scalar;
     if (p && p->activation == Activation::kNone && (bias || scale)) {
       Value& a = *acts.front();
+      const std::vector<float> cv = constant_values(*consts.front());
+      const bool divides_x = kind == OpKind::kMul || acts.front() == &val(n, 0);  // x / c, not c / x
+      if (scale && divides_x && cv.size() == 1 && cv[0] != 0) p->output_multiplier *= kind == OpKind::kMul ? cv[0] : 1.0 / cv[0];
       set_activation(o, a.tensor, a.layout);
       o.other_tensor = -1;
       tensor_head_[static_cast<size_t>(a.tensor)] = n.output(0);
@@ -2024,6 +2067,13 @@ void Importer::op_binary(const Node& n, OpKind kind) {
   if (!consts.empty()) {
     l.has_const = true;
     l.const_shape = cshape;
+    // Values in the IR's order: only when no axis moved (channels-last keeps a
+    // per-channel or scalar constant's order too) and there is one constant.
+    if (consts.size() == 1 && (layout == Layout::kNatural || shape_elements(cshape) == cshape.back())) {
+      l.const_values = constant_values(*consts.front());
+      if (static_cast<int64_t>(l.const_values.size()) != shape_elements(cshape)) l.const_values.clear();
+    }
+    l.const_first = consts.front() == &val(n, 0);
   }
   const int y = add_layer(n, l, n.output(0), ir_shape(shape, layout));
   set_activation(o, y, layout);

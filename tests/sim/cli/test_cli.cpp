@@ -11,6 +11,8 @@
 #include <set>
 #include <sstream>
 
+#include "tests/support/run_cli.h"
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -19,28 +21,10 @@ namespace {
 const std::string kSrc = TESSERA_SOURCE_DIR;
 const std::string kBin = std::string(TESSERA_BINARY_DIR) + "/tessera";
 
-struct Result {
-  int exit_code = -1;
-  std::string output;  // stdout + stderr
-};
+using Result = tessera_test::CliResult;
+using tessera_test::slurp;
 
-Result tessera(const std::string& args) {
-  const std::string cmd = "cd " + kSrc + " && " + kBin + " " + args + " 2>&1";
-  Result r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, pipe)) r.output.append(buf, n);
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+Result tessera(const std::string& args) { return tessera_test::run_tessera(args); }
 
 fs::path scratch(const std::string& name) {
   const fs::path dir = fs::path(TESSERA_BINARY_DIR) / "test-out" / name;
@@ -180,9 +164,17 @@ TEST(CliErrors, UnwritableOutputDirectory) {
 }
 
 TEST(CliErrors, WorkloadTooBigForTheBufferNamesTheLayer) {
-  const Result r = tessera("run -q -a configs/edge-npu-32.yaml -w workloads/tpu/cnn1.yaml -o /tmp/x");
+  // edge-npu-32 runs cnn1 with spills now; with a 2 KiB buffer not even conv1's smallest row tile fits.
+  const fs::path dir = scratch("tiny-ub");
+  fs::create_directories(dir);
+  std::string arch = slurp(fs::path(kSrc) / "configs/edge-npu-32.yaml");
+  arch.replace(arch.find("capacity: 512 KiB"), std::string("capacity: 512 KiB").size(), "capacity: 2 KiB");
+  std::ofstream(dir / "arch.yaml") << arch;
+  const Result r = tessera("run -q -a " + (dir / "arch.yaml").string() + " -w workloads/tpu/cnn1.yaml -o " +
+                           (dir / "out").string());
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("layer 'conv1'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("layer 'conv1' (conv2d) needs"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("smallest tile"), std::string::npos) << r.output;
 }
 
 // --baseline and --trace through the real executable (the numbers themselves are tested
@@ -268,4 +260,25 @@ TEST(CliTrace, TraceIntoMissingDirectoryIsExitTwoAndWritesNothing) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--trace"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(out / "report.json"));
+}
+
+// --accumulator-headroom-bits reaches the functional mode: int16 x int16 on TPU v1's 32-bit
+// accumulators saturates without headroom (docs/precision-functional.md section 6).
+TEST(CliFunctional, AccumulatorHeadroomFlagReachesTheFunctionalMode) {
+  double sqnr[2] = {0, 0};
+  const char* bits[2] = {"2", "-1"};
+  for (int i = 0; i < 2; ++i) {
+    const fs::path out = scratch(std::string("functional-headroom-") + bits[i]);
+    const Result r = tessera("run -q -a configs/tpu-v1.yaml -w workloads/tpu/mlp0.yaml --precision int16 --functional "
+                             "--accumulator-headroom-bits " + std::string(bits[i]) + " -o " + out.string());
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const json f = json::parse(slurp(out / "report.json"))["functional"];
+    EXPECT_EQ(f["accumulator_headroom_bits"].get<int>(), std::stoi(bits[i]));
+    sqnr[i] = f["output_sqnr_db"].get<double>();
+  }
+  EXPECT_GT(sqnr[0], 40.0);            // 2 bits of headroom: int16 keeps its accuracy
+  EXPECT_LT(sqnr[1], sqnr[0] - 20.0);  // full-scale scales overflow the accumulators
+  const Result bad = tessera("run -a configs/tpu-v1.yaml -w workloads/tpu/mlp0.yaml --accumulator-headroom-bits 1 -o " + scratch("functional-headroom-bad").string());
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("--accumulator-headroom-bits requires --functional"), std::string::npos) << bad.output;
 }

@@ -1,0 +1,394 @@
+// Every class of bad input through the real `tessera` executable (docs/errors.md has one
+// row per test here): exit code 2, the key phrase of the message the user sees, and no
+// partial output left behind (outputs are written to a temporary file and renamed).
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "tests/support/run_cli.h"
+
+namespace fs = std::filesystem;
+using tessera_test::CliResult;
+using tessera_test::run_shell;
+using tessera_test::run_tessera;
+using tessera_test::slurp;
+
+namespace {
+
+const fs::path kSrc = TESSERA_SOURCE_DIR;
+
+// A fresh directory per test: inputs go in, outputs must not appear.
+fs::path scratch(const std::string& name) {
+  const fs::path dir = fs::path(TESSERA_BINARY_DIR) / "test-out" / "errors" / name;
+  std::error_code ec;
+  fs::permissions(dir, fs::perms::owner_all, fs::perm_options::add, ec);  // a previous run's chmod
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+fs::path write(const fs::path& p, const std::string& text) {
+  std::ofstream(p, std::ios::binary) << text;
+  return p;
+}
+
+// The shipped TPU v1 config with `from` replaced by `to` (once).
+std::string tpu_with(const std::string& from, const std::string& to) {
+  std::string cfg = slurp(kSrc / "configs/tpu-v1.yaml");
+  const auto at = cfg.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) cfg.replace(at, from.size(), to);
+  return cfg;
+}
+
+// Nothing but the inputs the test wrote: no report, no listing, no leftover temporary file.
+void expect_no_output(const fs::path& dir, const std::vector<std::string>& inputs = {}) {
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file()) continue;
+    const std::string name = e.path().filename().string();
+    if (std::find(inputs.begin(), inputs.end(), name) != inputs.end()) continue;
+    ADD_FAILURE() << "left behind: " << e.path();
+  }
+}
+
+void expect_input_error(const CliResult& r, const std::string& phrase) {
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(phrase), std::string::npos) << "expected '" << phrase << "' in:\n" << r.output;
+  // Bad input is never an internal error, a crash or a sanitizer report.
+  EXPECT_EQ(r.output.find("internal error"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("Sanitizer"), std::string::npos) << r.output;
+}
+
+// `tessera run` with `arch` and `workload`, output into dir/out.
+CliResult run_into(const fs::path& dir, const std::string& arch, const std::string& workload,
+                   const std::string& extra = "") {
+  return run_tessera("run -q -a " + arch + " -w " + workload + " -o " + (dir / "out").string() + " " + extra);
+}
+
+const std::string kMlp1 = "workloads/tpu/mlp1.yaml";
+const std::string kTpu = "configs/tpu-v1.yaml";
+
+bool running_as_root() { return ::geteuid() == 0; }
+
+// In a TESSERA_SANITIZE build, an exception thrown after the SystemC simulation has run
+// meets Debian's SystemC coroutines, which switch stacks without telling ASan: ASan warns
+// that it ignores __asan_handle_no_return and may then report a false stack overflow
+// (docs/reliability.md). Only that exact warning makes a test skip.
+bool systemc_asan_false_positive(const CliResult& r) {
+  return r.output.find("ASan is ignoring requested __asan_handle_no_return") != std::string::npos;
+}
+
+// ---------------------------------------------------------------- tiny ONNX models
+
+using Dim = std::variant<int64_t, std::string>;
+
+struct OnnxModel {
+  onnx::ModelProto m;
+  onnx::GraphProto* g;
+  OnnxModel() {
+    m.set_ir_version(8);
+    auto* o = m.add_opset_import();
+    o->set_domain("");
+    o->set_version(13);
+    g = m.mutable_graph();
+    g->set_name("errors");
+  }
+  void input(const std::string& name, const std::vector<Dim>& dims) {
+    auto* t = g->add_input();
+    t->set_name(name);
+    auto* tt = t->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(onnx::TensorProto_DataType_FLOAT);
+    for (const auto& d : dims) {
+      auto* dd = tt->mutable_shape()->add_dim();
+      if (std::holds_alternative<int64_t>(d)) dd->set_dim_value(std::get<int64_t>(d));
+      else dd->set_dim_param(std::get<std::string>(d));
+    }
+  }
+  void output(const std::string& name) {
+    auto* v = g->add_output();
+    v->set_name(name);
+    v->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto_DataType_FLOAT);
+  }
+  void node(const std::string& op, const std::string& in, const std::string& out, const std::string& name) {
+    auto* n = g->add_node();
+    n->set_op_type(op);
+    n->set_name(name);
+    n->add_input(in);
+    n->add_output(out);
+  }
+  void weight(const std::string& name, std::vector<int64_t> dims) {
+    auto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto_DataType_FLOAT);
+    int64_t n = 1;
+    for (int64_t d : dims) t->add_dims(d), n *= d;
+    t->set_raw_data(std::string(static_cast<size_t>(n * 4), '\0'));
+  }
+  std::string bytes() const { return m.SerializeAsString(); }
+};
+
+// x[1, 64] -> MatMul(W[64, 64]) -> Relu -> y: a valid model.
+OnnxModel valid_mlp() {
+  OnnxModel o;
+  o.input("x", {int64_t{1}, int64_t{64}});
+  o.weight("W", {64, 64});
+  auto* n = o.g->add_node();
+  n->set_op_type("MatMul");
+  n->set_name("fc");
+  n->add_input("x");
+  n->add_input("W");
+  n->add_output("h");
+  o.node("Relu", "h", "y", "relu");
+  o.output("y");
+  return o;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- YAML configs
+
+TEST(Errors, YamlSyntaxError) {
+  const fs::path dir = scratch("syntax");
+  write(dir / "arch.yaml", tpu_with("  rows: 256", "  rows: [256"));
+  const CliResult r = run_into(dir, (dir / "arch.yaml").string(), kMlp1);
+  expect_input_error(r, "YAML syntax error");
+  expect_input_error(r, "arch.yaml:");
+  expect_no_output(dir, {"arch.yaml"});
+}
+
+TEST(Errors, EmptyConfigFile) {
+  const fs::path dir = scratch("empty");
+  write(dir / "arch.yaml", "# nothing here\n");
+  const CliResult r = run_into(dir, (dir / "arch.yaml").string(), kMlp1);
+  expect_input_error(r, "empty document (expected a YAML mapping)");
+  expect_no_output(dir, {"arch.yaml"});
+}
+
+TEST(Errors, UnknownKey) {
+  const fs::path dir = scratch("unknown-key");
+  write(dir / "arch.yaml", tpu_with("  rows: 256", "  rowz: 256"));
+  const CliResult r = run_into(dir, (dir / "arch.yaml").string(), kMlp1);
+  expect_input_error(r, "arch.yaml:10:3: array.rowz: unknown key; allowed here: rows, cols");
+  expect_no_output(dir, {"arch.yaml"});
+}
+
+TEST(Errors, DuplicateKey) {
+  const fs::path dir = scratch("duplicate-key");
+  write(dir / "arch.yaml", tpu_with("  rows: 256", "  rows: 256\n  rows: 128"));
+  const CliResult r = run_into(dir, (dir / "arch.yaml").string(), kMlp1);
+  expect_input_error(r, "array.rows: duplicate key");
+  expect_no_output(dir, {"arch.yaml"});
+}
+
+TEST(Errors, WrongType) {
+  const fs::path dir = scratch("wrong-type");
+  write(dir / "arch.yaml", tpu_with("  rows: 256", "  rows: many"));
+  const CliResult r = run_into(dir, (dir / "arch.yaml").string(), kMlp1);
+  expect_input_error(r, "array.rows: expected an integer, got 'many'");
+  expect_no_output(dir, {"arch.yaml"});
+}
+
+TEST(Errors, OutOfRangeValue) {
+  const fs::path dir = scratch("out-of-range");
+  write(dir / "arch.yaml", tpu_with("  rows: 256", "  rows: 0"));
+  const CliResult r = run_into(dir, (dir / "arch.yaml").string(), kMlp1);
+  expect_input_error(r, "array.rows: must be in [1, 4096], got 0");
+  expect_no_output(dir, {"arch.yaml"});
+}
+
+TEST(Errors, InconsistentSizesBufferSmallerThanATile) {
+  const fs::path dir = scratch("buffer-tile");
+  std::string cfg = slurp(kSrc / "configs/tpu-v1.yaml");
+  const auto ub = cfg.find("unified_buffer:");
+  ASSERT_NE(ub, std::string::npos);
+  const auto cap = cfg.find("capacity:", ub);
+  ASSERT_NE(cap, std::string::npos);
+  cfg.replace(cap, cfg.find('\n', cap) - cap, "capacity: 64 KiB");
+  write(dir / "arch.yaml", cfg);
+  const CliResult r = run_into(dir, (dir / "arch.yaml").string(), kMlp1);
+  expect_input_error(r, "unified_buffer.capacity: 65536 bytes is smaller than one tile");
+  expect_no_output(dir, {"arch.yaml"});
+}
+
+// ---------------------------------------------------------------- files
+
+TEST(Errors, MissingFile) {
+  const fs::path dir = scratch("missing");
+  CliResult r = run_into(dir, "configs/nope.yaml", kMlp1);
+  expect_input_error(r, "--arch: File does not exist: configs/nope.yaml");
+  r = run_into(dir, kTpu, "workloads/nope.yaml");
+  expect_input_error(r, "--workload: File does not exist: workloads/nope.yaml");
+  expect_no_output(dir);
+}
+
+TEST(Errors, UnreadableFile) {
+  if (running_as_root()) GTEST_SKIP() << "running as root: file permissions do not apply";
+  const fs::path dir = scratch("unreadable");
+  write(dir / "arch.yaml", slurp(kSrc / "configs/tpu-v1.yaml"));
+  fs::permissions(dir / "arch.yaml", fs::perms::none);
+  const CliResult r = run_into(dir, (dir / "arch.yaml").string(), kMlp1);
+  fs::permissions(dir / "arch.yaml", fs::perms::owner_read | fs::perms::owner_write);
+  expect_input_error(r, "arch.yaml: cannot open file: Permission denied");
+  expect_no_output(dir, {"arch.yaml"});
+}
+
+TEST(Errors, DirectoryInsteadOfFile) {
+  const fs::path dir = scratch("directory");
+  fs::create_directories(dir / "arch.yaml");
+  const CliResult r = run_into(dir, (dir / "arch.yaml").string(), kMlp1);
+  expect_input_error(r, "--arch: File is actually a directory");
+  expect_no_output(dir);
+}
+
+// ---------------------------------------------------------------- workloads
+
+TEST(Errors, YamlGraphUnsupportedOp) {
+  const fs::path dir = scratch("yaml-op");
+  write(dir / "g.yaml", "name: g\ninputs: [{name: x, shape: [4]}]\nlayers:\n  - {name: s, op: softmaxx}\n");
+  const CliResult r = run_into(dir, kTpu, (dir / "g.yaml").string());
+  expect_input_error(r, "g.yaml:4:");
+  expect_input_error(r, "unsupported op 'softmaxx'");
+  expect_no_output(dir, {"g.yaml"});
+}
+
+TEST(Errors, OnnxUnsupportedOp) {
+  const fs::path dir = scratch("onnx-op");
+  OnnxModel o;
+  o.input("x", {int64_t{1}, int64_t{4}, int64_t{4}});
+  o.node("Det", "x", "y", "det0");
+  o.output("y");
+  write(dir / "m.onnx", o.bytes());
+  const CliResult r = run_into(dir, kTpu, (dir / "m.onnx").string());
+  expect_input_error(r, "m.onnx");
+  expect_input_error(r, "1 node(s) cannot be imported: 'det0' (Det). Supported ops:");
+  expect_no_output(dir, {"m.onnx"});
+}
+
+TEST(Errors, OnnxTruncatedFile) {
+  const fs::path dir = scratch("onnx-truncated");
+  const std::string bytes = valid_mlp().bytes();
+  write(dir / "full.onnx", bytes);
+  // The valid model runs (so the truncation is what fails below).
+  ASSERT_EQ(run_tessera("compile -a configs/tpu-v1.yaml -w " + (dir / "full.onnx").string()).exit_code, 0);
+  write(dir / "m.onnx", bytes.substr(0, bytes.size() / 2));
+  const CliResult r = run_into(dir, kTpu, (dir / "m.onnx").string());
+  expect_input_error(r, "m.onnx");
+  expect_input_error(r, "not a valid ONNX model: the protobuf does not parse (truncated or corrupt file");
+  expect_no_output(dir, {"m.onnx", "full.onnx"});
+}
+
+TEST(Errors, OnnxGarbageFile) {
+  const fs::path dir = scratch("onnx-garbage");
+  write(dir / "m.onnx", "this is not a protobuf\n");
+  const CliResult r = run_into(dir, kTpu, (dir / "m.onnx").string());
+  expect_input_error(r, "not a valid ONNX model");
+  expect_no_output(dir, {"m.onnx"});
+}
+
+TEST(Errors, OnnxUnboundDynamicDimension) {
+  const fs::path dir = scratch("onnx-dynamic");
+  OnnxModel o;
+  o.input("x", {int64_t{1}, std::string("seq"), int64_t{64}});
+  o.node("Relu", "x", "y", "relu");
+  o.output("y");
+  write(dir / "m.onnx", o.bytes());
+  CliResult r = run_into(dir, kTpu, (dir / "m.onnx").string());
+  expect_input_error(r, "dynamic dimension(s) left unbound: 'seq' ('x' dim 1)");
+  expect_input_error(r, "--input-shape");
+  r = run_into(dir, kTpu, (dir / "m.onnx").string(), "--input-shape x=1,oops,64");
+  expect_input_error(r, "--input-shape 'x=1,oops,64': dimension 'oops' is not a positive integer");
+  expect_no_output(dir, {"m.onnx"});
+}
+
+TEST(Errors, PrecisionPolicyFile) {
+  const fs::path dir = scratch("policy");
+  write(dir / "policy.yaml", "name: p\ndefault: {activations: int8, weights: int8}\nfirst_lats: int16\n");
+  const CliResult r = run_into(dir, kTpu, kMlp1, "-p " + (dir / "policy.yaml").string());
+  expect_input_error(r, "policy.yaml:3:1: first_lats: unknown key");
+  expect_no_output(dir, {"policy.yaml"});
+}
+
+// ---------------------------------------------------------------- outputs
+
+TEST(Errors, UnwritableOutputDirectory) {
+  const fs::path dir = scratch("unwritable-out");
+  const CliResult r = run_tessera("run -q -a configs/tpu-v1.yaml -w workloads/tpu/mlp1.yaml -o /dev/null/out");
+  expect_input_error(r, "/dev/null/out: cannot create output directory");
+}
+
+TEST(Errors, OutputDirectoryWithoutWritePermission) {
+  if (running_as_root()) GTEST_SKIP() << "running as root: directory permissions do not apply";
+  const fs::path dir = scratch("readonly-out");
+  fs::create_directories(dir / "out");
+  fs::permissions(dir / "out", fs::perms::owner_read | fs::perms::owner_exec);
+  const CliResult r = run_into(dir, kTpu, kMlp1);
+  fs::permissions(dir / "out", fs::perms::owner_all);
+  expect_input_error(r, "report.json: cannot create output file: Permission denied");
+  expect_no_output(dir);
+}
+
+// A full disk: /dev/full takes no bytes (ENOSPC) where a write path can be pointed at it
+// (the compile listing, the trace); for the report files the file-size limit makes
+// every write beyond 512 bytes fail the same way (EFBIG, with SIGXFSZ ignored).
+TEST(Errors, DiskFullDevFull) {
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  const fs::path dir = scratch("dev-full");
+  CliResult r = run_tessera("compile -a configs/tpu-v1.yaml -w workloads/tpu/mlp1.yaml -o /dev/full");
+  expect_input_error(r, "/dev/full: cannot write output file: No space left on device");
+  // The trace is written after the report files: those are complete (docs/errors.md).
+  r = run_into(dir, kTpu, kMlp1, "--trace /dev/full");
+  if (systemc_asan_false_positive(r)) GTEST_SKIP() << "ASan + SystemC stack switching (see docs/reliability.md)";
+  expect_input_error(r, "/dev/full: cannot write output file: No space left on device");
+  EXPECT_TRUE(fs::is_character_file("/dev/full"));  // still the device, not replaced by a file
+}
+
+TEST(Errors, DiskFullReportFiles) {
+  const fs::path dir = scratch("file-size-limit");
+  const CliResult r = run_shell("trap '' XFSZ; ulimit -f 1 && " + tessera_test::tessera_path() +
+                                " run -q -a configs/tpu-v1.yaml -w workloads/tpu/mlp1.yaml -o " + (dir / "out").string());
+  if (systemc_asan_false_positive(r)) GTEST_SKIP() << "ASan + SystemC stack switching (see docs/reliability.md)";
+  expect_input_error(r, "report.json: cannot write output file: File too large");
+  expect_no_output(dir);
+}
+
+// ---------------------------------------------------------------- experiments
+
+TEST(Errors, MalformedExperiment) {
+  const fs::path dir = scratch("experiment");
+  write(dir / "exp.yaml", "name: bad\nbase: " + (kSrc / "configs/tpu-v1.yaml").string() +
+                              "\nworkloads: [" + (kSrc / kMlp1).string() + "]\nparameters:\n  - grid: {array.rows: [64, 128]}\n"
+                              "metricz: [summary.latency_s]\n");
+  CliResult r = run_tessera("sweep " + (dir / "exp.yaml").string() + " --out " + (dir / "out").string());
+  expect_input_error(r, "exp.yaml:6:1: metricz: unknown key");
+  write(dir / "exp.yaml", "name: bad\nbase: nope.yaml\nworkloads: [" + (kSrc / kMlp1).string() + "]\n");
+  r = run_tessera("sweep " + (dir / "exp.yaml").string() + " --out " + (dir / "out").string());
+  expect_input_error(r, "base: no such config file");
+  write(dir / "exp.yaml", "name: bad\nbase: " + (kSrc / "configs/tpu-v1.yaml").string() +
+                              "\nworkloads: [" + (kSrc / kMlp1).string() + "]\nparameters:\n  - grid: {array.rowz: [64]}\nmetrics: [summary.latency_s]\n");
+  r = run_tessera("sweep " + (dir / "exp.yaml").string() + " --out " + (dir / "out").string());
+  expect_input_error(r, "array.rowz: not a key of the architecture config");
+  expect_no_output(dir, {"exp.yaml"});
+}
+
+// ---------------------------------------------------------------- command line
+
+TEST(Errors, BadCliFlag) {
+  CliResult r = run_tessera("run -q -a configs/tpu-v1.yaml -w workloads/tpu/mlp1.yaml -o /tmp/x --bogus");
+  expect_input_error(r, "The following argument was not expected: --bogus");
+  r = run_tessera("run -a configs/tpu-v1.yaml -w workloads/tpu/mlp1.yaml");
+  expect_input_error(r, "--out is required");
+  r = run_tessera("frobnicate");
+  expect_input_error(r, "A subcommand is required");
+  r = run_tessera("run -q -a configs/tpu-v1.yaml -w workloads/tpu/mlp1.yaml -o /tmp/x --batch 0");
+  expect_input_error(r, "--batch: Value 0 not in range 1 to 16777216");
+  r = run_tessera("run -q -a configs/tpu-v1.yaml -w workloads/tpu/mlp1.yaml -o /tmp/x -p int7");
+  expect_input_error(r, "--precision 'int7': not a policy name");
+}
