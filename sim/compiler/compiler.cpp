@@ -591,21 +591,7 @@ void Lowering::lower_matmul(int li) {
   // Leading (head) axes: output index -> A and B group index under broadcasting.
   const graph::Shape lead_y(ys.begin(), ys.end() - 2);
   const graph::Shape lead_a(as.begin(), as.end() - 2), lead_b(bs.begin(), bs.end() - 2);
-  auto group_index = [&](int64_t flat, const graph::Shape& lead) {
-    int64_t idx = 0, stride = 1;
-    int64_t rem = flat;
-    std::vector<int64_t> digits(lead_y.size());
-    for (size_t d = lead_y.size(); d-- > 0;) {
-      digits[d] = rem % lead_y[d];
-      rem /= lead_y[d];
-    }
-    for (size_t d = lead.size(); d-- > 0;) {
-      const size_t yd = d + lead_y.size() - lead.size();
-      idx += (lead[d] == 1 ? 0 : digits[yd]) * stride;
-      stride *= lead[d];
-    }
-    return idx;
-  };
+  auto group_index = [&](int64_t flat, const graph::Shape& lead) { return head_index(flat, lead_y, lead); };
   const int64_t rows_a = place_[a].rows_per_sample, rows_b = place_[b].rows_per_sample;
   const int64_t rows_y = place_[y].rows_per_sample;
   const int64_t y_bytes = dtype_bytes(g_.tensors[y].dtype);
