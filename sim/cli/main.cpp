@@ -203,8 +203,18 @@ int main(int argc, char** argv) {
       }
       trace_json = tessera::report::chrome_trace_json(stats, program, arch.clock_mhz);
     }
-    tessera::report::write_report_files(out_dir, report);
+    // The trace first: a trace that cannot be written (a full disk, /dev/full) leaves no
+    // report files behind, and report files that cannot be written take the new trace with them.
     if (!trace_file.empty()) tessera::write_file_atomically(trace_file, trace_json);
+    try {
+      tessera::report::write_report_files(out_dir, report);
+    } catch (...) {
+      std::error_code ec;
+      if (!trace_file.empty() && std::filesystem::is_regular_file(trace_file, ec)) {
+        std::filesystem::remove(trace_file, ec);
+      }
+      throw;
+    }
     if (!quiet) {
       std::cout << tessera::report::console_summary(report) << tessera::report::baselines_console(report);
       if (!functional_line.empty()) std::cout << "  " << functional_line << "\n";

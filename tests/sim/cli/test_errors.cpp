@@ -343,10 +343,11 @@ TEST(Errors, DiskFullDevFull) {
   const fs::path dir = scratch("dev-full");
   CliResult r = run_tessera("compile -a configs/tpu-v1.yaml -w workloads/tpu/mlp1.yaml -o /dev/full");
   expect_input_error(r, "/dev/full: cannot write output file: No space left on device");
-  // The trace is written after the report files: those are complete (docs/errors.md).
+  // The trace is written before the report files: a trace that fails leaves none of them.
   r = run_into(dir, kTpu, kMlp1, "--trace /dev/full");
   if (systemc_asan_false_positive(r)) GTEST_SKIP() << "ASan + SystemC stack switching (see docs/reliability.md)";
   expect_input_error(r, "/dev/full: cannot write output file: No space left on device");
+  EXPECT_FALSE(fs::exists(dir / "out" / "report.json"));
   EXPECT_TRUE(fs::is_character_file("/dev/full"));  // still the device, not replaced by a file
 }
 
