@@ -203,7 +203,9 @@ layers:
   for (const auto& in : p.instructions) {
     if (in.layer != 1) continue;
     if (in.op == Opcode::kReadHost) ++tile, filled = in.writes;
-    if (in.op == Opcode::kMatmul) EXPECT_TRUE(overlaps_any(in.reads, filled)) << "tile " << tile;
+    if (in.op == Opcode::kMatmul) {
+      EXPECT_TRUE(overlaps_any(in.reads, filled)) << "tile " << tile;
+    }
   }
 }
 
