@@ -4,6 +4,7 @@
 // configs/tpu-v1.yaml work, and stdout and stderr come back together.
 // Needs TESSERA_SOURCE_DIR and TESSERA_BINARY_DIR (tessera_add_test defines both).
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -34,6 +35,18 @@ inline CliResult run_shell(const std::string& cmd) {
 
 // `tessera <args>` (the build tree's executable).
 inline CliResult run_tessera(const std::string& args) { return run_shell(tessera_path() + " " + args); }
+
+#ifdef TESSERA_MPIRUN
+// `mpirun -n RANKS` for a real MPI sweep on one machine. The ranks run without LeakSanitizer:
+// OpenMPI's dlopen'ed plugins leave allocations no suppression can name (docs/reliability.md);
+// in a normal build the variable is inert.
+inline std::string mpi_launcher(int ranks) {
+  std::string launcher = std::string(TESSERA_MPIRUN) + " -n " + std::to_string(ranks) +
+                         " --oversubscribe -x LSAN_OPTIONS=detect_leaks=0";
+  if (::getuid() == 0) launcher += " --allow-run-as-root";
+  return launcher;
+}
+#endif
 
 // ASan + Debian's SystemC coroutines: an exception thrown after the simulation has run trips
 // a known false positive in ASan's stack handling (docs/reliability.md). True only when ASan

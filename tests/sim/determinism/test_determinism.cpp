@@ -82,8 +82,7 @@ TEST(Determinism, SweepPointFilesIdenticalAcrossMpiRankCounts) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (int ranks : {2, 3}) {
     const fs::path mpi = scratch("mpi-" + std::to_string(ranks));
-    std::string launcher = std::string(TESSERA_MPIRUN) + " -n " + std::to_string(ranks) + " --oversubscribe";
-    if (::getuid() == 0) launcher += " --allow-run-as-root";
+    const std::string launcher = tessera_test::mpi_launcher(ranks);
     r = run_shell(launcher + " " + tessera_test::tessera_path() + " sweep experiments/smoke.yaml --mpi -q --out " +
                   mpi.string());
     ASSERT_EQ(r.exit_code, 0) << r.output;

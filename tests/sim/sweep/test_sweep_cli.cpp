@@ -193,8 +193,7 @@ TEST(SweepCli, MpiRowsMatchLocal) {
 #else
   const fs::path local = scratch("mpi-local"), mpi = scratch("mpi");
   ASSERT_EQ(sh(kBin + " sweep experiments/smoke.yaml -j 2 -q --out " + local.string()).exit_code, 0);
-  std::string launcher = std::string(TESSERA_MPIRUN) + " -n 2 --oversubscribe";
-  if (::getuid() == 0) launcher += " --allow-run-as-root";
+  const std::string launcher = tessera_test::mpi_launcher(2);
   const Result r = sh(launcher + " " + kBin + " sweep experiments/smoke.yaml --mpi --out " + mpi.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("MPI: 2 ranks x 1 at a time"), std::string::npos) << r.output;
