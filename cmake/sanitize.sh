@@ -15,7 +15,7 @@ jobs="${TESSERA_ASAN_JOBS:-$(nproc)}"
 # experiments, the fuzz regression inputs, and every bad-input class through the CLI
 # is too much to build here (it needs the whole simulator), so those run in `full`.
 loader_targets=(test_config test_graph test_onnx_import test_onnx_testdata test_precision test_sweep_unit
-                test_fuzz_regressions)
+                test_fuzz_regressions test_onnx_hostile test_checked_math)
 loader_labels="^($(IFS='|'; echo "${loader_targets[*]}"))\$"
 
 launcher=()

@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "sim/common/checked_math.h"
 #include "sim/common/error.h"
 
 namespace tessera::graph {
@@ -44,10 +45,94 @@ std::string sym_shape_text(const SymShape& s) {
 
 bool is_one(Sym s) { return s.v == 1 && s.p == 0; }
 
+// ---------------------------------------------------------------- checked arithmetic
+// Every integer the importer computes from the file (folded constants, dimensions,
+// windows, counts) goes through these: an overflow is a ShapeError, which the driver
+// reports naming the node (exit 2), never a trap or undefined behaviour.
+constexpr int64_t kMaxTensorElements = int64_t{1} << 50;  // any one tensor, at the bound batch
+constexpr int64_t kMaxBoundDim = int64_t{1} << 24;        // a bound input dimension: the --batch cap
+constexpr int kMaxBatchPower = 62;                         // N^p with N >= 2 overflows from p = 63
+constexpr int64_t kMaxWindowValue = int64_t{1} << 20;      // kernel, stride, dilation, pad: as in YAML graphs
+
+[[noreturn]] void overflow(int64_t a, const char* op, int64_t b) {
+  throw ShapeError(std::to_string(a) + " " + op + " " + std::to_string(b) + " does not fit 64 bits");
+}
+int64_t add64(int64_t a, int64_t b) {
+  if (auto r = checked_add(a, b)) return *r;
+  overflow(a, "+", b);
+}
+int64_t sub64(int64_t a, int64_t b) {
+  if (auto r = checked_sub(a, b)) return *r;
+  overflow(a, "-", b);
+}
+int64_t mul64(int64_t a, int64_t b) {
+  if (auto r = checked_mul(a, b)) return *r;
+  overflow(a, "*", b);
+}
+int64_t to_int64(double d, const std::string& what) {
+  if (auto r = checked_to_int64(d)) return *r;
+  std::ostringstream os;
+  os << what << " " << d << " is not an integer that fits 64 bits";
+  throw ShapeError(os.str());
+}
+
+// The extent of a dilated window: dilation * (kernel - 1) + 1 (kernel, dilation >= 1).
+int64_t window_span(int64_t kernel, int64_t dilation) {
+  const auto s = checked_mul(dilation, kernel - 1);
+  if (!s || *s == std::numeric_limits<int64_t>::max()) {
+    throw ShapeError("a window of kernel " + std::to_string(kernel) + " with dilation " + std::to_string(dilation) +
+                     " does not fit 64 bits");
+  }
+  return *s + 1;
+}
+
+int batch_power(int a, int b) {
+  const int p = a + b;
+  if (p > kMaxBatchPower) throw ShapeError("a dimension grows to N^" + std::to_string(p) + " of the batch N, which does not fit 64 bits");
+  return p;
+}
+Sym sym_mul(Sym a, Sym b) { return Sym{mul64(a.v, b.v), batch_power(a.p, b.p)}; }
+
 int64_t eval(Sym s, int64_t batch) {
   int64_t v = s.v;
-  for (int i = 0; i < s.p; ++i) v *= batch;
+  for (int i = 0; i < s.p; ++i) {
+    if (!checked_mul(v, batch)) throw ShapeError("dimension " + sym_text(s) + " at batch " + std::to_string(batch) + " does not fit 64 bits");
+    v *= batch;
+  }
   return v;
+}
+
+// Names from the file go into the IR, reports and JSON: bytes that are not UTF-8 are
+// written as \xNN (the JSON writer rejects them), valid UTF-8 is kept as it is.
+std::string utf8_safe(const std::string& s) {
+  std::string out;
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const size_t n = s.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned char c = p[i];
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    bool ok = len > 0 && i + len <= n;
+    for (size_t k = 1; ok && k < len; ++k) ok = (p[i + k] & 0xc0) == 0x80;
+    if (ok && len > 1) {
+      // Overlong forms, surrogates and code points past U+10FFFF are not UTF-8 either.
+      uint32_t cp = c & (0xff >> (len + 1));
+      for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (p[i + k] & 0x3f);
+      const uint32_t min[] = {0, 0, 0x80, 0x800, 0x10000};
+      ok = cp >= min[len] && cp <= 0x10ffff && !(cp >= 0xd800 && cp <= 0xdfff);
+    }
+    if (ok && c == 0) ok = false;  // NUL cuts C strings short
+    if (!ok) {
+      static const char* hex = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 0xf];
+      ++i;
+      continue;
+    }
+    out.append(s, i, len);
+    i += len;
+  }
+  return out;
 }
 
 // A node the importer cannot map: reported together with all others.
@@ -92,6 +177,9 @@ std::vector<float> constant_values(const Value& v) {
 
 constexpr int64_t kMaxFoldInts = 1 << 16;
 constexpr int64_t kMaxFoldFloats = 1 << 12;
+// A Constant node's value is decoded up to this many elements (functional mode's scales
+// and biases); beyond it only its shape is kept, so a large tensor costs no memory.
+constexpr int64_t kMaxDecodedElements = int64_t{1} << 22;
 
 bool is_float_type(int32_t t) {
   return t == onnx::TensorProto_DataType_FLOAT || t == onnx::TensorProto_DataType_DOUBLE ||
@@ -186,7 +274,7 @@ class Importer {
   // ---- messages
   [[noreturn]] void fail(const std::string& msg) const { throw InputError(file_ + ": " + msg); }
   std::string where(const Node& n) const {
-    return "node '" + node_name(n) + "' (" + n.op_type() + ")";
+    return "node '" + utf8_safe(node_name(n)) + "' (" + utf8_safe(n.op_type()) + ")";
   }
   [[noreturn]] void fail_node(const Node& n, const std::string& msg) const { fail(where(n) + ": " + msg); }
   static std::string node_name(const Node& n) { return n.name().empty() ? (n.output_size() ? n.output(0) : "?") : n.name(); }
@@ -195,6 +283,7 @@ class Importer {
   void read_model();
   void load_initializer(const onnx::TensorProto& t, const std::string& what);
   void read_tensor_data(const onnx::TensorProto& t, Value& v, bool need, const std::string& what);
+  std::filesystem::path external_file(const std::string& what, const std::string& location) const;
   void bind_inputs();
   std::vector<const Node*> topo_order();
 
@@ -208,8 +297,10 @@ class Importer {
   }
   int opset() const { return opset_; }
 
-  // attributes
+  // attributes (an attribute of another type than the op's is an error naming the node)
   const onnx::AttributeProto* attr(const Node& n, const std::string& name) const;
+  const onnx::AttributeProto* typed_attr(const Node& n, const std::string& name,
+                                         onnx::AttributeProto_AttributeType type) const;
   int64_t attr_i(const Node& n, const std::string& name, int64_t def) const;
   double attr_f(const Node& n, const std::string& name, double def) const;
   std::string attr_s(const Node& n, const std::string& name, const std::string& def) const;
@@ -248,6 +339,10 @@ class Importer {
     if (info_) info_->absorbed[node_name(n)] = why;
   }
 
+  // ---- validation shared by every op
+  void check_arity(const Node& n) const;     // input and output counts the op allows
+  void check_outputs(const Node& n);         // every value the node produced: dims >= 0, size bounded
+
   // ---- ops
   void dispatch(const Node& n);
   bool all_constant(const Node& n);
@@ -270,6 +365,7 @@ class Importer {
   void op_transpose(const Node& n);
   void op_concat(const Node& n);
   void op_split(const Node& n);
+  std::vector<int64_t> split_sizes(const Node& n, int64_t dim, int64_t axis);
   void op_slice(const Node& n);
   void op_gather(const Node& n);
   void op_expand(const Node& n);
@@ -305,6 +401,7 @@ class Importer {
   std::vector<std::pair<std::string, std::string>> unsupported_;  // node, why
   std::vector<int> input_order_;  // per IR graph input: ONNX input index
   std::unordered_map<std::string, std::vector<int64_t>> external_sizes_;
+  std::unordered_map<std::string, std::vector<int>> consumer_nodes_;  // value -> indices of the nodes reading it
 };
 
 // ---------------------------------------------------------------- reading
@@ -323,16 +420,55 @@ void Importer::read_model() {
   if (!model_.has_graph() || model_.graph().node_size() == 0) {
     fail("not a valid ONNX model: it has no graph nodes (truncated or corrupt file?)");
   }
+  bool have_opset = false;
   for (const auto& o : model_.opset_import()) {
-    if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = static_cast<int>(o.version());
+    if (!(o.domain().empty() || o.domain() == "ai.onnx")) continue;
+    // Checked as int64: a huge version must not pass after truncation to int.
+    const int64_t v = o.version();
+    if (v < 1) fail("opset " + std::to_string(v) + " of the default domain is not a valid opset version (>= 1)");
+    if (v > 21) fail("opset " + std::to_string(v) + " is newer than this importer knows (up to 21)");
+    opset_ = static_cast<int>(v);
+    have_opset = true;
   }
-  if (opset_ == 0) fail("not a valid ONNX model: it declares no opset for the default domain (truncated or corrupt file?)");
-  if (opset_ > 21) fail("opset " + std::to_string(opset_) + " is newer than this importer knows (up to 21)");
+  if (!have_opset) fail("not a valid ONNX model: it declares no opset for the default domain (truncated or corrupt file?)");
+}
+
+// External data must be a regular file inside the model's directory, as onnxruntime
+// requires: a relative location without '..' whose real path (symlinks resolved) stays
+// under the directory. Otherwise a downloaded model could read any file of the user.
+// Messages quote the location (the model's own text), never bytes of the file.
+std::filesystem::path Importer::external_file(const std::string& what, const std::string& location) const {
+  namespace fs = std::filesystem;
+  if (location.empty()) fail(what + " is stored as external data but names no location");
+  const std::string shown = "'" + utf8_safe(location) + "'";
+  if (location.find('\0') != std::string::npos) fail(what + ": its external data location " + shown + " contains a NUL byte (corrupt file?)");
+  const fs::path rel(location);
+  bool up = false;
+  for (const auto& part : rel) up = up || part == "..";
+  if (rel.is_absolute() || rel.has_root_name() || rel.has_root_directory() || up) {
+    fail(what + ": its external data location " + shown +
+         " is outside the model's directory (allowed: a relative path without '..', as onnxruntime requires)");
+  }
+  std::error_code ec;
+  const fs::path dir = fs::canonical(path_.parent_path().empty() ? fs::path(".") : path_.parent_path(), ec);
+  if (ec) fail(what + ": cannot resolve the model's directory (" + ec.message() + ")");
+  const fs::path real = fs::weakly_canonical(dir / rel, ec);
+  if (ec) fail(what + ": its external data file " + shown + " cannot be read (" + ec.message() + ")");
+  // Inside means: `dir` is a prefix of `real`, component by component (symlinks resolved).
+  auto r = real.begin();
+  for (auto d = dir.begin(); d != dir.end(); ++d, ++r) {
+    if (r == real.end() || *r != *d) {
+      fail(what + ": its external data location " + shown +
+           " resolves (through a symbolic link) to a file outside the model's directory (allowed: files inside it)");
+    }
+  }
+  if (!fs::exists(real, ec)) fail(what + ": its external data file " + shown + " cannot be read (No such file or directory)");
+  if (!fs::is_regular_file(real, ec)) fail(what + ": its external data location " + shown + " is not a regular file");
+  return real;
 }
 
 void Importer::read_tensor_data(const onnx::TensorProto& t, Value& v, bool need, const std::string& what) {
   // Corrupt dims must not overflow the element count (n * 8 bytes stays in int64).
-  constexpr int64_t kMaxTensorElements = int64_t{1} << 50;
   int64_t n = 1;
   for (int64_t d : t.dims()) {
     if (d < 0 || (d > 0 && n > kMaxTensorElements / d)) {
@@ -343,7 +479,9 @@ void Importer::read_tensor_data(const onnx::TensorProto& t, Value& v, bool need,
   }
   const int32_t type = t.data_type();
   v.is_float = is_float_type(type);
-  const bool small = v.is_float ? n <= kMaxFoldFloats : n <= kMaxFoldInts;
+  // Folded constants are decoded when small; a Constant node's value (`need`) up to
+  // kMaxDecodedElements: the protobuf bounds the bytes, not the decoded size.
+  const bool small = (v.is_float ? n <= kMaxFoldFloats : n <= kMaxFoldInts) || (need && n <= kMaxDecodedElements);
   if (t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) {
     std::string location;
     int64_t offset = 0, length = -1;
@@ -359,8 +497,7 @@ void Importer::read_tensor_data(const onnx::TensorProto& t, Value& v, bool need,
       else if (kv.key() == "offset") offset = byte_count("offset", kv.value());
       else if (kv.key() == "length") length = byte_count("length", kv.value());
     }
-    if (location.empty()) fail(what + " is stored as external data but names no location");
-    const std::filesystem::path file = path_.parent_path() / location;
+    const std::filesystem::path file = external_file(what, location);
     const int64_t needed = n * elem_size(type);
     if (length >= 0 && length < needed) {
       fail(what + ": its external data length " + std::to_string(length) + " is too short for " + std::to_string(n) +
@@ -369,23 +506,23 @@ void Importer::read_tensor_data(const onnx::TensorProto& t, Value& v, bool need,
     const int64_t bytes = length >= 0 ? length : needed;
     std::error_code ec;
     const auto size = std::filesystem::file_size(file, ec);
-    if (ec) fail(what + ": its external data file '" + file.string() + "' cannot be read (" + ec.message() + ")");
+    if (ec) fail(what + ": its external data file '" + utf8_safe(location) + "' cannot be read (" + ec.message() + ")");
     // Both are below 10^18: the sum cannot overflow.
     if (static_cast<uint64_t>(offset + bytes) > size) {
       fail(what + ": its external data needs bytes " + std::to_string(offset) + ".." + std::to_string(offset + bytes) +
-           " of '" + file.string() + "', which has only " + std::to_string(size) + " (truncated data file?)");
+           " of '" + utf8_safe(location) + "', which has only " + std::to_string(size) + " (truncated data file?)");
     }
     if (!small || elem_size(type) == 0) return;
     std::ifstream f(file, std::ios::binary);
     std::string buf(static_cast<size_t>(needed), '\0');
     f.seekg(offset);
     f.read(buf.data(), needed);
-    if (!f) fail(what + ": cannot read its external data from '" + file.string() + "'");
+    if (!f) fail(what + ": cannot read its external data from '" + utf8_safe(location) + "'");
     decode_raw(buf.data(), n, type, v.ints, v.floats);
     v.has_data = true;
     return;
   }
-  if (!small && !need) return;
+  if (!small) return;
   if (!t.raw_data().empty()) {
     if (elem_size(type) == 0) return;
     if (static_cast<int64_t>(t.raw_data().size()) < n * elem_size(type)) {
@@ -469,7 +606,12 @@ void Importer::bind_inputs() {
     r.rank = tt.has_shape() ? tt.shape().dim_size() : -1;
     for (int d = 0; d < r.rank; ++d) {
       const auto& dim = tt.shape().dim(d);
-      r.fixed.push_back(dim.has_dim_value() && dim.dim_value() > 0 ? dim.dim_value() : -1);
+      if (dim.has_dim_value() && (dim.dim_value() < 0 || dim.dim_value() > kMaxBoundDim)) {
+        fail("input '" + utf8_safe(in.name()) + "' dimension " + std::to_string(d) + " is " + std::to_string(dim.dim_value()) +
+             " in the model (allowed: 1 to " + std::to_string(kMaxBoundDim) + ", the --batch cap, per dimension)");
+      }
+      // 0 means an empty tensor (not a dynamic dimension): -2 marks it, reported below unless bound.
+      r.fixed.push_back(dim.has_dim_value() ? (dim.dim_value() > 0 ? dim.dim_value() : -2) : -1);
       r.params.push_back(dim.has_dim_param() ? dim.dim_param() : "");
       if (!r.params.back().empty()) param_names.insert(r.params.back());
     }
@@ -488,6 +630,10 @@ void Importer::bind_inputs() {
            (params.empty() ? std::string() : " nor a named dimension (" + join(params) + ")"));
     }
     if (dims.size() != 1) fail("--input-shape " + name + " names a dimension: give one value, e.g. " + name + "=128");
+    if (dims[0] < 1 || dims[0] > kMaxBoundDim) {
+      fail("--input-shape " + name + "=" + std::to_string(dims[0]) + ": a dimension must be in [1, " + std::to_string(kMaxBoundDim) +
+           "] (the --batch cap)");
+    }
     param_value[name] = dims[0];
   }
   for (const In& r : ins) {
@@ -533,7 +679,10 @@ void Importer::bind_inputs() {
       int64_t& out = dims[static_cast<size_t>(d)];
       if (bound != opts_.input_shapes.end()) {
         const int64_t want = bound->second[static_cast<size_t>(d)];
-        if (want < 1) fail("--input-shape " + name + ": dimension " + std::to_string(d) + " must be >= 1");
+        if (want < 1 || want > kMaxBoundDim) {
+          fail("--input-shape " + name + ": dimension " + std::to_string(d) + " is " + std::to_string(want) + ", must be in [1, " +
+               std::to_string(kMaxBoundDim) + "] (the --batch cap)");
+        }
         if (fixed > 0 && fixed != want && d != ba) {
           fail("--input-shape " + name + ": dimension " + std::to_string(d) + " is fixed to " + std::to_string(fixed) +
                " in the model, not " + std::to_string(want));
@@ -543,6 +692,10 @@ void Importer::bind_inputs() {
         out = param_value[param];
       } else if (fixed > 0) {
         out = fixed;
+      } else if (fixed == -2 && d != ba) {
+        fail("input '" + utf8_safe(name) + "' dimension " + std::to_string(d) +
+             " is 0 in the model: empty tensors are not supported (if the dimension is dynamic, bind it with --input-shape " +
+             utf8_safe(name) + "=d0,d1,...)");
       } else if (d == ba) {
         out = 1;  // a dynamic batch defaults to 1 (--batch sets the run's batch)
       } else if (!param.empty()) {
@@ -550,6 +703,15 @@ void Importer::bind_inputs() {
       } else {
         unbound.push_back("input '" + name + "' dimension " + std::to_string(d) + " (unnamed)");
       }
+    }
+    int64_t elements = 1;
+    for (int64_t d : dims) {
+      if (d > 0 && !checked_mul(elements, d)) elements = kMaxTensorElements + 1;
+      else if (d > 0) elements *= d;
+    }
+    if (elements > kMaxTensorElements) {
+      fail("input '" + utf8_safe(name) + "' " + shape_text(dims) + " has more than 2^50 elements (at most " +
+           std::to_string(kMaxTensorElements) + ")");
     }
     Value v;
     v.elem = r.info->type().tensor_type().elem_type();
@@ -585,32 +747,54 @@ void Importer::bind_inputs() {
 
 std::vector<const onnx::NodeProto*> Importer::topo_order() {
   const auto& nodes = model_.graph().node();
+  // Every value has one writer (ONNX graphs are single-assignment): a second node, or a
+  // node writing an initializer or graph input, would silently replace it.
   std::unordered_map<std::string, int> producer;
   for (int i = 0; i < nodes.size(); ++i) {
     for (const auto& o : nodes[i].output()) {
-      if (!o.empty()) producer[o] = i;
+      if (o.empty()) continue;
+      auto [it, fresh] = producer.emplace(o, i);
+      if (!fresh) {
+        fail("value '" + utf8_safe(o) + "' is written by two nodes: " + where(nodes[it->second]) + " and " + where(nodes[i]) +
+             " (each value must have one producer)");
+      }
+      if (values_.count(o)) fail(where(nodes[i]) + ": writes '" + utf8_safe(o) + "', which is already an initializer or graph input");
     }
   }
   std::vector<int> state(static_cast<size_t>(nodes.size()), 0);  // 0 new, 1 visiting, 2 done
   std::vector<const Node*> order;
   order.reserve(static_cast<size_t>(nodes.size()));
-  std::function<void(int)> visit = [&](int i) {
-    if (state[static_cast<size_t>(i)] == 2) return;
-    if (state[static_cast<size_t>(i)] == 1) fail(where(nodes[i]) + ": the graph has a cycle");
-    state[static_cast<size_t>(i)] = 1;
-    for (const auto& in : nodes[i].input()) {
+  // Depth-first with an explicit stack (node, next input): a long chain listed in reverse
+  // order must not recurse once per node.
+  std::vector<std::pair<int, int>> stack;
+  auto visit = [&](int root) {
+    if (state[static_cast<size_t>(root)] == 2) return;
+    state[static_cast<size_t>(root)] = 1;
+    stack.emplace_back(root, 0);
+    while (!stack.empty()) {
+      auto& [i, next] = stack.back();
+      const Node& nd = nodes[i];
+      if (next == nd.input_size()) {
+        state[static_cast<size_t>(i)] = 2;
+        order.push_back(&nd);
+        stack.pop_back();
+        continue;
+      }
+      const std::string& in = nd.input(next++);
       if (in.empty() || values_.count(in)) continue;
       auto p = producer.find(in);
       if (p == producer.end()) {
-        fail(where(nodes[i]) + ": input '" + in +
+        fail(where(nd) + ": input '" + utf8_safe(in) +
              "' is not produced by any node, initializer or graph input (truncated or corrupt file?)");
       }
-      visit(p->second);
+      const int j = p->second;
+      if (state[static_cast<size_t>(j)] == 2) continue;
+      if (state[static_cast<size_t>(j)] == 1) fail(where(nodes[j]) + ": the graph has a cycle");
+      state[static_cast<size_t>(j)] = 1;
+      stack.emplace_back(j, 0);  // invalidates i/next: the loop re-reads the top
     }
-    state[static_cast<size_t>(i)] = 2;
-    order.push_back(&nodes[i]);
   };
-  // Iterative over the roots keeps the original order for sorted graphs.
+  // Over the roots in file order: keeps the original order for sorted graphs.
   for (int i = 0; i < nodes.size(); ++i) visit(i);
   return order;
 }
@@ -623,25 +807,39 @@ const onnx::AttributeProto* Importer::attr(const Node& n, const std::string& nam
   }
   return nullptr;
 }
-int64_t Importer::attr_i(const Node& n, const std::string& name, int64_t def) const {
+// An attribute read as `type`: one of another type (a STRING axis, a FLOAT perm) would
+// otherwise read as 0 or empty and change the op's meaning. UNDEFINED (old writers) is read.
+const onnx::AttributeProto* Importer::typed_attr(const Node& n, const std::string& name,
+                                                 onnx::AttributeProto_AttributeType type) const {
   const auto* a = attr(n, name);
+  if (a && a->type() != type && a->type() != onnx::AttributeProto_AttributeType_UNDEFINED) {
+    fail_node(n, "attribute '" + utf8_safe(name) + "' must be of type " + onnx::AttributeProto_AttributeType_Name(type) + ", got " +
+                     onnx::AttributeProto_AttributeType_Name(a->type()));
+  }
+  return a;
+}
+int64_t Importer::attr_i(const Node& n, const std::string& name, int64_t def) const {
+  const auto* a = typed_attr(n, name, onnx::AttributeProto_AttributeType_INT);
   return a ? a->i() : def;
 }
 double Importer::attr_f(const Node& n, const std::string& name, double def) const {
-  const auto* a = attr(n, name);
+  const auto* a = typed_attr(n, name, onnx::AttributeProto_AttributeType_FLOAT);
   return a ? a->f() : def;
 }
 std::string Importer::attr_s(const Node& n, const std::string& name, const std::string& def) const {
-  const auto* a = attr(n, name);
+  const auto* a = typed_attr(n, name, onnx::AttributeProto_AttributeType_STRING);
   return a ? a->s() : def;
 }
 std::vector<int64_t> Importer::attr_ints(const Node& n, const std::string& name) const {
-  const auto* a = attr(n, name);
+  const auto* a = typed_attr(n, name, onnx::AttributeProto_AttributeType_INTS);
   if (!a) return {};
   return {a->ints().begin(), a->ints().end()};
 }
 
 Value& Importer::val(const Node& n, int i) {
+  // check_arity() names the op's input counts; this guards every other path (protobuf's
+  // input(i) past the end is a fatal CHECK, not an exception).
+  if (i >= n.input_size()) fail_node(n, "has " + std::to_string(n.input_size()) + " input(s), input " + std::to_string(i) + " is missing");
   auto it = values_.find(n.input(i));
   if (it == values_.end()) fail_node(n, "input '" + n.input(i) + "' is not defined");
   return it->second;
@@ -657,7 +855,7 @@ std::vector<Sym> Importer::const_syms(const Node& n, int i, const std::string& w
   }
   if (v.is_float) {
     std::vector<Sym> out;
-    for (double d : v.floats) out.push_back({static_cast<int64_t>(d), 0});
+    for (double d : v.floats) out.push_back({to_int64(d, what + " value"), 0});
     return out;
   }
   return v.ints;
@@ -758,12 +956,13 @@ int64_t Importer::ir_axis(const Value& v, int64_t axis, const Node& n) {
 // ---------------------------------------------------------------- IR building
 
 std::string Importer::layer_name(const Node& n, const std::string& suffix) const {
-  return node_name(n) + suffix;
+  return utf8_safe(node_name(n) + suffix);
 }
 
 int Importer::add_tensor(const std::string& name, Shape shape, Dtype dtype, int producer) {
-  std::string unique = name;
-  for (int k = 1; tensor_names_.count(unique); ++k) unique = name + "#" + std::to_string(k);
+  const std::string safe = utf8_safe(name);
+  std::string unique = safe;
+  for (int k = 1; tensor_names_.count(unique); ++k) unique = safe + "#" + std::to_string(k);
   tensor_names_.insert(unique);
   g_.tensors.push_back(Tensor{unique, std::move(shape), dtype, producer});
   tensor_head_.push_back(name);
@@ -932,8 +1131,36 @@ SymShape broadcast_sym(const SymShape& a, const SymShape& b) {
 
 int64_t norm_axis(int64_t axis, size_t rank, const std::string& what) {
   const auto r = static_cast<int64_t>(rank);
-  if (axis < -r || axis >= r) throw ShapeError(what + " " + std::to_string(axis) + " is out of range for rank " + std::to_string(r));
+  if (axis < -r || axis >= r) {
+    throw ShapeError(what + " " + std::to_string(axis) + " is out of range for rank " + std::to_string(r) +
+                     (r > 0 ? " (allowed: " + std::to_string(-r) + " to " + std::to_string(r - 1) + ")" : std::string()));
+  }
   return axis < 0 ? axis + r : axis;
+}
+
+// A list of axes, each in range, none repeated (the one validation path for every op's axes).
+std::vector<int64_t> norm_axes(std::vector<int64_t> axes, size_t rank, const std::string& what) {
+  for (int64_t& a : axes) a = norm_axis(a, rank, what);
+  std::vector<int64_t> sorted = axes;
+  std::sort(sorted.begin(), sorted.end());
+  const auto dup = std::adjacent_find(sorted.begin(), sorted.end());
+  if (dup != sorted.end()) throw ShapeError(what + "s repeat axis " + std::to_string(*dup) + " (each axis at most once)");
+  return axes;
+}
+
+// perm must be a permutation of 0..rank-1.
+void check_perm(const std::vector<int64_t>& perm, size_t rank) {
+  std::vector<bool> seen(rank, false);
+  bool ok = perm.size() == rank;
+  for (int64_t p : perm) {
+    if (!ok) break;
+    ok = p >= 0 && p < static_cast<int64_t>(rank) && !seen[static_cast<size_t>(p)];
+    if (ok) seen[static_cast<size_t>(p)] = true;
+  }
+  if (!ok) {
+    throw ShapeError("perm " + shape_text(perm) + " is not a permutation of the " + std::to_string(rank) +
+                     " axes (allowed: each of 0 to " + std::to_string(static_cast<int64_t>(rank) - 1) + " once)");
+  }
 }
 
 bool all_plain(const SymShape& s) {
@@ -947,9 +1174,8 @@ std::vector<int64_t> plain_dims(const SymShape& s) {
 }
 
 int64_t count(const std::vector<int64_t>& d) {
-  int64_t n = 1;
-  for (int64_t x : d) n *= x;
-  return n;
+  if (auto n = checked_product(d)) return *n;
+  throw ShapeError("shape " + shape_text(d) + " has more elements than fit 64 bits");
 }
 
 // For every element of `out` (row-major), the flat index of the broadcast source in `in`.
@@ -976,22 +1202,27 @@ std::vector<int64_t> broadcast_map(const std::vector<int64_t>& in, const std::ve
   return map;
 }
 
-std::optional<Sym> sym_binary(const std::string& op, Sym a, Sym b) {
+// Integer folding, exact or not at all: nullopt when the result is not a constant (it
+// depends on the batch, or divides by 0); a ShapeError when it does not fit 64 bits.
+// `fmod`: ONNX Mod's attribute (1: the dividend's sign, 0: the divisor's).
+std::optional<Sym> sym_binary(const std::string& op, Sym a, Sym b, bool fmod = false) {
   if (op == "Add" || op == "Sub") {
-    const int64_t bv = op == "Add" ? b.v : -b.v;
-    if (a.p == b.p) return Sym{a.v + bv, a.p};
+    const bool add = op == "Add";
+    if (a.p == b.p) return Sym{add ? add64(a.v, b.v) : sub64(a.v, b.v), a.p};
     if (b.v == 0) return a;
-    if (a.v == 0) return Sym{bv, b.p};
+    if (a.v == 0) return Sym{add ? b.v : sub64(0, b.v), b.p};
     return std::nullopt;
   }
-  if (op == "Mul") return Sym{a.v * b.v, a.p + b.p};
+  if (op == "Mul") return sym_mul(a, b);
   if (op == "Div") {
-    if (b.v == 0 || a.p < b.p || a.v % b.v != 0) return std::nullopt;
-    return Sym{a.v / b.v, a.p - b.p};
+    if (b.v == 0 || a.p < b.p || checked_rem(a.v, b.v) != 0) return std::nullopt;
+    const auto q = checked_div(a.v, b.v);
+    if (!q) overflow(a.v, "/", b.v);
+    return Sym{*q, a.p - b.p};
   }
   if (op == "Mod") {
     if (a.p || b.p || b.v == 0) return std::nullopt;
-    return Sym{((a.v % b.v) + b.v) % b.v, 0};
+    return Sym{*(fmod ? checked_rem(a.v, b.v) : checked_floor_mod(a.v, b.v)), 0};
   }
   if (op == "Equal") {
     if (a == b) return Sym{1, 0};
@@ -1013,9 +1244,10 @@ std::optional<Sym> sym_binary(const std::string& op, Sym a, Sym b) {
   if (op == "Or") return Sym{a.v || b.v, 0};
   if (op == "Pow") {
     if (a.p || b.p || b.v < 0) return std::nullopt;
-    int64_t r = 1;
-    for (int64_t i = 0; i < b.v; ++i) r *= a.v;
-    return Sym{r, 0};
+    // Square-and-multiply: a huge exponent takes 63 steps, not b.v.
+    const auto r = checked_pow(a.v, b.v);
+    if (!r) overflow(a.v, "**", b.v);
+    return Sym{*r, 0};
   }
   return std::nullopt;
 }
@@ -1076,9 +1308,9 @@ SymShape Importer::infer_reshape(const Node& n, const SymShape& in) {
   }
   // Element counts as symbols.
   Sym total{1, 0}, known{1, 0};
-  for (Sym d : in) total = Sym{total.v * d.v, total.p + d.p};
+  for (Sym d : in) total = sym_mul(total, d);
   for (size_t i = 0; i < out.size(); ++i) {
-    if (static_cast<int>(i) != unknown) known = Sym{known.v * out[i].v, known.p + out[i].p};
+    if (static_cast<int>(i) != unknown) known = sym_mul(known, out[i]);
   }
   if (unknown >= 0) {
     auto q = sym_binary("Div", total, known);
@@ -1089,7 +1321,7 @@ SymShape Importer::infer_reshape(const Node& n, const SymShape& in) {
       q = Sym{t / k, 0};
     }
     out[static_cast<size_t>(unknown)] = *q;
-    known = Sym{known.v * q->v, known.p + q->p};
+    known = sym_mul(known, *q);
   }
   if (!(known == total)) {
     // Only consistent at the bound batch: the target spells the batch out as a number.
@@ -1110,7 +1342,7 @@ SymShape Importer::infer_reshape(const Node& n, const SymShape& in) {
 
 SymShape squeeze_shape(const SymShape& in, std::vector<int64_t> axes) {
   SymShape out;
-  for (int64_t& a : axes) a = norm_axis(a, in.size(), "squeeze axis");
+  axes = norm_axes(axes, in.size(), "squeeze axis");
   for (size_t i = 0; i < in.size(); ++i) {
     const bool listed = std::find(axes.begin(), axes.end(), static_cast<int64_t>(i)) != axes.end();
     if (axes.empty() ? is_one(in[i]) : listed) {
@@ -1124,7 +1356,7 @@ SymShape squeeze_shape(const SymShape& in, std::vector<int64_t> axes) {
 
 SymShape unsqueeze_shape(const SymShape& in, std::vector<int64_t> axes) {
   const size_t r = in.size() + axes.size();
-  for (int64_t& a : axes) a = norm_axis(a, r, "unsqueeze axis");
+  axes = norm_axes(axes, r, "unsqueeze axis");
   SymShape out;
   size_t k = 0;
   for (size_t i = 0; i < r; ++i) {
@@ -1134,19 +1366,32 @@ SymShape unsqueeze_shape(const SymShape& in, std::vector<int64_t> axes) {
   return out;
 }
 
+// Slice's starts, ends, axes and steps: one entry per sliced axis, each axis once.
+void check_slice_lists(const std::vector<int64_t>& starts, const std::vector<int64_t>& ends, const std::vector<int64_t>& axes,
+                       const std::vector<int64_t>& steps, size_t rank) {
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
+    throw ShapeError("starts, ends, axes and steps must have one entry per sliced axis, got " + std::to_string(starts.size()) +
+                     ", " + std::to_string(ends.size()) + ", " + std::to_string(axes.size()) + " and " +
+                     std::to_string(steps.size()));
+  }
+  norm_axes(axes, rank, "slice axis");
+}
+
 // Slice bounds along one axis, clamped as ONNX does; returns the output length.
 int64_t slice_len(int64_t dim, int64_t& b, int64_t& e, int64_t step) {
   if (step == 0) throw ShapeError("slice step 0");
+  if (dim == 0) return b = e = 0;
   if (b < 0) b += dim;
   if (e < 0) e += dim;
+  // ceil((e - b) / step) without overflow: e - b <= dim, and -step may not exist (INT64_MIN).
   if (step > 0) {
     b = std::clamp<int64_t>(b, 0, dim);
     e = std::clamp<int64_t>(e, 0, dim);
-    return e > b ? (e - b + step - 1) / step : 0;
+    return e > b ? 1 + (e - b - 1) / step : 0;
   }
   b = std::clamp<int64_t>(b, 0, dim - 1);
   e = std::clamp<int64_t>(e, -1, dim - 1);
-  return b > e ? (b - e - step - 1) / (-step) : 0;
+  return b > e ? 1 + static_cast<int64_t>(static_cast<uint64_t>(b - e - 1) / (0 - static_cast<uint64_t>(step))) : 0;
 }
 
 // ---------------------------------------------------------------- constants
@@ -1166,6 +1411,9 @@ std::vector<int64_t> strides_of(const std::vector<int64_t>& d) {
 
 bool small_enough(const SymShape& s, bool is_float) {
   if (!all_plain(s)) return false;
+  for (Sym d : s) {
+    if (d.v < 0) return false;
+  }
   const int64_t n = count(plain_dims(s));
   return n <= (is_float ? kMaxFoldFloats : kMaxFoldInts);
 }
@@ -1193,14 +1441,21 @@ SymShape Importer::infer_shape_only(const Node& n) {
   }
   if (op == "Gemm") {
     const Value& b = val(n, 1);
+    if (x.shape.size() != 2 || b.shape.size() != 2) throw ShapeError("Gemm needs 2-D operands, got " + sym_shape_text(x.shape) + " and " + sym_shape_text(b.shape));
     const Sym m = attr_i(n, "transA", 0) ? x.shape.at(1) : x.shape.at(0);
     const Sym nn = attr_i(n, "transB", 0) ? b.shape.at(0) : b.shape.at(1);
     return {m, nn};
   }
   if (op == "Tile") {
     const auto reps = const_ints(n, 1, "repeats");
+    if (reps.size() != x.shape.size()) {
+      throw ShapeError("repeats has " + std::to_string(reps.size()) + " entries for rank " + std::to_string(x.shape.size()));
+    }
     SymShape out = x.shape;
-    for (size_t i = 0; i < out.size() && i < reps.size(); ++i) out[i].v *= reps[i];
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (reps[i] < 0) throw ShapeError("repeats must be >= 0, got " + std::to_string(reps[i]));
+      out[i].v = mul64(out[i].v, reps[i]);
+    }
     return out;
   }
   if (op.rfind("Reduce", 0) == 0) {
@@ -1208,7 +1463,7 @@ SymShape Importer::infer_shape_only(const Node& n) {
     if (auto a = ints_attr_or_input(n, "axes", 1, op == "ReduceSum" ? 13 : 18)) axes = *a;
     const bool keep = attr_i(n, "keepdims", 1) != 0;
     SymShape out;
-    for (int64_t& a : axes) a = norm_axis(a, x.shape.size(), "axis");
+    axes = norm_axes(axes, x.shape.size(), "axis");
     for (size_t i = 0; i < x.shape.size(); ++i) {
       const bool r = axes.empty() || std::find(axes.begin(), axes.end(), static_cast<int64_t>(i)) != axes.end();
       if (!r) out.push_back(x.shape[i]);
@@ -1255,6 +1510,9 @@ void Importer::fold_or_shape(const Node& n) {
   }
   if (op == "ConstantOfShape") {
     const std::vector<Sym> dims = const_syms(n, 0, "the shape");
+    for (Sym d : dims) {
+      if (d.v < 0) throw ShapeError("the shape " + sym_shape_text(dims) + " has a negative dimension");
+    }
     res.shape.assign(dims.begin(), dims.end());
     Value fill;
     fill.is_float = true, fill.floats = {0.0};
@@ -1270,19 +1528,37 @@ void Importer::fold_or_shape(const Node& n) {
   }
   if (op == "Range") {
     const Value& s = val(n, 0);
-    res.is_float = s.is_float;
-    const auto st = const_floats(n, 0, "start"), li = const_floats(n, 1, "limit"), de = const_floats(n, 2, "delta");
-    if (de.at(0) == 0) fail_node(n, "Range delta is 0");
-    const auto cnt = static_cast<int64_t>(std::max(0.0, std::ceil((li.at(0) - st.at(0)) / de.at(0))));
-    res.shape = {{cnt, 0}};
-    if (cnt <= kMaxFoldInts) {
-      for (int64_t k = 0; k < cnt; ++k) {
-        const double v = st[0] + static_cast<double>(k) * de[0];
-        if (res.is_float) res.floats.push_back(v);
-        else res.ints.push_back({static_cast<int64_t>(v), 0});
+    res.is_float = s.is_float || val(n, 1).is_float || val(n, 2).is_float;
+    int64_t cnt = 0;
+    const std::string too_many = "Range has more than 2^50 elements (at most " + std::to_string(kMaxTensorElements) + ")";
+    if (res.is_float) {
+      const auto st = const_floats(n, 0, "start"), li = const_floats(n, 1, "limit"), de = const_floats(n, 2, "delta");
+      if (st.size() != 1 || li.size() != 1 || de.size() != 1) throw ShapeError("start, limit and delta must be scalars");
+      if (de[0] == 0) fail_node(n, "Range delta is 0");
+      const double c = std::ceil((li[0] - st[0]) / de[0]);
+      if (!(c <= static_cast<double>(kMaxTensorElements))) throw ShapeError(too_many);  // NaN too
+      cnt = static_cast<int64_t>(std::max(0.0, c));
+      if (cnt <= kMaxFoldInts) {
+        for (int64_t k = 0; k < cnt; ++k) res.floats.push_back(st[0] + static_cast<double>(k) * de[0]);
+        res.has_data = true;
       }
-      res.has_data = true;
+    } else {
+      // Integers exactly: the count is ceil((limit - start) / delta), checked.
+      const auto st = const_ints(n, 0, "start"), li = const_ints(n, 1, "limit"), de = const_ints(n, 2, "delta");
+      if (st.size() != 1 || li.size() != 1 || de.size() != 1) throw ShapeError("start, limit and delta must be scalars");
+      if (de[0] == 0) fail_node(n, "Range delta is 0");
+      const int64_t span = sub64(li[0], st[0]);
+      const auto q = checked_div(span, de[0]);
+      if (!q) overflow(span, "/", de[0]);
+      cnt = *q + (span % de[0] != 0 && (span > 0) == (de[0] > 0) ? 1 : 0);
+      cnt = std::max<int64_t>(cnt, 0);
+      if (cnt > kMaxTensorElements) throw ShapeError(too_many);
+      if (cnt <= kMaxFoldInts) {
+        for (int64_t k = 0; k < cnt; ++k) res.ints.push_back({add64(st[0], mul64(k, de[0])), 0});
+        res.has_data = true;
+      }
     }
+    res.shape = {{cnt, 0}};
     absorb(n, "folded");
     return finish();
   }
@@ -1307,7 +1583,12 @@ void Importer::fold_or_shape(const Node& n) {
             res.floats.push_back(static_cast<double>(s.v));
           }
         } else if (!res.is_float && x.is_float) {
-          for (double d : x.floats) res.ints.push_back({static_cast<int64_t>(d), 0});
+          for (double d : x.floats) {
+            // NaN, infinities and values past int64 have no integer: not folded.
+            const auto i = checked_to_int64(d);
+            if (!i) res.has_data = false;
+            res.ints.push_back({i.value_or(0), 0});
+          }
         } else {
           res.ints = x.ints, res.floats = x.floats;
         }
@@ -1337,8 +1618,8 @@ void Importer::fold_or_shape(const Node& n) {
         }
       } else {
         for (Sym s : x.ints) {
-          if (op == "Neg") res.ints.push_back({-s.v, s.p});
-          else if (op == "Abs") res.ints.push_back({std::abs(s.v), s.p});
+          if (op == "Neg") res.ints.push_back({sub64(0, s.v), s.p});
+          else if (op == "Abs") res.ints.push_back({s.v < 0 ? sub64(0, s.v) : s.v, s.p});
           else if (op == "Not") res.ints.push_back({s.v == 0, 0});
           else if (op == "Relu") res.ints.push_back({std::max<int64_t>(0, s.v), s.p});
           else if (op == "Floor" || op == "Ceil" || op == "Round") res.ints.push_back(s);
@@ -1376,7 +1657,7 @@ void Importer::fold_or_shape(const Node& n) {
           if (res.is_float) res.floats.push_back(*r);
           else res.ints.push_back({static_cast<int64_t>(*r), 0});
         } else {
-          const auto r = sym_binary(op, x.ints[mx[k]], y.ints[my[k]]);
+          const auto r = sym_binary(op, x.ints[mx[k]], y.ints[my[k]], op == "Mod" && attr_i(n, "fmod", 0) != 0);
           if (!r) { res.has_data = false; break; }
           res.ints.push_back(*r);
         }
@@ -1406,7 +1687,7 @@ void Importer::fold_or_shape(const Node& n) {
     SymShape s = x.shape;
     if (op == "Size") {
       Sym t{1, 0};
-      for (Sym d : s) t = Sym{t.v * d.v, t.p + d.p};
+      for (Sym d : s) t = sym_mul(t, d);
       res.shape = {};
       res.ints = {t};
     } else {
@@ -1433,7 +1714,7 @@ void Importer::fold_or_shape(const Node& n) {
       Sym a{1, 0}, b{1, 0};
       for (size_t i = 0; i < x.shape.size(); ++i) {
         Sym& t = static_cast<int64_t>(i) < axis ? a : b;
-        t = Sym{t.v * x.shape[i].v, t.p + x.shape[i].p};
+        t = sym_mul(t, x.shape[i]);
       }
       res.shape = {a, b};
     } else {
@@ -1488,9 +1769,12 @@ void Importer::fold_or_shape(const Node& n) {
       res.has_data = true;
       for (int64_t o = 0; o < outer && res.has_data; ++o) {
         for (size_t j = 0; j < idx.ints.size(); ++j) {
-          int64_t k = idx.is_float ? static_cast<int64_t>(idx.floats[j]) : idx.ints[j].v;
-          if (k < 0) k += dim;
-          if (k < 0 || k >= dim) fail_node(n, "index " + std::to_string(k) + " is out of range for dimension " + std::to_string(dim));
+          const int64_t k0 = idx.ints[j].v;
+          if (k0 < -dim || k0 >= dim) {
+            fail_node(n, "index " + std::to_string(k0) + " is out of range for dimension " + std::to_string(dim) + " (allowed: " +
+                             std::to_string(-dim) + " to " + std::to_string(dim - 1) + ")");
+          }
+          const int64_t k = k0 < 0 ? k0 + dim : k0;
           for (int64_t in = 0; in < inner; ++in) push_elem(x, (o * dim + k) * inner + in, res);
         }
       }
@@ -1508,6 +1792,7 @@ void Importer::fold_or_shape(const Node& n) {
     }
     if (axes.empty()) for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
     if (steps.empty()) steps.assign(starts.size(), 1);
+    check_slice_lists(starts, ends, axes, steps, x.shape.size());
     res.shape = x.shape;
     const size_t r = x.shape.size();
     std::vector<int64_t> b0(r, 0), st(r, 1);
@@ -1549,7 +1834,7 @@ void Importer::fold_or_shape(const Node& n) {
   if (op == "Transpose") {
     std::vector<int64_t> perm = attr_ints(n, "perm");
     if (perm.empty()) for (size_t i = x.shape.size(); i-- > 0;) perm.push_back(static_cast<int64_t>(i));
-    if (perm.size() != x.shape.size()) throw ShapeError("perm has " + std::to_string(perm.size()) + " entries for rank " + std::to_string(x.shape.size()));
+    check_perm(perm, x.shape.size());
     for (int64_t p : perm) res.shape.push_back(x.shape.at(static_cast<size_t>(p)));
     if (x.has_data && small_enough(res.shape, res.is_float) && all_plain(x.shape)) {
       const auto is = strides_of(plain_dims(x.shape));
@@ -1570,14 +1855,8 @@ void Importer::fold_or_shape(const Node& n) {
   }
   if (op == "Split") {
     const int64_t axis = norm_axis(attr_i(n, "axis", 0), x.shape.size(), "axis");
-    std::vector<int64_t> sizes;
-    if (auto s = ints_attr_or_input(n, "split", 1, 13)) sizes = *s;
-    const int64_t dim = x.shape[static_cast<size_t>(axis)].v;
-    if (sizes.empty()) {
-      const int64_t parts = n.output_size();
-      for (int64_t i = 0; i < parts; ++i) sizes.push_back((dim + parts - 1) / parts);
-      sizes.back() = dim - (parts - 1) * sizes.front();
-    }
+    if (x.shape[static_cast<size_t>(axis)].p) throw Unsupported{"Split of a constant along the batch"};
+    const std::vector<int64_t> sizes = split_sizes(n, x.shape[static_cast<size_t>(axis)].v, axis);
     for (int i = 0; i < n.output_size(); ++i) {
       res.shape = x.shape;
       res.shape[static_cast<size_t>(axis)].v = sizes.at(static_cast<size_t>(i));
@@ -1605,9 +1884,19 @@ Importer::SpatialAttrs Importer::spatial(const Node& n, size_t dims, const std::
     fail_node(n, "kernel_shape, strides, dilations and pads must have one entry per spatial axis (" + std::to_string(dims) +
                  ", pads two)");
   }
-  for (int64_t s : a.strides) {
-    if (s < 1) fail_node(n, "strides must be >= 1");
-  }
+  // The YAML graph loader's bounds (graph.cpp), so both accept the same layers.
+  auto in_range = [&](const std::vector<int64_t>& v, int64_t lo, const std::string& name) {
+    for (int64_t x : v) {
+      if (x < lo || x > kMaxWindowValue) {
+        fail_node(n, name + " must be in [" + std::to_string(lo) + ", " + std::to_string(kMaxWindowValue) + "], got " + shape_text(v));
+      }
+    }
+  };
+  in_range(a.kernel, 1, "kernel_shape");
+  in_range(a.strides, 1, "strides");
+  in_range(a.dilations, 1, "dilations");
+  in_range(a.pads, 0, "pads");
+  for (size_t i = 0; i < dims; ++i) window_span(a.kernel[i], a.dilations[i]);  // throws if it does not fit
   return a;
 }
 
@@ -1623,15 +1912,15 @@ void Importer::plan_padding(const Node& n, SpatialAttrs& a, const std::vector<in
   if (a.auto_pad != "SAME_UPPER" && a.auto_pad != "SAME_LOWER") fail_node(n, "unknown auto_pad '" + a.auto_pad + "'");
   const bool upper = a.auto_pad == "SAME_UPPER";
   for (size_t i = 0; i < d; ++i) {
-    const int64_t span = a.dilations[i] * (a.kernel[i] - 1) + 1;
+    const int64_t span = window_span(a.kernel[i], a.dilations[i]);
     int64_t total = 0;
     if (transposed) {
-      const int64_t out = in[i] * a.strides[i];
-      total = std::max<int64_t>(a.strides[i] * (in[i] - 1) + out_pad[i] + span - out, 0);
+      const int64_t out = mul64(in[i], a.strides[i]);
+      total = std::max<int64_t>(sub64(add64(add64(mul64(a.strides[i], in[i] - 1), out_pad[i]), span), out), 0);
       a.pads[i] = upper ? total / 2 : total - total / 2;
     } else {
-      const int64_t out = (in[i] + a.strides[i] - 1) / a.strides[i];
-      total = std::max<int64_t>((out - 1) * a.strides[i] + span - in[i], 0);
+      const int64_t out = in[i] == 0 ? 0 : 1 + (in[i] - 1) / a.strides[i];  // ceil(in / stride) without overflow
+      total = std::max<int64_t>(sub64(add64(mul64(out - 1, a.strides[i]), span), in[i]), 0);
       a.pads[i] = upper ? total / 2 : total - total / 2;
     }
     a.pads[i + d] = total - a.pads[i];
@@ -1640,11 +1929,12 @@ void Importer::plan_padding(const Node& n, SpatialAttrs& a, const std::vector<in
 
 namespace {
 int64_t window_len(int64_t in, int64_t pb, int64_t pe, int64_t k, int64_t s, int64_t dil, bool ceil_mode) {
-  const int64_t span = dil * (k - 1) + 1;
-  const int64_t padded = in + pb + pe;
+  const int64_t span = window_span(k, dil);
+  const int64_t padded = add64(add64(in, pb), pe);
   if (padded < span) throw ShapeError("window of " + std::to_string(span) + " does not fit an input of " + std::to_string(in));
-  int64_t out = ceil_mode ? (padded - span + s - 1) / s + 1 : (padded - span) / s + 1;
-  if (ceil_mode && (out - 1) * s >= in + pb) --out;
+  const int64_t room = padded - span;  // >= 0
+  int64_t out = ceil_mode ? (room == 0 ? 0 : 1 + (room - 1) / s) + 1 : room / s + 1;
+  if (ceil_mode && mul64(out - 1, s) >= in + pb) --out;
   return out;
 }
 }  // namespace
@@ -1656,7 +1946,10 @@ void Importer::op_conv(const Node& n, bool transposed) {
   Value& w = val(n, 1);
   if (!w.constant) throw Unsupported{"weights computed from activations"};
   const size_t rank = x.shape.size();
-  if (rank != 3 && rank != 4) throw Unsupported{std::to_string(rank - 2) + "-D convolution (1-D and 2-D are supported)"};
+  if (rank != 3 && rank != 4) {
+    throw Unsupported{(rank < 3 ? "convolution of a rank-" + std::to_string(rank) + " input" : std::to_string(rank - 2) + "-D convolution") +
+                      " (1-D and 2-D are supported)"};
+  }
   if (!can_channels_last(x.shape)) throw Unsupported{"input " + sym_shape_text(x.shape) + " does not have the batch first"};
   const size_t nd = rank - 2;
   if (w.shape.size() != rank || !all_plain(w.shape)) fail_node(n, "weight shape " + sym_shape_text(w.shape) + " does not match a rank-" + std::to_string(rank) + " input");
@@ -1665,8 +1958,9 @@ void Importer::op_conv(const Node& n, bool transposed) {
   if (kernel.empty()) kernel.assign(wd.begin() + 2, wd.end());
   const int64_t group = attr_i(n, "group", 1);
   const int64_t C = x.shape[1].v;
-  const int64_t F = transposed ? wd[1] * group : wd[0];
-  if (group < 1 || (transposed ? wd[0] != C : wd[1] * group != C)) {
+  if (group < 1) fail_node(n, "group must be >= 1, got " + std::to_string(group));
+  const int64_t F = transposed ? mul64(wd[1], group) : wd[0];
+  if (transposed ? wd[0] != C : mul64(wd[1], group) != C) {
     fail_node(n, "weights " + ints_text(wd) + " with group " + std::to_string(group) + " do not fit " + std::to_string(C) +
                  " input channels");
   }
@@ -1675,13 +1969,27 @@ void Importer::op_conv(const Node& n, bool transposed) {
   SpatialAttrs a = spatial(n, nd, kernel);
   std::vector<int64_t> out_pad = attr_ints(n, "output_padding");
   if (out_pad.empty()) out_pad.assign(nd, 0);
+  if (out_pad.size() != nd) fail_node(n, "output_padding must have one entry per spatial axis (" + std::to_string(nd) + ")");
+  for (int64_t p : out_pad) {
+    if (p < 0 || p > kMaxWindowValue) {
+      fail_node(n, "output_padding must be in [0, " + std::to_string(kMaxWindowValue) + "], got " + shape_text(out_pad));
+    }
+  }
   const std::vector<int64_t> out_shape_attr = attr_ints(n, "output_shape");
   std::vector<int64_t> dims_out(nd);
   if (transposed && !out_shape_attr.empty()) {
+    if (out_shape_attr.size() < nd) {
+      fail_node(n, "output_shape " + shape_text(out_shape_attr) + " must give the " + std::to_string(nd) + " spatial dimensions");
+    }
     const std::vector<int64_t> os(out_shape_attr.end() - static_cast<long>(nd), out_shape_attr.end());
     for (size_t i = 0; i < nd; ++i) {
-      const int64_t span = a.dilations[i] * (a.kernel[i] - 1) + 1;
-      const int64_t total = a.strides[i] * (in[i] - 1) + out_pad[i] + span - os[i];
+      const int64_t span = window_span(a.kernel[i], a.dilations[i]);
+      const int64_t total = sub64(add64(add64(mul64(a.strides[i], in[i] - 1), out_pad[i]), span), os[i]);
+      // A negative total is extra output (ONNX: output_shape may exceed the natural size).
+      if (os[i] < 1 || os[i] > kMaxBoundDim) {
+        fail_node(n, "output_shape " + shape_text(out_shape_attr) + " must have spatial dimensions in [1, " +
+                         std::to_string(kMaxBoundDim) + "]");
+      }
       a.pads[i] = a.auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
       a.pads[i + nd] = total - a.pads[i];
       dims_out[i] = os[i];
@@ -1689,9 +1997,10 @@ void Importer::op_conv(const Node& n, bool transposed) {
   } else {
     plan_padding(n, a, in, transposed, out_pad);
     for (size_t i = 0; i < nd; ++i) {
-      const int64_t span = a.dilations[i] * (a.kernel[i] - 1) + 1;
+      const int64_t span = window_span(a.kernel[i], a.dilations[i]);
       if (transposed) {
-        dims_out[i] = a.strides[i] * (in[i] - 1) + out_pad[i] + span - a.pads[i] - a.pads[i + nd];
+        dims_out[i] = sub64(sub64(add64(add64(mul64(a.strides[i], in[i] - 1), out_pad[i]), span), a.pads[i]), a.pads[i + nd]);
+        if (dims_out[i] < 1) fail_node(n, "the pads leave spatial axis " + std::to_string(i) + " empty");
       } else {
         try {
           dims_out[i] = window_len(in[i], a.pads[i], a.pads[i + nd], a.kernel[i], a.strides[i], a.dilations[i], false);
@@ -1811,8 +2120,12 @@ void Importer::op_recurrent(const Node& n, bool lstm) {
   const std::string dir = attr_s(n, "direction", "forward");
   if (dir != "forward" && dir != "reverse" && dir != "bidirectional") fail_node(n, "unknown direction '" + dir + "'");
   const int64_t D = dir == "bidirectional" ? 2 : 1;
-  if (X.shape.size() != 3 || R.shape.size() != 3) fail_node(n, "X and R must be 3-D");
+  if (X.shape.size() != 3 || W.shape.size() != 3 || R.shape.size() != 3) {
+    fail_node(n, "X, W and R must be 3-D, got " + sym_shape_text(X.shape) + ", " + sym_shape_text(W.shape) + " and " +
+                     sym_shape_text(R.shape));
+  }
   const int64_t H = has_attr(n, "hidden_size") ? attr_i(n, "hidden_size", 0) : R.shape[2].v;
+  if (H < 1 || H > kMaxBoundDim) fail_node(n, "hidden_size must be in [1, " + std::to_string(kMaxBoundDim) + "], got " + std::to_string(H));
   const int ba = batch_axis(X.shape, &n);
   if (ba != (layout == 0 ? 1 : 0) || X.shape[static_cast<size_t>(ba)].v != 1) {
     throw Unsupported{"input " + sym_shape_text(X.shape) + " must have the batch on axis " + std::to_string(layout == 0 ? 1 : 0)};
@@ -1891,11 +2204,23 @@ bool Importer::feeds_spatial(const std::string& value, int depth) const {
                                                           "Resize", "Upsample"};
   static const std::unordered_set<std::string> through = {"Add", "Sub", "Mul", "Div", "Relu", "Clip", "Cast",
                                                           "Identity", "Pad", "Sigmoid", "Tanh"};
-  if (depth > 4) return false;
-  for (const auto& n : model_.graph().node()) {
-    if (std::find(n.input().begin(), n.input().end(), value) == n.input().end()) continue;
-    if (spatial.count(n.op_type())) return true;
-    if (through.count(n.op_type()) && n.output_size() > 0 && feeds_spatial(n.output(0), depth + 1)) return true;
+  // Breadth first over the consumer lists, each value once: linear in the graph, however
+  // wide (a recursive scan of every node per consumer was exponential in the fan-out).
+  const auto& nodes = model_.graph().node();
+  std::vector<std::string> level = {value};
+  std::unordered_set<std::string> seen = {value};
+  for (; depth <= 4 && !level.empty(); ++depth) {
+    std::vector<std::string> next;
+    for (const auto& v : level) {
+      auto c = consumer_nodes_.find(v);
+      if (c == consumer_nodes_.end()) continue;
+      for (int i : c->second) {
+        const auto& n = nodes[i];
+        if (spatial.count(n.op_type())) return true;
+        if (through.count(n.op_type()) && n.output_size() > 0 && seen.insert(n.output(0)).second) next.push_back(n.output(0));
+      }
+    }
+    level = std::move(next);
   }
   return false;
 }
@@ -2138,7 +2463,7 @@ void Importer::op_reduce(const Node& n, OpKind kind) {
     return alias(n, x, o);
   }
   if (axes.empty()) throw Unsupported{"reduces over every axis, the batch included"};
-  for (int64_t& a : axes) a = norm_axis(a, x.shape.size(), "axis");
+  axes = norm_axes(axes, x.shape.size(), "axis");
   Value& o = out(n);
   for (size_t i = 0; i < x.shape.size(); ++i) {
     const bool red = std::find(axes.begin(), axes.end(), static_cast<int64_t>(i)) != axes.end();
@@ -2162,7 +2487,10 @@ void Importer::op_pool(const Node& n, OpKind kind) {
   Value& x = val(n, 0);
   if (n.output_size() > 1 && !n.output(1).empty() && consumers_.count(n.output(1))) throw Unsupported{"the Indices output"};
   const size_t rank = x.shape.size();
-  if (rank != 3 && rank != 4) throw Unsupported{std::to_string(rank - 2) + "-D pooling (1-D and 2-D are supported)"};
+  if (rank != 3 && rank != 4) {
+    throw Unsupported{(rank < 3 ? "pooling of a rank-" + std::to_string(rank) + " input" : std::to_string(rank - 2) + "-D pooling") +
+                      " (1-D and 2-D are supported)"};
+  }
   if (!can_channels_last(x.shape)) throw Unsupported{"input " + sym_shape_text(x.shape) + " does not have the batch first"};
   const size_t nd = rank - 2;
   const std::vector<int64_t> kernel = attr_ints(n, "kernel_shape");
@@ -2230,7 +2558,7 @@ void Importer::op_reshape_like(const Node& n) {
     Sym a{1, 0}, b{1, 0};
     for (size_t i = 0; i < x.shape.size(); ++i) {
       Sym& t = static_cast<int64_t>(i) < axis ? a : b;
-      t = Sym{t.v * x.shape[i].v, t.p + x.shape[i].p};
+      t = sym_mul(t, x.shape[i]);
     }
     shape = {a, b};
   } else if (op == "Squeeze" || op == "Unsqueeze") {
@@ -2266,7 +2594,7 @@ void Importer::op_transpose(const Node& n) {
   const size_t r = x.shape.size();
   std::vector<int64_t> perm = attr_ints(n, "perm");
   if (perm.empty()) for (size_t i = r; i-- > 0;) perm.push_back(static_cast<int64_t>(i));
-  if (perm.size() != r) fail_node(n, "perm has " + std::to_string(perm.size()) + " entries for rank " + std::to_string(r));
+  check_perm(perm, r);
   Value& o = out(n);
   for (int64_t p : perm) o.shape.push_back(x.shape.at(static_cast<size_t>(p)));
   const int ba = batch_axis(x.shape, &n);
@@ -2384,19 +2712,48 @@ int Importer::slice_ir(const Node& n, Value& in, int64_t onnx_axis, int64_t begi
   return y;
 }
 
+// Split's part sizes along an axis of `dim` elements: given (as many as outputs, >= 0,
+// summing to dim) or equal parts, the last one smaller (opset 18), none empty.
+std::vector<int64_t> Importer::split_sizes(const Node& n, int64_t dim, int64_t axis) {
+  std::vector<int64_t> sizes;
+  if (auto s = ints_attr_or_input(n, "split", 1, 13)) sizes = *s;
+  const int64_t parts = n.output_size();
+  if (parts < 1) throw ShapeError("Split has no outputs");
+  if (sizes.empty()) {
+    if (parts > dim) {
+      throw ShapeError("Split into " + std::to_string(parts) + " outputs, more than the " + std::to_string(dim) +
+                       " elements of axis " + std::to_string(axis));
+    }
+    const int64_t each = (dim + parts - 1) / parts;
+    for (int64_t i = 0; i < parts; ++i) sizes.push_back(std::min(each, dim - i * each));
+    if (sizes.back() < 1) {
+      throw ShapeError("Split of " + std::to_string(dim) + " elements into " + std::to_string(parts) +
+                       " equal outputs leaves the last one empty");
+    }
+    return sizes;
+  }
+  if (static_cast<int64_t>(sizes.size()) != parts) {
+    throw ShapeError("split has " + std::to_string(sizes.size()) + " sizes for " + std::to_string(parts) + " outputs");
+  }
+  int64_t sum = 0;
+  for (int64_t v : sizes) {
+    if (v < 0) throw ShapeError("split sizes must be >= 0, got " + shape_text(sizes));
+    sum = add64(sum, v);
+  }
+  if (sum != dim) {
+    throw ShapeError("split sizes " + shape_text(sizes) + " sum to " + std::to_string(sum) + ", but axis " + std::to_string(axis) +
+                     " has " + std::to_string(dim));
+  }
+  return sizes;
+}
+
 void Importer::op_split(const Node& n) {
   Value& x = val(n, 0);
   const int64_t axis = norm_axis(attr_i(n, "axis", 0), x.shape.size(), "axis");
   const int64_t dim = x.shape[static_cast<size_t>(axis)].v;
   if (x.shape[static_cast<size_t>(axis)].p) throw Unsupported{"Split along the batch dimension"};
-  std::vector<int64_t> sizes;
-  if (auto s = ints_attr_or_input(n, "split", 1, 13)) sizes = *s;
+  const std::vector<int64_t> sizes = split_sizes(n, dim, axis);
   const int64_t parts = n.output_size();
-  if (sizes.empty()) {
-    const int64_t each = (dim + parts - 1) / parts;
-    for (int64_t i = 0; i < parts; ++i) sizes.push_back(std::min(each, dim - i * each));
-  }
-  if (static_cast<int64_t>(sizes.size()) != parts) fail_node(n, "split sizes and outputs differ in number");
   const Layout layout = preferred_layout(x);
   const int t = tensor_in(x, layout, n);
   int64_t begin = 0;
@@ -2433,6 +2790,7 @@ void Importer::op_slice(const Node& n) {
   }
   if (axes.empty()) for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
   if (steps.empty()) steps.assign(starts.size(), 1);
+  check_slice_lists(starts, ends, axes, steps, x.shape.size());
   Value& o = out(n);
   o.shape = x.shape;
   const Layout layout = preferred_layout(x);
@@ -2493,7 +2851,13 @@ void Importer::op_gather(const Node& n) {
   if (data.shape[static_cast<size_t>(axis)].p) throw Unsupported{"Gather along the batch dimension"};
   const int64_t dim = data.shape[static_cast<size_t>(axis)].v;
   std::vector<int64_t> norm;
-  for (int64_t k : ix) norm.push_back(k < 0 ? k + dim : k);
+  for (int64_t k : ix) {
+    if (k < -dim || k >= dim) {
+      fail_node(n, "index " + std::to_string(k) + " is out of range for dimension " + std::to_string(dim) + " (allowed: " +
+                       std::to_string(-dim) + " to " + std::to_string(dim - 1) + ")");
+    }
+    norm.push_back(k < 0 ? k + dim : k);
+  }
   const int64_t first = norm.empty() ? 0 : norm.front();
   const int64_t step = norm.size() > 1 ? norm[1] - norm[0] : 1;
   for (size_t i = 1; i < norm.size(); ++i) {
@@ -2548,8 +2912,9 @@ void Importer::op_pad(const Node& n) {
   if (axes.empty()) for (size_t i = 0; i < r; ++i) axes.push_back(static_cast<int64_t>(i));
   if (pads.size() != 2 * axes.size()) fail_node(n, "pads has " + std::to_string(pads.size()) + " entries for " + std::to_string(axes.size()) + " axes");
   std::vector<int64_t> begin(r, 0), end(r, 0);
+  axes = norm_axes(axes, r, "axis");
   for (size_t i = 0; i < axes.size(); ++i) {
-    const int64_t a = norm_axis(axes[i], r, "axis");
+    const int64_t a = axes[i];
     begin[static_cast<size_t>(a)] = pads[i];
     end[static_cast<size_t>(a)] = pads[i + axes.size()];
   }
@@ -2558,7 +2923,7 @@ void Importer::op_pad(const Node& n) {
   for (size_t i = 0; i < r; ++i) {
     if (begin[i] == 0 && end[i] == 0) continue;
     if (x.shape[i].p) throw Unsupported{"Pad of the batch dimension"};
-    o.shape[i].v += begin[i] + end[i];
+    o.shape[i].v = add64(o.shape[i].v, add64(begin[i], end[i]));
     if (o.shape[i].v < 1) fail_node(n, "padding makes axis " + std::to_string(i) + " empty");
   }
   if (o.shape == x.shape) return alias(n, x, o);
@@ -2605,10 +2970,16 @@ void Importer::op_resize(const Node& n) {
   Value& o = out(n);
   o.shape = x.shape;
   if (sizes.empty() && scales.size() != axes.size()) fail_node(n, "needs scales or sizes for every axis");
+  if (!sizes.empty() && sizes.size() != axes.size()) {
+    fail_node(n, "sizes has " + std::to_string(sizes.size()) + " entries for " + std::to_string(axes.size()) + " axes");
+  }
+  axes = norm_axes(axes, r, "axis");
   for (size_t i = 0; i < axes.size(); ++i) {
-    const auto a = static_cast<size_t>(norm_axis(axes[i], r, "axis"));
-    const int64_t nv = sizes.empty() ? static_cast<int64_t>(std::floor(static_cast<double>(x.shape[a].v) * scales[i] + 1e-9))
-                                     : sizes.at(i);
+    const auto a = static_cast<size_t>(axes[i]);
+    if (sizes.empty() && !(scales[i] > 0)) fail_node(n, "scales must be > 0, got " + std::to_string(scales[i]));
+    const int64_t nv = sizes.empty() ? to_int64(std::floor(static_cast<double>(x.shape[a].v) * scales[i] + 1e-9), "the resized dimension")
+                                     : sizes[i];
+    if (nv < 1) fail_node(n, "the output's axis " + std::to_string(a) + " would have " + std::to_string(nv) + " elements (must be >= 1)");
     if (x.shape[a].p) {
       if (nv != x.shape[a].v) throw Unsupported{"Resize of the batch dimension"};
       continue;
@@ -2630,6 +3001,77 @@ void Importer::op_resize(const Node& n) {
 
 // ---------------------------------------------------------------- dispatch and driver
 
+// How many inputs each op the importer handles takes (ONNX's operator schemas, across
+// the opsets it reads): one table, checked before any handler reads input(i), so a node
+// with too few or too many inputs is an error naming it and the allowed counts.
+void Importer::check_arity(const Node& n) const {
+  struct Arity {
+    int min_in, max_in;
+  };
+  constexpr int kAny = std::numeric_limits<int>::max();
+  static const std::unordered_map<std::string, Arity> table = {
+      {"Constant", {0, 0}}, {"ConstantOfShape", {1, 1}}, {"Range", {3, 3}}, {"Shape", {1, 1}}, {"Size", {1, 1}},
+      {"Conv", {2, 3}}, {"ConvTranspose", {2, 3}}, {"Gemm", {2, 3}}, {"MatMul", {2, 2}}, {"LSTM", {3, 8}}, {"GRU", {3, 6}},
+      {"BatchNormalization", {5, 5}}, {"LayerNormalization", {2, 3}}, {"Clip", {1, 3}}, {"FastGelu", {1, 2}},
+      {"Add", {2, 2}}, {"Sub", {2, 2}}, {"Mul", {2, 2}}, {"Div", {2, 2}}, {"Pow", {2, 2}}, {"Mod", {2, 2}},
+      {"Equal", {2, 2}}, {"Less", {2, 2}}, {"Greater", {2, 2}}, {"LessOrEqual", {2, 2}}, {"GreaterOrEqual", {2, 2}},
+      {"And", {2, 2}}, {"Or", {2, 2}}, {"Max", {1, kAny}}, {"Min", {1, kAny}}, {"Where", {3, 3}},
+      {"ReduceMean", {1, 2}}, {"ReduceSum", {1, 2}}, {"ReduceMax", {1, 2}}, {"ReduceMin", {1, 2}}, {"ReduceProd", {1, 2}},
+      {"Reshape", {2, 2}}, {"Squeeze", {1, 2}}, {"Unsqueeze", {1, 2}}, {"CastLike", {2, 2}}, {"Dropout", {1, 3}},
+      {"QuantizeLinear", {2, 3}}, {"DequantizeLinear", {2, 3}}, {"Concat", {1, kAny}}, {"Split", {1, 2}},
+      {"Gather", {2, 2}}, {"Expand", {2, 2}}, {"Resize", {1, 4}}, {"Upsample", {1, 2}}, {"Tile", {2, 2}}};
+  // Every other op the importer handles or folds takes exactly one input.
+  static const std::unordered_set<std::string> unary = {
+      "Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "HardSwish", "Gelu", "Erf", "Sqrt", "Exp", "Log", "Neg",
+      "Reciprocal", "Abs", "Floor", "Ceil", "Round", "Not", "Sign", "Softmax", "LogSoftmax", "MaxPool", "AveragePool",
+      "GlobalAveragePool", "GlobalMaxPool", "Flatten", "Identity", "Cast", "Transpose"};
+  Arity a{-1, -1};
+  if (n.op_type() == "Slice") a = opset_ < 10 ? Arity{1, 1} : Arity{3, 5};  // starts/ends: attributes, then inputs
+  else if (n.op_type() == "Pad") a = opset_ < 11 ? Arity{1, 1} : Arity{2, 4};
+  else if (auto it = table.find(n.op_type()); it != table.end()) a = it->second;
+  else if (unary.count(n.op_type())) a = {1, 1};
+  if (n.output_size() < 1) fail_node(n, "has no outputs (every op has at least one; corrupt file?)");
+  for (int i = 0; i < n.attribute_size(); ++i) {
+    for (int j = 0; j < i; ++j) {
+      if (n.attribute(i).name() == n.attribute(j).name()) {
+        fail_node(n, "attribute '" + utf8_safe(n.attribute(i).name()) + "' is given twice");
+      }
+    }
+  }
+  if (a.min_in < 0) return;  // not an op of the importer's: reported as unsupported
+  const int k = n.input_size();
+  if (k >= a.min_in && k <= a.max_in) return;
+  const std::string allowed = a.min_in == a.max_in ? std::to_string(a.min_in)
+                              : a.max_in == kAny   ? "at least " + std::to_string(a.min_in)
+                                                   : std::to_string(a.min_in) + " to " + std::to_string(a.max_in);
+  fail_node(n, "needs " + allowed + " inputs" + (opset_ ? " (opset " + std::to_string(opset_) + ")" : std::string()) + ", has " +
+                   std::to_string(k));
+}
+
+// Every value a node produced: no negative dimension, at most 2^50 elements at the bound
+// batch (so later products and allocations stay in range). Throws ShapeError.
+void Importer::check_outputs(const Node& n) {
+  for (const auto& name : n.output()) {
+    if (name.empty()) continue;
+    auto it = values_.find(name);
+    if (it == values_.end() || it->second.poisoned) continue;
+    const SymShape& s = it->second.shape;
+    int64_t elements = 1;
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (s[i].v < 0) {
+        throw ShapeError("output '" + utf8_safe(name) + "' would have shape " + sym_shape_text(s) + ": dimension " +
+                         std::to_string(i) + " is negative");
+      }
+      const auto e = checked_mul(elements, eval(s[i], batch_));
+      if (!e || *e > kMaxTensorElements) {
+        throw ShapeError("output '" + utf8_safe(name) + "' would have shape " + sym_shape_text(s) +
+                         ": more than 2^50 elements (at most " + std::to_string(kMaxTensorElements) + ")");
+      }
+      elements = *e;
+    }
+  }
+}
+
 void Importer::dispatch(const Node& n) {
   const std::string& op = n.op_type();
   const std::string& dom = n.domain();
@@ -2637,6 +3079,7 @@ void Importer::dispatch(const Node& n) {
   if (!dom.empty() && dom != "ai.onnx" && !(ms && (op == "Gelu" || op == "FastGelu"))) {
     throw Unsupported{"op of domain '" + dom + "'"};
   }
+  check_arity(n);
   if (op == "Shape" || op == "Size" || all_constant(n)) return fold_or_shape(n);
 
   using H = std::function<void(Importer&, const Node&)>;
@@ -2709,14 +3152,17 @@ Graph Importer::run() {
   read_model();
   const auto& graph = model_.graph();
   g_.source = file_;
-  g_.name = graph.name().empty() ? path_.stem().string() : graph.name();
-  std::string producer = model_.producer_name();
-  if (!model_.producer_version().empty()) producer += " " + model_.producer_version();
+  g_.name = utf8_safe(graph.name().empty() ? path_.stem().string() : graph.name());
+  std::string producer = utf8_safe(model_.producer_name());
+  if (!model_.producer_version().empty()) producer += " " + utf8_safe(model_.producer_version());
   g_.description = "ONNX opset " + std::to_string(opset_) + (producer.empty() ? std::string() : ", from " + producer) +
-                   (graph.doc_string().empty() ? std::string() : ": " + graph.doc_string());
-  for (const auto& nd : graph.node()) {
-    for (const auto& in : nd.input()) {
-      if (!in.empty()) ++consumers_[in];
+                   (graph.doc_string().empty() ? std::string() : ": " + utf8_safe(graph.doc_string()));
+  for (int i = 0; i < graph.node_size(); ++i) {
+    for (const auto& in : graph.node(i).input()) {
+      if (in.empty()) continue;
+      ++consumers_[in];
+      auto& c = consumer_nodes_[in];
+      if (c.empty() || c.back() != i) c.push_back(i);
     }
   }
   for (const auto& o : graph.output()) graph_outputs_.insert(o.name());
@@ -2737,6 +3183,7 @@ Graph Importer::run() {
     if (!poisoned) {
       try {
         dispatch(n);
+        check_outputs(n);
       } catch (const Unsupported& u) {
         unsupported_.emplace_back(node_name(n), n.op_type() + (u.why.empty() ? std::string() : ": " + u.why));
         poisoned = true;
@@ -2752,7 +3199,7 @@ Graph Importer::run() {
   }
   if (!unsupported_.empty()) {
     std::vector<std::string> items;
-    for (const auto& [node, why] : unsupported_) items.push_back("'" + node + "' (" + why + ")");
+    for (const auto& [node, why] : unsupported_) items.push_back("'" + utf8_safe(node) + "' (" + utf8_safe(why) + ")");
     fail(std::to_string(unsupported_.size()) + " node(s) cannot be imported: " + join(items, "; ") +
          ". Supported ops: BatchNormalization, Clip, Concat, Conv, ConvTranspose, Dropout, Erf, Exp, Expand, Flatten, "
          "GRU, Gather, Gelu, Gemm, GlobalAveragePool, GlobalMaxPool, HardSigmoid, HardSwish, LSTM, LayerNormalization, "
