@@ -180,6 +180,7 @@ constexpr int64_t kMaxFoldFloats = 1 << 12;
 // A Constant node's value is decoded up to this many elements (functional mode's scales
 // and biases); beyond it only its shape is kept, so a large tensor costs no memory.
 constexpr int64_t kMaxDecodedElements = int64_t{1} << 22;
+constexpr int64_t kMaxDecodeBudget = int64_t{1} << 23;  // decoded constants of a model together (<= 128 MiB)
 
 bool is_float_type(int32_t t) {
   return t == onnx::TensorProto_DataType_FLOAT || t == onnx::TensorProto_DataType_DOUBLE ||
@@ -402,6 +403,17 @@ class Importer {
   std::vector<int> input_order_;  // per IR graph input: ONNX input index
   std::unordered_map<std::string, std::vector<int64_t>> external_sizes_;
   std::unordered_map<std::string, std::vector<int>> consumer_nodes_;  // value -> indices of the nodes reading it
+  // Elements of constant data decoded or folded so far: many small constants (each under
+  // the fold limits) must not add up to gigabytes. Past the budget only shapes are kept.
+  // Constant nodes' large values (functional mode only) have a budget of their own, so
+  // they cannot starve the small shape constants that folding needs.
+  int64_t decoded_elements_ = 0, decoded_large_elements_ = 0;
+  bool within_decode_budget(int64_t n, bool large) {
+    int64_t& used = large ? decoded_large_elements_ : decoded_elements_;
+    if (n > kMaxDecodeBudget - used) return false;
+    used += n;
+    return true;
+  }
 };
 
 // ---------------------------------------------------------------- reading
@@ -481,7 +493,8 @@ void Importer::read_tensor_data(const onnx::TensorProto& t, Value& v, bool need,
   v.is_float = is_float_type(type);
   // Folded constants are decoded when small; a Constant node's value (`need`) up to
   // kMaxDecodedElements: the protobuf bounds the bytes, not the decoded size.
-  const bool small = (v.is_float ? n <= kMaxFoldFloats : n <= kMaxFoldInts) || (need && n <= kMaxDecodedElements);
+  const bool foldable = v.is_float ? n <= kMaxFoldFloats : n <= kMaxFoldInts;
+  const bool small = (foldable || (need && n <= kMaxDecodedElements)) && within_decode_budget(n, !foldable);
   if (t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) {
     std::string location;
     int64_t offset = 0, length = -1;
@@ -1138,6 +1151,16 @@ int64_t norm_axis(int64_t axis, size_t rank, const std::string& what) {
   return axis < 0 ? axis + r : axis;
 }
 
+// Flatten's axis: in [-rank, rank] (rank itself: everything in the first factor).
+int64_t flatten_axis(int64_t axis, size_t rank) {
+  const auto r = static_cast<int64_t>(rank);
+  if (axis < -r || axis > r) {
+    throw ShapeError("Flatten axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(r) + " (allowed: " +
+                     std::to_string(-r) + " to " + std::to_string(r) + ")");
+  }
+  return axis < 0 ? axis + r : axis;
+}
+
 // A list of axes, each in range, none repeated (the one validation path for every op's axes).
 std::vector<int64_t> norm_axes(std::vector<int64_t> axes, size_t rank, const std::string& what) {
   for (int64_t& a : axes) a = norm_axis(a, rank, what);
@@ -1484,6 +1507,10 @@ void Importer::fold_or_shape(const Node& n) {
       const int64_t got = res.is_float ? static_cast<int64_t>(res.floats.size()) : static_cast<int64_t>(res.ints.size());
       if (!all_plain(res.shape) || want != got) res.has_data = false, res.ints.clear(), res.floats.clear();
     }
+    if (res.has_data && !within_decode_budget(static_cast<int64_t>(res.is_float ? res.floats.size() : res.ints.size()),
+                                              res.shape.size() && !small_enough(res.shape, res.is_float))) {
+      res.has_data = false, res.ints.clear(), res.floats.clear();  // the model holds too much constant data: shapes only
+    }
     if (n.output_size() > output && !n.output(output).empty()) values_[n.output(output)] = res;
   };
 
@@ -1708,9 +1735,7 @@ void Importer::fold_or_shape(const Node& n) {
     if (op == "Reshape") {
       res.shape = infer_reshape(n, x.shape);
     } else if (op == "Flatten") {
-      int64_t axis = attr_i(n, "axis", 1);
-    if (axis < 0) axis += static_cast<int64_t>(x.shape.size());
-    if (axis < 0 || axis > static_cast<int64_t>(x.shape.size())) throw ShapeError("Flatten axis out of range");
+      const int64_t axis = flatten_axis(attr_i(n, "axis", 1), x.shape.size());
       Sym a{1, 0}, b{1, 0};
       for (size_t i = 0; i < x.shape.size(); ++i) {
         Sym& t = static_cast<int64_t>(i) < axis ? a : b;
@@ -2552,9 +2577,7 @@ void Importer::op_reshape_like(const Node& n) {
       fail_node(n, e.what());
     }
   } else if (op == "Flatten") {
-    int64_t axis = attr_i(n, "axis", 1);
-    if (axis < 0) axis += static_cast<int64_t>(x.shape.size());
-    if (axis < 0 || axis > static_cast<int64_t>(x.shape.size())) throw ShapeError("Flatten axis out of range");
+    const int64_t axis = flatten_axis(attr_i(n, "axis", 1), x.shape.size());
     Sym a{1, 0}, b{1, 0};
     for (size_t i = 0; i < x.shape.size(); ++i) {
       Sym& t = static_cast<int64_t>(i) < axis ? a : b;
@@ -3039,6 +3062,17 @@ void Importer::check_arity(const Node& n) const {
     }
   }
   if (a.min_in < 0) return;  // not an op of the importer's: reported as unsupported
+  // Attributes the op's schema requires (a default would silently change its meaning).
+  static const std::unordered_map<std::string, std::vector<std::string>> required = {
+      {"Cast", {"to"}}, {"Concat", {"axis"}}, {"MaxPool", {"kernel_shape"}}, {"AveragePool", {"kernel_shape"}}};
+  if (auto r = required.find(n.op_type()); r != required.end()) {
+    for (const auto& name : r->second) {
+      if (!attr(n, name)) fail_node(n, "needs the attribute '" + name + "', which is missing");
+    }
+  }
+  if (opset_ < 10 && n.op_type() == "Slice" && (!attr(n, "starts") || !attr(n, "ends"))) {
+    fail_node(n, "needs the attributes 'starts' and 'ends' (opset " + std::to_string(opset_) + ")");
+  }
   const int k = n.input_size();
   if (k >= a.min_in && k <= a.max_in) return;
   const std::string allowed = a.min_in == a.max_in ? std::to_string(a.min_in)

@@ -40,7 +40,7 @@ seed experiment experiments/*.yaml tests/fuzz/regressions/experiment/*
 if [[ " ${targets[*]} " == *" onnx "* ]]; then
   # ONNX's node test models, and the workload library with its external data redirected
   # to the harness's sparse weights.bin (tests/fuzz/fuzz_entry.cpp).
-  seed onnx /usr/share/libonnx-testdata/data/node/*/model.onnx tests/fuzz/regressions/onnx/*
+  seed onnx /usr/share/libonnx-testdata/data/node/*/model.onnx tests/fuzz/regressions/onnx/* tests/fuzz/seeds/onnx/*
   if /usr/bin/python3 -c "import onnx" 2>/dev/null; then
     models="$build/fuzz-models"
     [ -f "$models/.done" ] || {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <variant>
 #include <vector>
@@ -304,6 +305,229 @@ TEST(Errors, OnnxUnboundDynamicDimension) {
   r = run_into(dir, kTpu, (dir / "m.onnx").string(), "--input-shape x=1,oops,64");
   expect_input_error(r, "--input-shape 'x=1,oops,64': dimension 'oops' is not a positive integer");
   expect_no_output(dir, {"m.onnx"});
+}
+
+// ---------------------------------------------------------------- hostile ONNX (reliability audit)
+
+namespace {
+// An INT64 initializer (for folded shape computations).
+void int64s(OnnxModel& o, const std::string& name, const std::vector<int64_t>& v) {
+  auto* t = o.g->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto_DataType_INT64);
+  t->add_dims(static_cast<int64_t>(v.size()));
+  for (int64_t x : v) t->add_int64_data(x);
+}
+onnx::NodeProto* node2(OnnxModel& o, const std::string& op, const std::vector<std::string>& ins,
+                       const std::vector<std::string>& outs, const std::string& name) {
+  auto* n = o.g->add_node();
+  n->set_op_type(op);
+  n->set_name(name);
+  for (const auto& i : ins) n->add_input(i);
+  for (const auto& x : outs) n->add_output(x);
+  return n;
+}
+// x [1, 16] -> Reshape(x, t) -> Relu -> y, with t computed by the caller's nodes.
+OnnxModel reshape_by(const std::string& t) {
+  OnnxModel o;
+  o.input("x", {int64_t{1}, int64_t{16}});
+  node2(o, "Reshape", {"x", t}, {"r"}, "reshape");
+  o.node("Relu", "r", "y", "relu");
+  o.output("y");
+  return o;
+}
+}  // namespace
+
+TEST(Errors, OnnxIntegerOverflow) {
+  const fs::path dir = scratch("onnx-overflow");
+  {  // the audit's reproducer: a SIGFPE (exit 136) before
+    OnnxModel o = reshape_by("q");
+    int64s(o, "a", {std::numeric_limits<int64_t>::min()});
+    int64s(o, "b", {-1});
+    node2(o, "Div", {"a", "b"}, {"q"}, "div");
+    write(dir / "div.onnx", o.bytes());
+    expect_input_error(run_into(dir, kTpu, (dir / "div.onnx").string()),
+                       "div.onnx: node 'div' (Div): -9223372036854775808 / -1 does not fit 64 bits");
+  }
+  {  // integer Pow looped 2^62 times before
+    OnnxModel o = reshape_by("q");
+    int64s(o, "a", {2});
+    int64s(o, "b", {int64_t{1} << 62});
+    node2(o, "Pow", {"a", "b"}, {"q"}, "pow");
+    write(dir / "pow.onnx", o.bytes());
+    expect_input_error(run_into(dir, kTpu, (dir / "pow.onnx").string()), "node 'pow' (Pow): 2 ** 4611686018427387904 does not fit 64 bits");
+  }
+  {  // a window: dilation * (kernel - 1) + 1
+    OnnxModel o;
+    o.input("x", {int64_t{1}, int64_t{3}, int64_t{8}, int64_t{8}});
+    o.weight("w", {4, 3, 3, 3});
+    auto* c = node2(o, "Conv", {"x", "w"}, {"y"}, "conv");
+    auto* a = c->add_attribute();
+    a->set_name("dilations");
+    a->set_type(onnx::AttributeProto_AttributeType_INTS);
+    a->add_ints(int64_t{1} << 62);
+    a->add_ints(1);
+    o.output("y");
+    write(dir / "conv.onnx", o.bytes());
+    expect_input_error(run_into(dir, kTpu, (dir / "conv.onnx").string()), "node 'conv' (Conv): dilations must be in [1, 1048576]");
+  }
+  expect_no_output(dir, {"div.onnx", "pow.onnx", "conv.onnx"});
+}
+
+TEST(Errors, OnnxMalformedNode) {
+  const fs::path dir = scratch("onnx-malformed");
+  {
+    OnnxModel o;
+    o.input("x", {int64_t{1}, int64_t{16}});
+    o.node("MatMul", "x", "y", "mm");
+    o.output("y");
+    write(dir / "mm.onnx", o.bytes());
+    expect_input_error(run_into(dir, kTpu, (dir / "mm.onnx").string()), "mm.onnx: node 'mm' (MatMul): needs 2 inputs (opset 13), has 1");
+  }
+  {
+    OnnxModel o;
+    o.input("x", {int64_t{1}, int64_t{16}});
+    o.node("Transpose", "x", "y", "tr");
+    auto* a = o.g->mutable_node(0)->add_attribute();
+    a->set_name("perm");
+    a->set_type(onnx::AttributeProto_AttributeType_INTS);
+    a->add_ints(0);
+    a->add_ints(5);
+    o.output("y");
+    write(dir / "tr.onnx", o.bytes());
+    expect_input_error(run_into(dir, kTpu, (dir / "tr.onnx").string()),
+                       "node 'tr' (Transpose): perm [0, 5] is not a permutation of the 2 axes (allowed: each of 0 to 1 once)");
+  }
+  {
+    OnnxModel o;
+    o.input("x", {int64_t{1}, int64_t{16}});
+    o.node("Softmax", "x", "y", "sm");
+    auto* a = o.g->mutable_node(0)->add_attribute();
+    a->set_name("axis");
+    a->set_type(onnx::AttributeProto_AttributeType_STRING);
+    a->set_s("1");
+    o.output("y");
+    write(dir / "sm.onnx", o.bytes());
+    expect_input_error(run_into(dir, kTpu, (dir / "sm.onnx").string()),
+                       "node 'sm' (Softmax): attribute 'axis' must be of type INT, got STRING");
+  }
+  {  // a required attribute missing: Cast's `to` defaulted to FLOAT before
+    OnnxModel o;
+    o.input("x", {int64_t{1}, int64_t{16}});
+    o.node("Cast", "x", "y", "cast");
+    o.output("y");
+    write(dir / "cast.onnx", o.bytes());
+    expect_input_error(run_into(dir, kTpu, (dir / "cast.onnx").string()),
+                       "node 'cast' (Cast): needs the attribute 'to', which is missing");
+  }
+  expect_no_output(dir, {"mm.onnx", "tr.onnx", "sm.onnx", "cast.onnx"});
+}
+
+TEST(Errors, OnnxExternalDataOutsideTheModel) {
+  const fs::path dir = scratch("onnx-external");
+  fs::create_directories(dir / "model");
+  {  // a file outside whose 16 bytes would make a valid target shape [1, 16]
+    const int64_t secret[2] = {1, 16};
+    std::ofstream(dir / "secret.bin", std::ios::binary).write(reinterpret_cast<const char*>(secret), sizeof secret);
+  }
+  fs::create_symlink("../secret.bin", dir / "model" / "link.bin");
+  for (const std::string& loc : {std::string("../secret.bin"), (dir / "secret.bin").string(), std::string("link.bin")}) {
+    OnnxModel o = reshape_by("s");
+    auto* t = o.g->add_initializer();
+    t->set_name("s");
+    t->set_data_type(onnx::TensorProto_DataType_INT64);
+    t->add_dims(2);
+    t->set_data_location(onnx::TensorProto_DataLocation_EXTERNAL);
+    auto* e = t->add_external_data();
+    e->set_key("location");
+    e->set_value(loc);
+    write(dir / "model" / "m.onnx", o.bytes());
+    const CliResult r = run_into(dir, kTpu, (dir / "model" / "m.onnx").string());
+    expect_input_error(r, "initializer 's': its external data location '" + loc + "'");
+    expect_input_error(r, "outside the model's directory");
+  }
+  expect_no_output(dir, {"m.onnx", "secret.bin", "link.bin"});
+}
+
+TEST(Errors, OnnxBoundDimensionTooLarge) {
+  const fs::path dir = scratch("onnx-cap");
+  OnnxModel o;
+  o.input("x", {std::string("N"), int64_t{64}});
+  o.weight("W", {64, 32});
+  node2(o, "MatMul", {"x", "W"}, {"y"}, "mm");
+  o.output("y");
+  write(dir / "dyn.onnx", o.bytes());
+  // The batch's named dimension: 1.4 GB and 15 s at 10^9 before, the OOM killer at 2^62.
+  for (const std::string bind : {"N=1000000000", "N=4611686018427387904"}) {
+    expect_input_error(run_into(dir, kTpu, (dir / "dyn.onnx").string(), "--input-shape " + bind),
+                       "--input-shape " + bind + ": a dimension must be in [1, 16777216] (the --batch cap)");
+  }
+  expect_input_error(run_into(dir, kTpu, (dir / "dyn.onnx").string(), "--input-shape x=1073741824,64"),
+                     "--input-shape x: dimension 0 is 1073741824, must be in [1, 16777216] (the --batch cap)");
+  expect_no_output(dir, {"dyn.onnx"});
+}
+
+TEST(Errors, OnnxInvalidGraph) {
+  const fs::path dir = scratch("onnx-invalid");
+  {
+    OnnxModel o;
+    o.input("x", {int64_t{1}, int64_t{16}});
+    o.node("Relu", "x", "y", "first");
+    o.node("Sigmoid", "x", "y", "second");
+    o.output("y");
+    write(dir / "two.onnx", o.bytes());
+    expect_input_error(run_into(dir, kTpu, (dir / "two.onnx").string()),
+                       "value 'y' is written by two nodes: node 'first' (Relu) and node 'second' (Sigmoid)");
+  }
+  {
+    OnnxModel o;
+    o.input("x", {int64_t{1}, int64_t{16}});
+    int64s(o, "sp", {4, 4});
+    auto* s = node2(o, "Split", {"x", "sp"}, {"a", "b"}, "split");
+    auto* a = s->add_attribute();
+    a->set_name("axis");
+    a->set_type(onnx::AttributeProto_AttributeType_INT);
+    a->set_i(1);
+    o.node("Relu", "a", "y", "relu");
+    o.output("y");
+    write(dir / "split.onnx", o.bytes());
+    expect_input_error(run_into(dir, kTpu, (dir / "split.onnx").string()),
+                       "node 'split' (Split): split sizes [4, 4] sum to 8, but axis 1 has 16");
+  }
+  {
+    OnnxModel o;
+    o.m.mutable_opset_import(0)->set_version(1000000000000);
+    o.input("x", {int64_t{1}, int64_t{16}});
+    o.node("Relu", "x", "y", "relu");
+    o.output("y");
+    write(dir / "opset.onnx", o.bytes());
+    expect_input_error(run_into(dir, kTpu, (dir / "opset.onnx").string()),
+                       "opset 1000000000000 is newer than this importer knows (up to 21)");
+  }
+  {
+    OnnxModel o;
+    o.input("x", {int64_t{1}, int64_t{0}});
+    o.node("Relu", "x", "y", "relu");
+    o.output("y");
+    write(dir / "dim0.onnx", o.bytes());
+    const CliResult r = run_into(dir, kTpu, (dir / "dim0.onnx").string());
+    expect_input_error(r, "input 'x' dimension 1 is 0 in the model: empty tensors are not supported");
+    EXPECT_EQ(r.output.find("unbound"), std::string::npos) << r.output;
+  }
+  expect_no_output(dir, {"two.onnx", "split.onnx", "opset.onnx", "dim0.onnx"});
+}
+
+TEST(Errors, OnnxNonUtf8NamesAreEscaped) {
+  const fs::path dir = scratch("onnx-utf8");
+  OnnxModel o = valid_mlp();
+  o.g->mutable_node(0)->set_name("caf\xe9!");
+  o.g->set_name("g\xff");
+  write(dir / "m.onnx", o.bytes());
+  const CliResult r = run_into(dir, kTpu, (dir / "m.onnx").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;  // was exit 1: JSON type_error.316
+  const std::string report = slurp(dir / "out" / "report.json");
+  EXPECT_NE(report.find("caf\\\\xe9!"), std::string::npos);  // the name `caf\xe9!`, JSON-escaped
+  EXPECT_EQ(report.find('\xe9'), std::string::npos);
 }
 
 TEST(Errors, PrecisionPolicyFile) {

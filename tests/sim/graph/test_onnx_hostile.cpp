@@ -5,6 +5,7 @@
 // what is allowed, never a signal, undefined behaviour, a hang or another exception.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <chrono>
@@ -386,6 +387,22 @@ TEST(OnnxHostile, OutOfRangeAxesAndPermsNameTheNode) {
     p.output("y");
     expect_rejected(p, "attr_type2.onnx", {"node 'tr' (Transpose)", "attribute 'perm'", "INTS", "FLOAT"});
   }
+  {  // Attributes the schema requires: a default changed the meaning (Cast to FLOAT, Concat on axis 0)
+    Model m = reshape_to("t");
+    m.floats("f", {1, 16});
+    m.node("Cast", {"f"}, {"t"}, "cast");
+    expect_rejected(m, "attr_missing.onnx", {"node 'cast' (Cast)", "'to'", "missing"});
+    Model c;
+    c.input("x", {int64_t{1}, int64_t{4}});
+    c.node("Concat", {"x", "x"}, {"y"}, "cat");
+    c.output("y");
+    expect_rejected(c, "attr_missing2.onnx", {"node 'cat' (Concat)", "'axis'", "missing"});
+    Model p;
+    p.input("x", {int64_t{1}, int64_t{3}, int64_t{8}, int64_t{8}});
+    p.node("MaxPool", {"x"}, {"y"}, "pool");
+    p.output("y");
+    expect_rejected(p, "attr_missing3.onnx", {"node 'pool' (MaxPool)", "'kernel_shape'", "missing"});
+  }
   {  // LSTM weights of the wrong rank (read out of bounds before)
     Model m;
     m.input("x", {int64_t{5}, int64_t{1}, int64_t{8}});
@@ -564,7 +581,7 @@ TEST(OnnxHostile, ExternalDataMustStayInsideTheModelDirectory) {
   // to a directory that points out.
   fs::create_symlink("../secret.bin", root / "model" / "link_out.bin");
   fs::create_directory_symlink("..", root / "model" / "up");
-  for (const std::string loc : {(root / "secret.bin").string(), std::string("../secret.bin"),
+  for (const std::string& loc : {(root / "secret.bin").string(), std::string("../secret.bin"),
                                 std::string("sub/../../secret.bin"), std::string("link_out.bin"),
                                 std::string("up/secret.bin"), std::string("/etc/passwd")}) {
     const std::string msg = load(loc, "escape.onnx");
@@ -646,4 +663,40 @@ TEST(OnnxHostile, NonUtf8NamesAreEscaped) {
   for (const auto& t : g.tensors) EXPECT_TRUE(valid(t.name)) << t.name;
   EXPECT_EQ(g.layers[0].name, "mm\\xe9");
   EXPECT_EQ(g.tensors[static_cast<size_t>(g.inputs[0])].name, "x\\xff");
+}
+
+// ---------------------------------------------------------------- fuzz seeds
+
+// The valid seed models of fuzz_onnx (tests/fuzz/seeds/onnx/) go through every integer
+// folding op into a Reshape: they import, so the fuzzer's mutations start inside folding.
+TEST(OnnxHostile, FuzzSeedsReachTheFoldingPaths) {
+  const fs::path dir = fs::path(TESSERA_SOURCE_DIR) / "tests/fuzz/seeds/onnx";
+  OnnxImportInfo info;
+  OnnxOptions o;
+  o.input_shapes = {{"N", {3}}};
+  load_onnx(dir / "fold-div-mod-pow-reshape.onnx", o, &info);
+  EXPECT_EQ(info.value_shapes["t"], (std::vector<int64_t>{3}));
+  EXPECT_EQ(info.value_shapes["r"], (std::vector<int64_t>{3, 4, 4}));
+  EXPECT_EQ(info.absorbed["pow"], "folded");
+  EXPECT_EQ(info.absorbed["mod"], "folded");
+  OnnxImportInfo gen;
+  load_onnx(dir / "fold-range-constantofshape-tile.onnx", {}, &gen);
+  EXPECT_EQ(gen.value_shapes["tl"], (std::vector<int64_t>{8}));
+  EXPECT_EQ(gen.value_shapes["r"], (std::vector<int64_t>{1, 8, 2}));
+}
+
+// ---------------------------------------------------------------- D14: memory
+
+// 600 folded constants of 2^16 elements each (under the per-constant fold limit) held
+// 630 MB of folded data before; the model-wide decode budget keeps it to shapes past
+// 2^23 elements. ctest runs each case in its own process, so the peak RSS is this test's.
+TEST(OnnxHostile, ManySmallConstantsStayWithinAMemoryBudget) {
+  Model m = reshape_to("t");
+  m.ints("t", {1, 16});
+  m.ints("s", {int64_t{1} << 16});
+  for (int i = 0; i < 600; ++i) m.node("ConstantOfShape", {"s"}, {"c" + std::to_string(i)}, "cos" + std::to_string(i));
+  EXPECT_EQ(outcome(m.save("many_constants.onnx")), "");
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  EXPECT_LT(u.ru_maxrss, 320 * 1024) << "peak RSS " << u.ru_maxrss / 1024 << " MB";
 }
