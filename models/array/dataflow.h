@@ -1,30 +1,105 @@
 #pragma once
+// A dataflow is a policy of the systolic array: which operand stays put in the PEs
+// while the others stream through. Each dataflow is one DataflowModel, implemented in
+// its own file under models/array/dataflows/ and registered once, explicitly, in
+// dataflows/registry.cpp (static archives drop self-registering objects).
+//
+// Contract of a DataflowModel (everything the rest of Tessera asks about a dataflow):
+//  - tile_bounds: how far each tile dimension may extend on an array. The stationary
+//    dimensions are capped by the array, the streamed ones are kUnbounded. The
+//    compiler's and functional mode's tile extents and tile_fits() derive from it.
+//  - timing: the isolated cycle components of a tile that fits (systolic_timing.h).
+//  - readiness: which of the matmul's two arrival times (weights in the FIFO, the
+//    instruction dispatched) gates the stationary load and which the stream.
+//  - schedule: the issue rule of back-to-back tiles on one pipeline (ArrayPipeline).
+//  - reference_machine: which PE-level machine of pe_reference.cpp executes it.
+// The fast model of every registered dataflow must equal the PE-level reference
+// cycle for cycle; tests/models/array runs over all registered dataflows.
+#include <cstdint>
+#include <memory>
 #include <optional>
+#include <span>
+#include <string>
 #include <string_view>
+#include <vector>
+
+#include "models/array/tile.h"
 
 namespace tessera::array {
 
-// Which operand stays put in the PEs while the others stream through.
+// The identity of a registered dataflow (config value, report key, sweep parameter).
 enum class Dataflow {
   kWeightStationary,  // "ws": B (weights) held, A streams, partial sums flow down
   kOutputStationary,  // "os": C (outputs) held, A and B stream, results drained at the end
   kInputStationary,   // "is": A (inputs) held, B streams, partial sums flow down
 };
 
-inline std::string_view dataflow_name(Dataflow d) {
-  switch (d) {
-    case Dataflow::kWeightStationary: return "ws";
-    case Dataflow::kOutputStationary: return "os";
-    case Dataflow::kInputStationary: return "is";
-  }
-  return "?";
-}
+// When a matmul's stationary operand may start loading and its streamed operands
+// may start streaming, in array cycles.
+struct OperandReadiness {
+  int64_t stationary_ready = 0;
+  int64_t stream_ready = 0;
+};
 
-inline std::optional<Dataflow> parse_dataflow(std::string_view s) {
-  if (s == "ws") return Dataflow::kWeightStationary;
-  if (s == "os") return Dataflow::kOutputStationary;
-  if (s == "is") return Dataflow::kInputStationary;
-  return std::nullopt;
-}
+// What one pipeline remembers between tiles (ArrayPipeline owns it).
+struct PipelineState {
+  bool first = true;          // no tile issued yet
+  TileSchedule prev{};        // the previous tile's schedule
+  int64_t drain_frontier = 0; // latest point a drain wave occupies the array (os: max stream_end + m)
+};
+
+// The PE-level machines of the cycle-exact reference (pe_reference.cpp).
+enum class ReferenceMachine {
+  kStationaryB,   // B (k x n) held, rows of A stream
+  kStationaryAT,  // A^T (k x m) held, columns of B stream (the same machine, transposed)
+  kOutputStationary,
+};
+
+class DataflowModel {
+ public:
+  virtual ~DataflowModel() = default;
+
+  virtual Dataflow id() const = 0;
+  virtual std::string_view name() const = 0;  // "ws"
+  virtual GemmTile tile_bounds(ArrayDims dims) const = 0;
+  // Requires fits(dims, tile).
+  virtual TileTiming timing(ArrayDims dims, GemmTile tile) const = 0;
+  // weights_ready: the tile is in the weight FIFO; dispatched: the matmul left the controller.
+  virtual OperandReadiness readiness(int64_t weights_ready, int64_t dispatched) const = 0;
+  // Schedules `tile` after the tiles recorded in `state` and updates `state`.
+  // stream_cycles: the stream window (natural stream stretched by min_stream_cycles).
+  virtual TileSchedule schedule(PipelineState& state, bool double_buffered, GemmTile tile,
+                                const TileTiming& timing, int64_t stream_cycles,
+                                OperandReadiness ready) const = 0;
+  virtual ReferenceMachine reference_machine() const = 0;
+
+  // All of m, k, n >= 1, dims positive, and every extent within tile_bounds(dims).
+  bool fits(ArrayDims dims, GemmTile tile) const;
+  // `limits` (caps from outside the array: accumulator entries, a K step) tightened by
+  // tile_bounds: the largest tile the compiler may emit under those limits.
+  GemmTile max_tile(ArrayDims dims, GemmTile limits) const;
+};
+
+// The registered dataflows, in registration order.
+class DataflowRegistry {
+ public:
+  void add(std::unique_ptr<const DataflowModel> model);  // throws on a duplicate id or name
+  const DataflowModel* find(std::string_view name) const;
+  const DataflowModel& get(Dataflow id) const;  // throws std::logic_error if not registered
+  std::span<const std::unique_ptr<const DataflowModel>> all() const { return models_; }
+  std::vector<std::string_view> names() const;
+
+ private:
+  std::vector<std::unique_ptr<const DataflowModel>> models_;
+};
+
+// Registers ws, os and is (dataflows/registry.cpp: one line per dataflow).
+void add_builtin_dataflows(DataflowRegistry& registry);
+// The process-wide registry of the built-in dataflows, built on first use.
+const DataflowRegistry& dataflows();
+const DataflowModel& dataflow_model(Dataflow dataflow);
+
+std::string_view dataflow_name(Dataflow d);
+std::optional<Dataflow> parse_dataflow(std::string_view s);
 
 }  // namespace tessera::array

@@ -86,7 +86,7 @@ struct Psum {
 ReferenceRun simulate_stationary(const Common& cx, std::span<const ReferenceTile> in,
                                  const std::vector<TileSchedule>* forced) {
   const int64_t R = cx.R, C = cx.C;
-  const bool ws = cx.dataflow == Dataflow::kWeightStationary;
+  const bool ws = dataflow_model(cx.dataflow).reference_machine() == ReferenceMachine::kStationaryB;
   const int64_t T = static_cast<int64_t>(in.size());
 
   std::vector<StatTile> tiles(in.size());
@@ -606,7 +606,11 @@ ReferenceRun PeArrayReference::simulate(std::span<const ReferenceTile> tiles,
     }
   }
   const Common cx{dataflow_, dims_.rows, dims_.cols, double_buffered_};
-  if (dataflow_ == Dataflow::kOutputStationary) return simulate_os(cx, tiles, forced);
+  switch (dataflow_model(dataflow_).reference_machine()) {
+    case ReferenceMachine::kOutputStationary: return simulate_os(cx, tiles, forced);
+    case ReferenceMachine::kStationaryB:
+    case ReferenceMachine::kStationaryAT: break;
+  }
   return simulate_stationary(cx, tiles, forced);
 }
 

@@ -19,48 +19,19 @@
 #include <span>
 
 #include "models/array/dataflow.h"
+#include "models/array/tile.h"
 
 namespace tessera::array {
 
-struct ArrayDims {
-  int64_t rows = 0;
-  int64_t cols = 0;
-};
-
-// One tile operation C[m x n] (+)= A[m x k] * B[k x n].
-//  ws: B (k x n) stationary: k <= rows, n <= cols, m >= 1 streams.
-//  os: C (m x n) stationary: m <= rows, n <= cols, k >= 1 streams.
-//  is: A^T (k x m) stationary: k <= rows, m <= cols, n >= 1 streams.
-struct GemmTile {
-  int64_t m = 0;
-  int64_t k = 0;
-  int64_t n = 0;
-};
-
-// All of m, k, n >= 1, dims positive, and the stationary part within the array.
+// All of m, k, n >= 1, dims positive, and the stationary part within the array
+// (dataflow_model(dataflow).fits).
 bool tile_fits(Dataflow dataflow, ArrayDims dims, GemmTile tile);
 
-// Cycle components of one tile run in isolation on an idle array.
-struct TileTiming {
-  int64_t preload_cycles = 0;  // loading the stationary operand (ws: weights, is: inputs, os: 0)
-  int64_t stream_cycles = 0;   // stream window: the next tile may stream this much later (skew excluded)
-  int64_t drain_cycles = 0;    // after the last streamed cycle until the last result is written
-  int64_t total() const { return preload_cycles + stream_cycles + drain_cycles; }
-};
 // Throws std::invalid_argument when !tile_fits(dataflow, dims, tile).
 TileTiming tile_timing(Dataflow dataflow, ArrayDims dims, GemmTile tile);
 
-// When one tile's phases happen, in array cycles.
-struct TileSchedule {
-  int64_t preload_start = 0;
-  int64_t preload_end = 0;
-  int64_t stream_start = 0;
-  int64_t stream_end = 0;  // the array can start streaming the next tile from here
-                           // (os: the drain frontier may hold it back further)
-  int64_t done = 0;        // last result written to the accumulators
-};
-
-// Back-to-back tiles on one array. With double buffering the next tile's
+// Back-to-back tiles on one array (the issue rule of each dataflow is its
+// DataflowModel::schedule, in models/array/dataflows/). With double buffering the next tile's
 // stationary operand loads into the shadow buffer while the current tile streams.
 //
 // issue() rule for tile t (p = the previous tile; for the first tile S_p = E_p = 0 and
@@ -95,13 +66,11 @@ class ArrayPipeline {
   int64_t last_done() const { return last_done_; }
 
  private:
-  Dataflow dataflow_;
+  const DataflowModel& model_;
   ArrayDims dims_;
   bool double_buffered_;
-  bool first_ = true;
-  TileSchedule prev_{};
+  PipelineState state_;
   int64_t last_done_ = 0;
-  int64_t os_frontier_ = 0;  // os: max over issued tiles of stream_end + m
 };
 
 // Total cycles of a sequence of tiles with all operands available at cycle 0:

@@ -98,6 +98,7 @@ MatrixUnit::MatrixUnit(sc_core::sc_module_name name, UnitContext& ctx, WeightFif
       ctx_(ctx),
       fifo_(fifo),
       ub_(ub),
+      dataflow_(array::dataflow_model(ctx.arch.array.dataflow)),
       pipeline_(ctx.arch.array.dataflow, array::ArrayDims{ctx.arch.array.rows, ctx.arch.array.cols},
                 ctx.arch.array.double_buffered) {
   SC_THREAD(run);
@@ -121,13 +122,9 @@ void MatrixUnit::run() {
     const auto mac_cycles = static_cast<int64_t>(std::ceil(static_cast<double>(natural.stream_cycles) / rate - 1e-9));
     const int64_t ub_cycles = ceil_div(static_cast<int64_t>(in.ub_read_bytes), ctx_.arch.unified_buffer.read_bytes_per_cycle);
 
-    int64_t stationary_ready = tile.ready_cycle, stream_ready = requested;
-    switch (arr.dataflow) {
-      case array::Dataflow::kWeightStationary: break;
-      case array::Dataflow::kInputStationary: std::swap(stationary_ready, stream_ready); break;
-      case array::Dataflow::kOutputStationary: stationary_ready = stream_ready = std::max(tile.ready_cycle, requested); break;
-    }
-    const array::TileSchedule s = pipeline_.issue(in.tile, stationary_ready, stream_ready, std::max(mac_cycles, ub_cycles));
+    const array::OperandReadiness ready = dataflow_.readiness(tile.ready_cycle, requested);
+    const array::TileSchedule s =
+        pipeline_.issue(in.tile, ready.stationary_ready, ready.stream_ready, std::max(mac_cycles, ub_cycles));
     ub_.read.serve(s.stream_start, ub_cycles, in.layer, idx);
 
     const int64_t active_end = std::min(s.stream_end, s.stream_start + std::max(mac_cycles, natural.stream_cycles));

@@ -102,6 +102,7 @@ class MatrixUnit : public sc_core::sc_module {
   UnitContext& ctx_;
   WeightFifo& fifo_;
   UnifiedBufferPorts& ub_;
+  const array::DataflowModel& dataflow_;
   array::ArrayPipeline pipeline_;
   IntervalLog log_;
   IntervalLog drain_log_;

@@ -189,6 +189,7 @@ class Lowering {
   uint64_t tensor_bytes(int t, int64_t samples) const;
 
   void emit_gemm(const GemmJob& job);
+  array::GemmTile max_gemm_tile() const;
   void lower_matrix(int li);
   void check_mac_mode(const Layer& layer) const;
   void lower_fc(int li);
@@ -354,15 +355,18 @@ void Lowering::emit(Instruction in, bool writes_tensor_storage) {
   body_.push_back(std::move(in));
 }
 
-void Lowering::emit_gemm(const GemmJob& job) {
+// The largest matmul tile: m within half the accumulator entries (the other half
+// drains while this one fills), n within one accumulator row (array.cols partial
+// sums), k one array height per step; the dataflow then caps its stationary extents.
+array::GemmTile Lowering::max_gemm_tile() const {
   const auto& a = arch_.array;
   const int64_t acc_half = std::max<int64_t>(1, arch_.accumulators.entries / 2);
-  int64_t mt = acc_half, kt = a.rows, nt = a.cols;
-  switch (a.dataflow) {
-    case array::Dataflow::kWeightStationary: break;                          // B: k<=rows, n<=cols
-    case array::Dataflow::kOutputStationary: mt = std::min(a.rows, acc_half); break;  // C: m<=rows, n<=cols
-    case array::Dataflow::kInputStationary: mt = std::min(a.cols, acc_half); break;   // A^T: k<=rows, m<=cols
-  }
+  return array::dataflow_model(a.dataflow).max_tile(array::ArrayDims{a.rows, a.cols}, {acc_half, a.rows, a.cols});
+}
+
+void Lowering::emit_gemm(const GemmJob& job) {
+  const array::GemmTile max = max_gemm_tile();
+  const int64_t mt = max.m, kt = max.k, nt = max.n;
   const int64_t a_bytes = dtype_bytes(job.a_dtype);
   const int64_t b_bytes = dtype_bytes(job.b_dtype);
   const int64_t y_bytes = dtype_bytes(job.y_dtype);
@@ -775,11 +779,8 @@ bool Lowering::grouped_conv_on_vector(const Layer& layer) const {
   if (layer.op != OpKind::kConv2d || layer.gemm_groups <= 1) return false;
   const auto& a = arch_.array;
   const array::ArrayDims dims{a.rows, a.cols};
-  const int64_t acc_half = std::max<int64_t>(1, arch_.accumulators.entries / 2);
   const int64_t M = batch_ * layer.gemm_m_per_sample, K = layer.gemm_k, N = layer.gemm_n, G = layer.gemm_groups;
-  int64_t mt = acc_half;
-  if (a.dataflow == array::Dataflow::kOutputStationary) mt = std::min(a.rows, acc_half);
-  if (a.dataflow == array::Dataflow::kInputStationary) mt = std::min(a.cols, acc_half);
+  const array::GemmTile max = max_gemm_tile();
   const MacMode* mode = a.find_mode(g_.tensors[layer.inputs[0]].dtype, layer.weight_dtype);
   const double rate = mode ? mode->rate : 1.0;
   // Array: one group's tiles through the array's own pipeline model (fill, drain and
@@ -788,12 +789,12 @@ bool Lowering::grouped_conv_on_vector(const Layer& layer) const {
   array::ArrayPipeline pipe(a.dataflow, dims, a.double_buffered);
   const int64_t a_bytes = dtype_bytes(g_.tensors[layer.inputs[0]].dtype);
   double activate_cycles = 0;
-  for (int64_t m0 = 0; m0 < M; m0 += mt) {
-    const int64_t m = std::min(mt, M - m0);
-    for (int64_t n0 = 0; n0 < N; n0 += a.cols) {
-      const int64_t n = std::min<int64_t>(a.cols, N - n0);
-      for (int64_t k0 = 0; k0 < K; k0 += a.rows) {
-        const int64_t k = std::min<int64_t>(a.rows, K - k0);
+  for (int64_t m0 = 0; m0 < M; m0 += max.m) {
+    const int64_t m = std::min(max.m, M - m0);
+    for (int64_t n0 = 0; n0 < N; n0 += max.n) {
+      const int64_t n = std::min(max.n, N - n0);
+      for (int64_t k0 = 0; k0 < K; k0 += max.k) {
+        const int64_t k = std::min(max.k, K - k0);
         const array::GemmTile tile{m, k, n};
         const auto t = array::tile_timing(a.dataflow, dims, tile);
         const auto mac = static_cast<int64_t>(std::ceil(static_cast<double>(t.stream_cycles) / rate));

@@ -40,6 +40,13 @@ double non_negative_or(const YamlNode& map, std::string_view key, double fallbac
   return v ? non_negative_double(*v) : fallback;
 }
 
+// "a, b, c" in registration order, for "is not one of" messages.
+std::string join_names(const std::vector<std::string_view>& names) {
+  std::string out;
+  for (std::string_view n : names) out += (out.empty() ? "" : ", ") + std::string(n);
+  return out;
+}
+
 Dtype parse_mac_dtype(const YamlNode& node) {
   // Operand types the array multiplies; int32 is an accumulator type, not an operand.
   return *parse_dtype(node.as_choice({"int8", "int16", "fp16", "bf16"}));
@@ -54,7 +61,10 @@ ArrayConfig parse_array(const YamlNode& node) {
   ArrayConfig out;
   out.rows = node.at("rows").as_int(1, 4096);
   out.cols = node.at("cols").as_int(1, 4096);
-  out.dataflow = *array::parse_dataflow(node.at("dataflow").as_choice({"ws", "os", "is"}));
+  const YamlNode dataflow = node.at("dataflow");
+  const auto parsed = array::parse_dataflow(dataflow.as_string());
+  if (!parsed) dataflow.fail("'" + dataflow.as_string() + "' is not one of: " + join_names(array::dataflows().names()));
+  out.dataflow = *parsed;
   out.double_buffered = node.bool_or("double_buffered", true);
 
   auto modes = node.get("mac_modes");

@@ -276,14 +276,13 @@ void pe_gemm(const array::PeArrayReference& pe, const int16_t* a, const int16_t*
   check_model(model);
   const array::ArrayDims dims = pe.dims();
   const array::Dataflow df = pe.dataflow();
-  int64_t mt = 256, nt = 256;  // streamed extents: any size; 256 keeps the tiles small
-  switch (df) {
-    case array::Dataflow::kWeightStationary: nt = dims.cols; break;
-    case array::Dataflow::kOutputStationary: mt = dims.rows; nt = dims.cols; break;
-    case array::Dataflow::kInputStationary: mt = dims.cols; break;
-  }
+  // Stationary extents as large as the array allows; streamed ones may be any size
+  // and 256 keeps the tiles small. K steps by k_tile, as the compiler's tiles do.
+  const array::GemmTile bounds = array::dataflow_model(df).tile_bounds(dims);
+  const int64_t mt = bounds.m != array::kUnbounded ? bounds.m : 256;
+  const int64_t nt = bounds.n != array::kUnbounded ? bounds.n : 256;
   const int64_t kt = model.k_tile;
-  if (df != array::Dataflow::kOutputStationary && kt > dims.rows) {
+  if (kt > bounds.k) {
     throw std::invalid_argument("pe_gemm: K tile " + std::to_string(kt) + " exceeds the array's " +
                                 std::to_string(dims.rows) + " rows");
   }

@@ -11,9 +11,21 @@
 
 namespace tessera::array::testing {
 
-inline constexpr Dataflow kAllDataflows[] = {Dataflow::kWeightStationary,
-                                             Dataflow::kOutputStationary,
-                                             Dataflow::kInputStationary};
+// Every registered dataflow: a new one joins every equivalence test here by registering.
+inline std::vector<Dataflow> registered_dataflows() {
+  std::vector<Dataflow> out;
+  for (const auto& m : dataflows().all()) out.push_back(m->id());
+  return out;
+}
+inline const std::vector<Dataflow> kAllDataflows = registered_dataflows();
+
+// Upper end of each dimension for random or exhaustive shapes: the array's bound on a
+// stationary dimension, `max_stream` on a streamed one.
+inline GemmTile shape_limits(Dataflow df, ArrayDims dims, int64_t max_stream) {
+  const GemmTile b = dataflow_model(df).tile_bounds(dims);
+  auto cap = [&](int64_t bound) { return bound == kUnbounded ? max_stream : bound; };
+  return {cap(b.m), cap(b.k), cap(b.n)};
+}
 
 inline std::vector<int32_t> random_matrix(std::mt19937_64& rng, int64_t rows, int64_t cols,
                                           int32_t lo = -128, int32_t hi = 127) {
@@ -53,12 +65,9 @@ inline ReferenceTile make_tile(std::mt19937_64& rng, GemmTile shape) {
 inline GemmTile random_shape(std::mt19937_64& rng, Dataflow df, ArrayDims dims,
                              int64_t max_stream) {
   auto pick = [&](int64_t hi) { return std::uniform_int_distribution<int64_t>(1, hi)(rng); };
-  switch (df) {
-    case Dataflow::kWeightStationary: return {pick(max_stream), pick(dims.rows), pick(dims.cols)};
-    case Dataflow::kOutputStationary: return {pick(dims.rows), pick(max_stream), pick(dims.cols)};
-    case Dataflow::kInputStationary: return {pick(dims.cols), pick(dims.rows), pick(max_stream)};
-  }
-  return {};
+  const GemmTile hi = shape_limits(df, dims, max_stream);
+  const int64_t m = pick(hi.m), k = pick(hi.k);
+  return {m, k, pick(hi.n)};
 }
 
 // The fast model's schedule for tiles issued in order with their ready times.

@@ -22,16 +22,11 @@ void expect_same_schedule(const TileSchedule& fast, const TileSchedule& ref,
 // Every tile shape that fits, with the streamed dimension 1..rows+cols+3.
 std::vector<GemmTile> all_shapes(Dataflow df, ArrayDims d) {
   std::vector<GemmTile> out;
-  const int64_t smax = d.rows + d.cols + 3;
-  for (int64_t a = 1; a <= smax; ++a) {
-    for (int64_t b = 1; b <= std::max(d.rows, d.cols); ++b) {
-      for (int64_t c = 1; c <= std::max(d.rows, d.cols); ++c) {
-        GemmTile t;
-        switch (df) {
-          case Dataflow::kWeightStationary: t = {a, b, c}; break;
-          case Dataflow::kOutputStationary: t = {b, a, c}; break;
-          case Dataflow::kInputStationary: t = {c, b, a}; break;
-        }
+  const GemmTile hi = shape_limits(df, d, d.rows + d.cols + 3);
+  for (int64_t m = 1; m <= hi.m; ++m) {
+    for (int64_t k = 1; k <= hi.k; ++k) {
+      for (int64_t n = 1; n <= hi.n; ++n) {
+        const GemmTile t{m, k, n};
         if (tile_fits(df, d, t)) out.push_back(t);
       }
     }
