@@ -8,12 +8,12 @@
 #include <iostream>
 #include <thread>
 
-#include "sim/common/atomic_file.h"
 #include "sim/common/error.h"
 #include "sim/sweep/experiment.h"
 #include "sim/sweep/results.h"
 #include "sim/sweep/runner.h"
 #include "sim/sweep/summary.h"
+#include "sim/sweep/sweep_files.h"
 
 namespace fs = std::filesystem;
 
@@ -34,6 +34,11 @@ CLI::App* add_sweep_command(CLI::App& app, SweepOptions& o) {
   cmd->add_option("--pareto", o.pareto, "With --summarize: axes as name:min|max,... (default: the experiment's pareto:)");
   cmd->add_flag("--list", o.list, "Do not run: print the design points as JSON lines on stdout");
   cmd->add_option("--timeout", o.timeout_s, "Seconds a point may run before it is killed and recorded as failed")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--rank-timeout", o.rank_timeout_s,
+                  "With --mpi: seconds rank 0 waits for a point handed to another rank before it records the point "
+                  "as failed (run again by --resume) and stops waiting for that rank (default: --timeout + 60, "
+                  "else 3600)")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--quiet,-q", o.quiet, "No progress on stderr");
   cmd->footer(
@@ -91,7 +96,7 @@ int run_sweep_command(const SweepOptions& o, int argc, char** argv, MpiRunner mp
       nlohmann::ordered_json params = nlohmann::ordered_json::object();
       for (const auto& [k, v] : p.params) params[k] = v.json();
       j["params"] = params;
-      std::cout << j.dump() << "\n";
+      std::cout << j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
     }
     std::cerr << "sweep " << e.name << ": " << e.points.size() << " points (" << e.stats.candidates << " candidates, "
               << e.stats.pruned << " pruned by constraints, " << e.stats.duplicates << " duplicates)\n";
@@ -109,7 +114,7 @@ int run_sweep_command(const SweepOptions& o, int argc, char** argv, MpiRunner mp
     }
     const std::string text = summarize(e, existing.rows, axes);
     std::cout << text;
-    write_file_atomically(out / "summary.md", text);
+    replace_file(out / "summary.md", text);
     return 0;
   }
 
@@ -126,6 +131,9 @@ int run_sweep_command(const SweepOptions& o, int argc, char** argv, MpiRunner mp
   s.jobs = o.jobs > 0 ? o.jobs : (mpi ? 1 : cores);
   s.timeout_s = o.timeout_s > 0 ? o.timeout_s : e.timeout_s;
   s.keep_reports = e.keep_reports;
+  s.rank_timeout_s = o.rank_timeout_s > 0  ? o.rank_timeout_s
+                     : s.timeout_s > 0     ? s.timeout_s + kRankTimeoutMarginS
+                                           : kDefaultRankTimeoutS;
 
   if (mpi) return mpi(e, s, o);
 
@@ -138,6 +146,14 @@ int run_sweep_command(const SweepOptions& o, int argc, char** argv, MpiRunner mp
   if (!o.quiet && store.dropped_torn()) {
     std::cerr << "sweep " << e.name << ": dropped " << store.dropped_torn()
               << " incomplete line(s) of results.jsonl (a killed write); those points run again\n";
+  }
+  if (!o.quiet && store.retried_environment()) {
+    std::cerr << "sweep " << e.name << ": " << store.retried_environment()
+              << " point(s) that failed for reasons of the environment run again\n";
+  }
+  if (!o.quiet && store.removed_temporaries()) {
+    std::cerr << "sweep " << e.name << ": removed " << store.removed_temporaries()
+              << " temporary file(s) left by a killed write\n";
   }
   if (!o.quiet && store.stale()) {
     std::cerr << "sweep " << e.name << ": " << store.stale()

@@ -20,6 +20,7 @@ struct SweepOptions {
   bool list = false;
   bool quiet = false;
   double timeout_s = 0;
+  double rank_timeout_s = 0;  // --mpi: 0 = the default (kDefaultRankTimeout... in runner.h)
   std::string pareto;
 };
 

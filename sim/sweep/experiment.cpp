@@ -23,6 +23,10 @@ namespace {
 // Above this many candidate points an experiment is almost certainly a mistake (and would
 // not fit in memory comfortably); split it or use random samples.
 constexpr uint64_t kMaxCandidates = 5'000'000;
+// Each kept point costs memory (its id, parameter keys and values: about 0.8 KB with three
+// parameters, docs/reliability.md), in every MPI rank: a bound with a clear message instead of
+// gigabytes. Pruned candidates cost nothing to keep.
+// (LoadOptions::max_points, default kMaxDesignPoints in experiment.h.)
 
 std::vector<std::string> split_dotted(const std::string& key) {
   std::vector<std::string> out;
@@ -194,6 +198,42 @@ std::string describe(const Params& params) {
   return s.empty() ? "(base config)" : s;
 }
 
+// Every key and scalar of the document must be UTF-8: names and values end up in point ids,
+// results.jsonl and sweep.json, which are JSON. Iterative: the document may be deep.
+void check_utf8(const YAML::Node& root, const std::string& file) {
+  std::vector<YAML::Node> todo = {root};
+  while (!todo.empty()) {
+    const YAML::Node n = todo.back();
+    todo.pop_back();
+    auto check = [&](const YAML::Node& x) {
+      const std::string problem = utf8_problem(x.Scalar());
+      if (problem.empty()) return;
+      const YAML::Mark m = x.Mark();
+      throw InputError(file + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1) +
+                       ": not valid UTF-8 (" + problem + "); experiment files must be UTF-8 text");
+    };
+    if (n.IsScalar()) {
+      check(n);
+    } else if (n.IsMap()) {
+      for (const auto& kv : n) {
+        if (kv.first.IsScalar()) check(kv.first);
+        todo.push_back(kv.first);
+        todo.push_back(kv.second);
+      }
+    } else if (n.IsSequence()) {
+      for (const auto& x : n) todo.push_back(x);
+    }
+  }
+}
+
+// The value of `out:` may only name a directory below the working directory: an experiment
+// file (perhaps someone else's) must not send results to an arbitrary place; --out can.
+bool contained_relative_path(const std::string& text) {
+  const fs::path p(text);
+  if (text.empty() || p.is_absolute()) return false;
+  return std::none_of(p.begin(), p.end(), [](const fs::path& c) { return c == ".."; });
+}
+
 // Parses one experiment file into an Experiment; expansion follows.
 class Loader {
  public:
@@ -202,13 +242,23 @@ class Loader {
   Experiment load() {
     root_.expect_keys({"name", "description", "base", "workloads", "parameters", "derived", "constraints",
                        "metrics", "pareto", "out", "keep_reports", "timeout_s"});
+    check_utf8(root_.raw(), root_.file());
     Experiment e;
     e.file = root_.file();
     e.dir = dir_;
     e.name = root_.string_or("name", fs::path(root_.file()).stem().string());
     if (e.name.empty()) root_.at("name").fail("must not be empty");
+    if (const std::string bad = utf8_problem(e.name); !bad.empty()) {
+      root_.fail("the experiment's name (the file's name without `name:`) is not valid UTF-8 (" + bad +
+                 "); add a `name:`");
+    }
     e.description = root_.string_or("description", "");
     e.out = root_.string_or("out", "");
+    if (!e.out.empty() && !contained_relative_path(e.out)) {
+      root_.at("out").fail("'" + e.out +
+                           "': an experiment file may only name an output directory below the working directory "
+                           "(a relative path without '..'); pass --out for any other place");
+    }
     e.keep_reports = root_.bool_or("keep_reports", true);
     e.timeout_s = root_.double_or("timeout_s", 0, 0, 1e7);
 
@@ -286,6 +336,9 @@ class Loader {
       }
       if (!item.is_scalar()) load_input_shapes(item, w);
       if (w.name.empty()) w.name = w.path.stem().string();
+      if (const std::string bad = utf8_problem(w.name); !bad.empty()) {
+        item.fail("the workload's name (its file name) is not valid UTF-8 (" + bad + "); give it a `name:`");
+      }
       if (!names.insert(w.name).second) {
         item.fail("workload name '" + w.name + "' is used twice; give one of them a 'name:'");
       }
@@ -624,6 +677,29 @@ class Loader {
     if (e.pareto.size() == 1) p.fail("a Pareto front needs at least two axes");
   }
 
+  // String values come from this file (checked), the base config or templates over them.
+  // They must be UTF-8 (they go into JSON), and a precision policy file must lie inside the
+  // experiment's directory: tessera run quotes a bad policy file's first line in its error,
+  // which the sweep stores in results.jsonl, so a value such as ../../etc/shadow would copy
+  // another user's data into the results.
+  void check_string_value(const Experiment& e, const std::string& key, const std::string& text) {
+    if (!checked_values_.insert(key + '\n' + text).second) return;
+    const std::string where = key_location_.count(key) ? key_location_[key] + ": " : root_.location() + ": ";
+    if (const std::string bad = utf8_problem(text); !bad.empty()) {
+      throw InputError(where + key + ": the value is not valid UTF-8 (" + bad + ")");
+    }
+    if (key == kPrecisionKey && is_policy_path(text)) {
+      const fs::path dir = fs::weakly_canonical(e.dir);
+      const fs::path file = resolve(e.dir, text);  // symbolic links resolved
+      const fs::path rel = file.lexically_relative(dir);
+      if (fs::path(text).is_absolute() || rel.empty() || *rel.begin() == "..") {
+        throw InputError(where + key + ": '" + text + "' names a policy file outside the experiment's directory " +
+                         dir.string() + " (resolved: " + file.string() +
+                         "); precision policy files of an experiment must lie inside its directory");
+      }
+    }
+  }
+
   // Keys absent from the base config must still be config keys: try each once.
   void check_new_key(const Experiment& e, const std::string& key, const Value& v) {
     if (is_run_option_key(key) || checked_.count(key)) return;
@@ -671,11 +747,12 @@ class Loader {
       root_.fail("the experiment expands to more than " + std::to_string(kMaxCandidates) +
                  " candidate points; split it or sample with random:");
     }
+    if (e.constraints.empty() && per_workload * batches > opts_.max_points) too_many_points(per_workload * batches);
     std::vector<std::string> swept;
     for (const auto& k : e.param_keys) {
       if (std::none_of(e.derived.begin(), e.derived.end(), [&](const Derived& d) { return d.key == k; })) swept.push_back(k);
     }
-    std::unordered_set<std::string> seen;
+    std::unordered_set<uint64_t> seen;  // point hashes: 8 bytes each instead of a string
     std::vector<Value> base_values;
     for (const auto& k : swept) base_values.push_back(e.base_value(k).value_or(Value::null()));
 
@@ -703,9 +780,19 @@ class Loader {
     }
   }
 
+  [[noreturn]] void too_many_points(uint64_t n) const {
+    const uint64_t cap = opts_.max_points;
+    root_.fail("the experiment has " +
+               (n > cap + 1 ? std::to_string(n) + " design points (no constraints prune them)"
+                            : "more than " + std::to_string(cap) + " design points after constraints") +
+               "; at most " + std::to_string(cap) +
+               " fit in one sweep (about 1 KB of memory each in every process): split it into several experiments, "
+               "prune with constraints: or sample with random:");
+  }
+
   void add_candidate(Experiment& e, const WorkloadSpec& w, int64_t batch, const std::vector<std::string>& swept,
                      const std::vector<Value>& base_values, const Params& assignment,
-                     std::unordered_set<std::string>& seen) {
+                     std::unordered_set<uint64_t>& seen) {
     ++e.stats.candidates;
     Params params;
     params.reserve(e.param_keys.size());
@@ -753,6 +840,7 @@ class Loader {
     }
     for (const auto& [k, v] : params) {
       if (v.is_null()) continue;
+      if (v.kind == Value::Kind::kString) check_string_value(e, k, v.s);
       check_new_key(e, k, v);
       if (!w.onnx && starts_with(k, kInputShapePrefix)) {
         // Not a per-point failure: every point of this workload would fail the same way.
@@ -760,15 +848,17 @@ class Loader {
                          w.name + "' is a YAML graph (sweep input shapes in an experiment of ONNX workloads)");
       }
     }
-    Point p;
-    p.id = point_id(w.name, batch, params);
-    if (!seen.insert(p.id).second) {
+    const uint64_t hash = point_hash(w.name, batch, params);
+    if (!seen.insert(hash).second) {
       ++e.stats.duplicates;
       return;
     }
+    if (e.points.size() >= opts_.max_points) too_many_points(opts_.max_points + 1);
+    Point p;
+    p.id = hash_text(hash);
     p.index = e.points.size();
     p.workload = w.name;
-    p.workload_path = w.path;
+    p.workload_index = static_cast<uint32_t>(&w - e.workloads.data());
     p.batch = batch;
     p.params = std::move(params);
     e.points.push_back(std::move(p));
@@ -780,6 +870,7 @@ class Loader {
   std::map<std::string, std::string> key_location_;
   std::vector<YamlNode> constraint_nodes_;
   std::set<std::string> checked_;
+  std::unordered_set<std::string> checked_values_;
 };
 
 }  // namespace
@@ -806,22 +897,31 @@ int64_t Rng::uniform_int(int64_t lo, int64_t hi) {
 
 std::string canonical_point_text(const std::string& workload, int64_t batch, const Params& params) {
   std::vector<std::pair<std::string, std::string>> sorted;
-  for (const auto& [k, v] : params) sorted.emplace_back(k, v.json().dump());
+  // Strings are checked for UTF-8 on load; `replace` only keeps a bug from becoming an exception.
+  for (const auto& [k, v] : params) sorted.emplace_back(k, v.json().dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
   std::sort(sorted.begin(), sorted.end());
   std::string text = "workload=" + workload + "\nbatch=" + std::to_string(batch) + "\n";
   for (const auto& [k, v] : sorted) text += k + "=" + v + "\n";
   return text;
 }
 
-std::string point_id(const std::string& workload, int64_t batch, const Params& params) {
+uint64_t point_hash(const std::string& workload, int64_t batch, const Params& params) {
   uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a 64
   for (unsigned char c : canonical_point_text(workload, batch, params)) {
     h ^= c;
     h *= 0x100000001b3ULL;
   }
+  return h;
+}
+
+std::string hash_text(uint64_t hash) {
   char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(hash));
   return buf;
+}
+
+std::string point_id(const std::string& workload, int64_t batch, const Params& params) {
+  return hash_text(point_hash(workload, batch, params));
 }
 
 void set_dotted(YAML::Node& root, const std::string& key, const Value& v) {

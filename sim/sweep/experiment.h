@@ -55,7 +55,7 @@ struct Point {
   size_t index = 0;    // position in the deterministic expansion
   std::string id;      // 16 hex digits, FNV-1a 64 of the canonical (workload, batch, params)
   std::string workload;
-  std::filesystem::path workload_path;
+  uint32_t workload_index = 0;  // in Experiment::workloads (its path is there, not copied per point)
   int64_t batch = 0;
   Params params;       // every key of Experiment::param_keys; null where neither set nor in the base
 };
@@ -115,11 +115,16 @@ struct Experiment {
   std::vector<std::string> run_arguments(const Point& p) const;
 };
 
+// At most this many design points (after constraints and de-duplication) in one experiment:
+// each costs about 0.8 KB in every sweep process (docs/reliability.md, D17).
+inline constexpr uint64_t kMaxDesignPoints = 1'000'000;
+
 struct LoadOptions {
   // What `${build}` in a path means: the build directory, where the build generates the
   // ONNX workloads (<build>/workloads/onnx). The CLI passes the running executable's
   // directory; empty: `${build}` is an error.
   std::filesystem::path build_dir;
+  uint64_t max_points = kMaxDesignPoints;  // tests lower it
 };
 
 // Loads, validates and expands; throws InputError ("file:line:col: key: what is wrong").
@@ -130,6 +135,8 @@ Experiment parse_experiment(const YamlNode& root, const std::filesystem::path& d
 // The canonical text a point id hashes, and the id itself.
 std::string canonical_point_text(const std::string& workload, int64_t batch, const Params& params);
 std::string point_id(const std::string& workload, int64_t batch, const Params& params);
+uint64_t point_hash(const std::string& workload, int64_t batch, const Params& params);  // the id as a number
+std::string hash_text(uint64_t hash);  // 16 hex digits
 
 // Sets a dotted key in a YAML tree (creating maps on the way; numeric components index lists).
 // Throws std::invalid_argument naming the component that is not a mapping.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace tessera::sweep {
@@ -18,11 +19,24 @@ struct ExprNode {
   std::string name;  // kName, kCall
   std::vector<std::shared_ptr<const ExprNode>> args;
   size_t column = 0;  // 1-based position in the text, for messages
+  uint32_t depth = 1;  // levels of the tree below and including this node
 };
 
 namespace {
 
 using NodeP = std::shared_ptr<const ExprNode>;
+
+// Parsing, evaluating and freeing an expression recurse once per level, so the levels are
+// bounded (a 20 KB constraint of nested parentheses overflowed the stack): real experiment
+// expressions are a few levels deep.
+constexpr int kMaxNesting = 256;     // parentheses, calls, unary operators, '**'
+constexpr uint32_t kMaxDepth = 1000;  // operators nested in one another, chains included
+
+[[noreturn]] void fail_nesting(size_t column) {
+  throw ExprTooDeep("column " + std::to_string(column) + ": expression nested more than " +
+                    std::to_string(kMaxNesting) +
+                    " levels deep (parentheses, function calls, unary operators, '**'); simplify it");
+}
 
 const char* kUnitWords[] = {"B", "KiB", "MiB", "GiB", "TiB", "KB", "MB", "GB", "TB"};
 
@@ -179,8 +193,28 @@ class Parser {
     n->op = op;
     n->args = std::move(args);
     n->column = column;
+    set_depth(*n);
     return n;
   }
+  static void set_depth(ExprNode& n) {
+    uint32_t below = 0;
+    for (const auto& a : n.args) below = std::max(below, a->depth);
+    n.depth = below + 1;
+    if (n.depth > kMaxDepth) {
+      throw ExprTooDeep("column " + std::to_string(n.column) + ": expression has more than " +
+                        std::to_string(kMaxDepth) +
+                        " operators nested in one another (each operator of a chain a + b + ... counts); split it "
+                        "into derived keys");
+    }
+  }
+  // One level of recursion of the parser; a guard object for its scope.
+  struct Nest {
+    explicit Nest(Parser& p) : p_(p) {
+      if (++p_.nesting_ > kMaxNesting) fail_nesting(p_.peek().column);
+    }
+    ~Nest() { --p_.nesting_; }
+    Parser& p_;
+  };
 
   NodeP parse_or() {
     NodeP l = parse_and();
@@ -204,6 +238,7 @@ class Parser {
     if (is_op("!") || is_word("not")) {
       const size_t col = peek().column;
       ++pos_;
+      Nest nest(*this);
       return make(ExprNode::Op::kNot, {parse_not()}, col);
     }
     return parse_cmp();
@@ -253,10 +288,12 @@ class Parser {
     if (is_op("-")) {
       const size_t col = peek().column;
       ++pos_;
+      Nest nest(*this);
       return make(ExprNode::Op::kNeg, {parse_unary()}, col);
     }
     if (is_op("+")) {
       ++pos_;
+      Nest nest(*this);
       return parse_unary();
     }
     return parse_pow();
@@ -266,6 +303,7 @@ class Parser {
     if (is_op("**")) {
       const size_t col = peek().column;
       ++pos_;
+      Nest nest(*this);
       return make(ExprNode::Op::kPow, {base, parse_unary()}, col);
     }
     return base;
@@ -298,6 +336,7 @@ class Parser {
         }
         if (is_op("(")) {
           ++pos_;
+          Nest nest(*this);
           n->op = ExprNode::Op::kCall;
           n->name = tok.text;
           if (!is_op(")")) {
@@ -312,6 +351,7 @@ class Parser {
           }
           if (!is_op(")")) fail("expected ')' to close " + tok.text + "(");
           ++pos_;
+          set_depth(*n);
           return n;
         }
         n->op = ExprNode::Op::kName;
@@ -322,6 +362,7 @@ class Parser {
       case Token::Kind::kOp:
         if (tok.text == "(") {
           ++pos_;
+          Nest nest(*this);
           NodeP inner = parse_or();
           if (!is_op(")")) fail("expected ')'");
           ++pos_;
@@ -336,6 +377,7 @@ class Parser {
 
   std::vector<Token> t_;
   size_t pos_ = 0;
+  int nesting_ = 0;
 };
 
 // ---------------------------------------------------------------------------------------
@@ -377,25 +419,43 @@ Value arith(const ExprNode& n, ExprNode::Op op, const Value& a0, const Value& b0
   const Value a = num_of(n, a0, what);
   const Value b = num_of(n, b0, what);
   const bool ints = a.is_int() && b.is_int();
+  // Integer results stay integers or are errors: never a wrapped value (UB) nor a silent,
+  // inexact real.
+  auto too_big = [&]() {
+    eval_fail(n, std::to_string(a.i) + " " + std::string(what).substr(1, std::strlen(what) - 2) + " " +
+                     std::to_string(b.i) + ": the result does not fit a 64-bit integer (write a real, e.g. " +
+                     std::to_string(a.i) + ".0, for real arithmetic)");
+  };
   int64_t r = 0;
   switch (op) {
     case ExprNode::Op::kAdd:
-      if (ints && !__builtin_add_overflow(a.i, b.i, &r)) return Value::of_int(r);
-      return real_or_int(as_d(a) + as_d(b));
+      if (!ints) return real_or_int(as_d(a) + as_d(b));
+      if (__builtin_add_overflow(a.i, b.i, &r)) too_big();
+      return Value::of_int(r);
     case ExprNode::Op::kSub:
-      if (ints && !__builtin_sub_overflow(a.i, b.i, &r)) return Value::of_int(r);
-      return real_or_int(as_d(a) - as_d(b));
+      if (!ints) return real_or_int(as_d(a) - as_d(b));
+      if (__builtin_sub_overflow(a.i, b.i, &r)) too_big();
+      return Value::of_int(r);
     case ExprNode::Op::kMul:
-      if (ints && !__builtin_mul_overflow(a.i, b.i, &r)) return Value::of_int(r);
-      return real_or_int(as_d(a) * as_d(b));
+      if (!ints) return real_or_int(as_d(a) * as_d(b));
+      if (__builtin_mul_overflow(a.i, b.i, &r)) too_big();
+      return Value::of_int(r);
     case ExprNode::Op::kDiv:
       if (as_d(b) == 0) eval_fail(n, "division by zero");
+      if (ints && b.i == -1) {
+        if (a.i == INT64_MIN) too_big();  // the one quotient that traps (SIGFPE)
+        return Value::of_int(-a.i);
+      }
       // Exact integer division stays an integer, so `${array.rows} / 2` is a valid int key.
-      if (ints && b.i != -1 && a.i % b.i == 0) return Value::of_int(a.i / b.i);
+      if (ints && a.i % b.i == 0) return Value::of_int(a.i / b.i);
       return Value::of_real(as_d(a) / as_d(b));
     case ExprNode::Op::kFloorDiv:
       if (as_d(b) == 0) eval_fail(n, "division by zero");
-      if (ints && b.i != -1) {
+      if (ints) {
+        if (b.i == -1) {
+          if (a.i == INT64_MIN) too_big();
+          return Value::of_int(-a.i);
+        }
         int64_t q = a.i / b.i;
         if ((a.i % b.i != 0) && ((a.i < 0) != (b.i < 0))) --q;
         return Value::of_int(q);
@@ -403,20 +463,36 @@ Value arith(const ExprNode& n, ExprNode::Op op, const Value& a0, const Value& b0
       return Value::of_real(std::floor(as_d(a) / as_d(b)));
     case ExprNode::Op::kMod:
       if (as_d(b) == 0) eval_fail(n, "modulo by zero");
-      if (ints && b.i != -1) {
+      if (ints) {
+        if (b.i == -1) return Value::of_int(0);  // INT64_MIN % -1 traps in hardware
         int64_t m = a.i % b.i;
         if (m != 0 && ((m < 0) != (b.i < 0))) m += b.i;
         return Value::of_int(m);
       }
       return Value::of_real(as_d(a) - as_d(b) * std::floor(as_d(a) / as_d(b)));
     case ExprNode::Op::kPow: {
+      if (as_d(a) == 0 && as_d(b) < 0) eval_fail(n, "zero to a negative power (a division by zero)");
       if (ints && b.i >= 0) {
-        int64_t acc = 1;
-        bool overflow = false;
-        for (int64_t k = 0; k < b.i && !overflow; ++k) overflow = __builtin_mul_overflow(acc, a.i, &acc);
-        if (!overflow) return Value::of_int(acc);
+        // Square-and-multiply: at most 63 squarings, whatever the exponent (a loop of
+        // `exponent` multiplications never ended for a base of 0, 1 or -1).
+        int64_t acc = 1, base = a.i;
+        for (int64_t e = b.i; e > 0;) {
+          if ((e & 1) && __builtin_mul_overflow(acc, base, &acc)) too_big();
+          e >>= 1;
+          if (e > 0 && __builtin_mul_overflow(base, base, &base)) {
+            // base^2 overflows, so any further factor of it does (|base| >= 2 here)
+            too_big();
+          }
+        }
+        return Value::of_int(acc);
       }
-      return Value::of_real(std::pow(as_d(a), as_d(b)));
+      // A negative integer exponent or a real operand: a real result.
+      const double x = std::pow(as_d(a), as_d(b));
+      if (std::isnan(x)) {
+        eval_fail(n, a.text() + " ** " + b.text() + " is not a real number (a negative base to a fractional power)");
+      }
+      if (std::isinf(x)) eval_fail(n, a.text() + " ** " + b.text() + ": the result is out of the range of a real");
+      return Value::of_real(x);
     }
     default:
       break;
@@ -480,6 +556,9 @@ Value call(const ExprNode& n, const Lookup& lookup) {
   if (f == "abs") {
     want(1);
     const Value v = num_of(n, a[0], "abs()");
+    if (v.is_int() && v.i == INT64_MIN) {
+      eval_fail(n, "abs(" + v.text() + "): the result does not fit a 64-bit integer");
+    }
     return v.is_int() ? Value::of_int(v.i < 0 ? -v.i : v.i) : Value::of_real(std::fabs(v.d));
   }
   auto to_int = [&](double d) {
@@ -537,7 +616,10 @@ Value eval_node(const ExprNode& n, const Lookup& lookup) {
       return call(n, lookup);
     case Op::kNeg: {
       const Value v = num_of(n, eval_node(*n.args[0], lookup), "unary '-'");
-      if (v.is_int() && v.i != INT64_MIN) return Value::of_int(-v.i);
+      if (v.is_int() && v.i == INT64_MIN) {
+        eval_fail(n, "-(" + v.text() + "): the result does not fit a 64-bit integer");
+      }
+      if (v.is_int()) return Value::of_int(-v.i);
       return Value::of_real(-as_d(v));
     }
     case Op::kNot:
@@ -638,6 +720,8 @@ Template Template::parse(const std::string& text) {
       t.mode_ = Mode::kExpression;
       t.names_ = t.expr_.names();
       return t;
+    } catch (const ExprTooDeep&) {
+      throw;  // too deep as arithmetic is too deep as text too
     } catch (const ExprError&) {
       // Not a well-formed expression (e.g. "${a}-${b}x"): fall back to interpolation.
     }

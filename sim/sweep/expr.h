@@ -19,6 +19,12 @@ class ExprError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+// An expression nested or chained deeper than the parser allows (a hostile or generated
+// input, never a real one); unlike other syntax errors it is never retried another way.
+class ExprTooDeep : public ExprError {
+ public:
+  using ExprError::ExprError;
+};
 
 // Returns the value of a name, or nullopt if the name is unknown.
 using Lookup = std::function<std::optional<Value>(const std::string& name)>;

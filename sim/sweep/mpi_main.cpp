@@ -12,8 +12,12 @@
 #include <boost/mpi.hpp>
 #include <boost/serialization/string.hpp>
 
+#include <chrono>
+#include <cstdio>
 #include <iostream>
+#include <map>
 #include <memory>
+#include <set>
 
 #include "sim/common/error.h"
 #include "sim/sweep/cli.h"
@@ -30,6 +34,7 @@ enum Tag : int { kRequest = 1, kAssign = 2, kResult = 3 };
 
 int coordinator(mpi::communicator& world, const Experiment& e, const RunSettings& s, const SweepOptions& o,
                 ResultStore& store) {
+  using Clock = std::chrono::steady_clock;
   std::vector<const Point*> pending;
   for (const auto& p : e.points) {
     if (!store.done().count(p.id)) pending.push_back(&p);
@@ -43,17 +48,37 @@ int coordinator(mpi::communicator& world, const Experiment& e, const RunSettings
       std::cerr << "sweep " << e.name << ": dropped " << store.dropped_torn()
                 << " incomplete line(s) of results.jsonl (a killed write); those points run again\n";
     }
+    if (store.retried_environment()) {
+      std::cerr << "sweep " << e.name << ": " << store.retried_environment()
+                << " point(s) that failed for reasons of the environment run again\n";
+    }
   }
   log_line(s.out_dir, "start: MPI runner, " + std::to_string(world.size()) + " ranks x " + std::to_string(s.jobs) +
                           " jobs, " + std::to_string(pending.size()) + " points to run");
   Progress progress(e.name, e.points.size(), already, o.quiet);
   LocalPool pool(e, s);
   size_t next = 0;
-  size_t outstanding = 0;  // assigned to other ranks, not yet back
-  int stopped = 0;         // ranks told there is nothing left
+  // Points handed to other ranks, not yet back: index -> (rank, when). Each has a deadline
+  // (--rank-timeout): a stopped or wedged rank would otherwise stall the sweep forever.
+  struct Assignment {
+    int rank = 0;
+    Clock::time_point since;
+  };
+  std::map<size_t, Assignment> outstanding;
+  std::set<int> stopped;  // ranks told there is nothing left
+  std::set<int> stalled;  // ranks that missed a deadline: no longer waited for
+  const auto deadline = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s.rank_timeout_s));
+  Clock::time_point all_assigned;  // when the last point went out (ranks then have rank_timeout_s to stop)
+  bool all_assigned_set = false;
   auto record = [&](const Row& row) {
     store.append(row);
     progress.add(row);
+  };
+  auto give_up_on = [&](int rank, const std::string& why) {
+    if (!stalled.insert(rank).second) return;
+    log_line(s.out_dir, "rank " + std::to_string(rank) + " stalled: " + why);
+    std::cerr << "sweep " << e.name << ": MPI rank " << rank << " " << why
+              << "; it is no longer waited for (its points are recorded as failed and run again with --resume)\n";
   };
   while (true) {
     while (pool.has_room() && next < pending.size()) pool.start(*pending[next++]);
@@ -64,31 +89,72 @@ int coordinator(mpi::communicator& world, const Experiment& e, const RunSettings
         int unused = 0;
         world.recv(st->source(), kRequest, unused);
         int index = -1;
-        if (next < pending.size()) {
+        if (next < pending.size() && !stalled.count(st->source())) {
           index = static_cast<int>(pending[next++]->index);
-          ++outstanding;
+          outstanding[static_cast<size_t>(index)] = {st->source(), Clock::now()};
         } else {
-          ++stopped;
+          stopped.insert(st->source());
         }
         world.send(st->source(), kAssign, index);
       } else if (st->tag() == kResult) {
         std::string line;
         world.recv(st->source(), kResult, line);
-        --outstanding;
         if (!line.empty() && line.back() == '\n') line.pop_back();
         auto row = row_from_jsonl(line);
         if (!row) throw std::runtime_error("rank " + std::to_string(st->source()) + " sent an unreadable row: " + line);
+        auto it = outstanding.find(row->index);
+        if (it == outstanding.end()) continue;  // late: already recorded as failed when its deadline passed
+        outstanding.erase(it);
         record(*row);
       } else {
         throw std::runtime_error("unexpected MPI message tag " + std::to_string(st->tag()));
       }
     }
     for (const Row& row : pool.poll(any ? 0 : 5)) record(row);
-    if (next >= pending.size() && pool.running() == 0 && outstanding == 0 && stopped == world.size() - 1) break;
+    const auto now = Clock::now();
+    for (auto it = outstanding.begin(); it != outstanding.end();) {
+      if (now - it->second.since < deadline) {
+        ++it;
+        continue;
+      }
+      char secs[32];
+      std::snprintf(secs, sizeof secs, "%g", s.rank_timeout_s);
+      const int rank = it->second.rank;
+      give_up_on(rank, std::string("did not return a point within ") + secs + " s (--rank-timeout)");
+      record(failed_row(e, e.points[it->first],
+                        std::string(kRankTimeoutPrefix) + std::to_string(rank) + " within " + secs +
+                            " s (--rank-timeout): the rank is stopped or its node hung; --resume runs the point again"));
+      it = outstanding.erase(it);
+    }
+    if (next >= pending.size() && !all_assigned_set) {
+      all_assigned = now;
+      all_assigned_set = true;
+    }
+    // Every point is back (or given up on); ranks that never ask again are stalled too.
+    if (next >= pending.size() && pool.running() == 0 && outstanding.empty()) {
+      bool waiting = false;
+      for (int r = 1; r < world.size(); ++r) {
+        if (stopped.count(r) || stalled.count(r)) continue;
+        if (now - all_assigned < deadline) {
+          waiting = true;
+        } else {
+          give_up_on(r, "did not ask for work within --rank-timeout after the last point was handed out");
+        }
+      }
+      if (!waiting) break;
+    }
   }
   log_line(s.out_dir, "done (rank 0); " + cpu_usage_text());
   progress.finish(s.out_dir);
-  return 0;
+  if (!stalled.empty()) {
+    // A stalled rank would block MPI_Finalize: end the job (mpirun stops every rank). The
+    // results are complete on disk: results.jsonl is fsync'd after each row.
+    std::cerr << "sweep " << e.name << ": ending the MPI job because of " << stalled.size()
+              << " stalled rank(s); rerun with --resume to run their points again\n";
+    std::cerr.flush();
+    world.abort(kExitEnvironmentFailures);
+  }
+  return progress.environment_failed() ? kExitEnvironmentFailures : 0;
 }
 
 int worker(mpi::communicator& world, const Experiment& e, const RunSettings& s) {

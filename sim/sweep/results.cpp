@@ -5,25 +5,20 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
+#include <cctype>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
-#include "sim/common/atomic_file.h"
 #include "sim/common/error.h"
+#include "sim/sweep/sweep_files.h"
 
 namespace fs = std::filesystem;
 using ojson = nlohmann::ordered_json;
 
 namespace tessera::sweep {
 namespace {
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::vector<std::string> split_dotted(const std::string& key) {
   std::vector<std::string> out(1);
@@ -37,11 +32,7 @@ std::vector<std::string> split_dotted(const std::string& key) {
   return out;
 }
 
-int open_append(const fs::path& p) {
-  const int fd = ::open(p.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) throw InputError(p.string() + ": cannot open for appending: " + std::strerror(errno));
-  return fd;
-}
+int open_append(const fs::path& p) { return open_no_follow(p, O_WRONLY | O_APPEND | O_CREAT, "cannot open for appending"); }
 
 }  // namespace
 
@@ -174,6 +165,36 @@ std::optional<Value> report_value(const nlohmann::json& report, const std::strin
   return v;
 }
 
+bool is_environment_failure(const std::string& error) {
+  // Signals that come from outside the point: the OOM killer, a batch system's limits, an
+  // operator. (The sweep's own --timeout kill is recorded as "timed out", which stays failed.)
+  static const int kOutside[] = {SIGKILL, SIGTERM, SIGHUP, SIGINT, SIGQUIT, SIGXCPU, SIGXFSZ, SIGBUS, SIGPIPE};
+  for (const int sig : kOutside) {
+    if (error.rfind("killed by signal " + std::to_string(sig) + " ", 0) == 0) return true;
+  }
+  for (const char* prefix : {"cannot prepare the point: ", "cannot create a pipe: ", "cannot fork: ",
+                             "tessera run exited 0 but its report is unreadable: ", kRankTimeoutPrefix}) {
+    if (error.rfind(prefix, 0) == 0) return true;
+  }
+  // tessera run's own messages end with strerror(): "...: cannot write output file: No space
+  // left on device"; an allocation failure is "internal error: std::bad_alloc".
+  static const int kErrnos[] = {ENOSPC, EDQUOT, EFBIG, EIO, ENOMEM, EMFILE, ENFILE, EROFS, ESTALE, EAGAIN};
+  size_t start = 0;
+  while (start <= error.size()) {
+    size_t end = error.find('\n', start);
+    if (end == std::string::npos) end = error.size();
+    std::string line = error.substr(start, end - start);
+    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
+    for (const int err : kErrnos) {
+      const std::string tail = std::string(": ") + std::strerror(err);
+      if (line.size() >= tail.size() && line.compare(line.size() - tail.size(), tail.size(), tail) == 0) return true;
+    }
+    if (line.find("internal error: std::bad_alloc") != std::string::npos) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
 Row failed_row(const Experiment& e, const Point& p, const std::string& error) {
   Row r;
   r.point = p.id;
@@ -225,8 +246,9 @@ Row row_from_report(const Experiment& e, const Point& p, const nlohmann::json& r
 
 ExistingResults read_results(const fs::path& jsonl) {
   ExistingResults out;
-  if (!fs::exists(jsonl)) return out;
-  const std::string text = slurp(jsonl);
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(jsonl, ec))) return out;
+  const std::string text = read_no_follow(jsonl);
   std::set<std::string> seen;
   size_t start = 0;
   while (start < text.size()) {
@@ -283,12 +305,18 @@ void ResultStore::close_all() {
 
 void ResultStore::open(bool resume, bool retry_failed) {
   const Experiment& e = e_;
-  fs::create_directories(dir_);
+  make_output_dir(dir_);
   const fs::path lock = dir_ / ".lock";
-  lock_fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock_fd_ < 0) throw InputError(lock.string() + ": cannot create: " + std::strerror(errno));
+  lock_fd_ = open_no_follow(lock, O_RDWR | O_CREAT, "cannot create");
   if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
     throw InputError(dir_.string() + ": another sweep is writing to this directory (it holds " + lock.string() + ")");
+  }
+  // Holding the lock, no other sweep writes here: temporary files are leftovers of a killed
+  // write (kill -9, a crash) of this directory's results or of a point's report.
+  removed_temporaries_ = remove_stale_temporaries(dir_);
+  std::error_code ec;
+  for (fs::directory_iterator it(dir_ / "points", ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_directory(ec) && !it->is_symlink(ec)) removed_temporaries_ += remove_stale_temporaries(it->path());
   }
   const fs::path jsonl = dir_ / "results.jsonl";
   const fs::path csv = dir_ / "results.csv";
@@ -309,12 +337,12 @@ void ResultStore::open(bool resume, bool retry_failed) {
   } else if (fs::exists(manifest)) {
     ojson old;
     try {
-      old = ojson::parse(slurp(manifest));
+      old = ojson::parse(read_no_follow(manifest));
     } catch (const std::exception&) {
     }
     if (old.contains("columns") && old["columns"] != m["columns"]) {
-      throw InputError(dir_.string() + ": the results there have other columns (" + old["columns"].dump() +
-                       ") than this experiment (" + m["columns"].dump() +
+      throw InputError(dir_.string() + ": the results there have other columns (" + old["columns"].dump(-1, ' ', false, ojson::error_handler_t::replace) +
+                       ") than this experiment (" + m["columns"].dump(-1, ' ', false, ojson::error_handler_t::replace) +
                        "): the parameters or metrics changed; use another --out");
     }
   }
@@ -323,6 +351,10 @@ void ResultStore::open(bool resume, bool retry_failed) {
   for (const auto& p : e.points) ids.insert(p.id);
   for (auto& row : existing.rows) {
     if (retry_failed && !row.ok) continue;
+    if (resume && !row.ok && is_environment_failure(row.error)) {
+      ++retried_environment_;  // the point did not fail, its machine did: run it again
+      continue;
+    }
     if (!ids.count(row.point)) ++stale_;
     done_.insert(row.point);
     kept_.push_back(std::move(row));
@@ -333,9 +365,9 @@ void ResultStore::open(bool resume, bool retry_failed) {
     jsonl_text += row_to_jsonl(row);
     csv_text += row_to_csv(e, row);
   }
-  write_file_atomically(manifest, m.dump(2) + "\n");
-  write_file_atomically(jsonl, jsonl_text);
-  write_file_atomically(csv, csv_text);
+  replace_file(manifest, m.dump(2, ' ', false, ojson::error_handler_t::replace) + "\n");
+  replace_file(jsonl, jsonl_text);
+  replace_file(csv, csv_text);
   jsonl_fd_ = open_append(jsonl);
   csv_fd_ = open_append(csv);
 }

@@ -44,6 +44,15 @@ std::string csv_field(const std::string& text);  // RFC 4180 quoting where neede
 // failed point from its error text.
 Row row_from_report(const Experiment& e, const Point& p, const nlohmann::json& report);
 Row failed_row(const Experiment& e, const Point& p, const std::string& error);
+// True when a failed point's error text says the environment failed, not the point: out of
+// disk space or memory, an I/O error, killed by a signal from outside (the OOM killer's
+// SIGKILL, SIGTERM, SIGXCPU...), a sweep-side problem preparing it, an MPI rank that never
+// answered. `--resume` runs such points again; a crash of the simulator itself (SIGSEGV,
+// SIGABRT) and every input error stay failed (`--retry-failed` reruns those).
+bool is_environment_failure(const std::string& error);
+// The error text that starts a row of a point whose MPI rank did not answer in time.
+inline constexpr const char* kRankTimeoutPrefix = "no result from MPI rank ";
+
 // A metric value from a report: dotted path, numeric components index lists.
 std::optional<Value> report_value(const nlohmann::json& report, const std::string& path, std::string* why = nullptr);
 
@@ -60,7 +69,8 @@ ExistingResults read_results(const std::filesystem::path& jsonl);
 class ResultStore {
  public:
   // Fresh: creates the files (fails if results.jsonl already holds rows). Resume: rewrites both
-  // files from the complete rows (dropping a torn line and, with retry_failed, failed rows).
+  // files from the complete rows (dropping a torn line, the rows of points that failed for
+  // reasons of the environment and, with retry_failed, all failed rows).
   ResultStore(const Experiment& e, const std::filesystem::path& dir, bool resume, bool retry_failed);
   ~ResultStore();
   ResultStore(const ResultStore&) = delete;
@@ -70,6 +80,8 @@ class ResultStore {
   const std::vector<Row>& kept() const { return kept_; }
   size_t dropped_torn() const { return torn_; }
   size_t stale() const { return stale_; }  // rows of points no longer in the experiment
+  size_t retried_environment() const { return retried_environment_; }  // such rows dropped on resume
+  size_t removed_temporaries() const { return removed_temporaries_; }  // *.tmp.* left by a killed write
   void append(const Row& row);
 
  private:
@@ -85,6 +97,8 @@ class ResultStore {
   std::vector<Row> kept_;
   size_t torn_ = 0;
   size_t stale_ = 0;
+  size_t removed_temporaries_ = 0;
+  size_t retried_environment_ = 0;
 };
 
 // Appends `line` with one write() (retrying only the unwritten rest), then fsyncs if `sync`.

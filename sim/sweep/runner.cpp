@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "sim/common/error.h"
+#include "sim/sweep/sweep_files.h"
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -37,14 +38,6 @@ std::string trim(std::string s) {
   size_t k = 0;
   while (k < s.size() && std::isspace(static_cast<unsigned char>(s[k]))) ++k;
   return s.substr(k);
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot open " + p.string());
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 std::string format_duration(double s) {
@@ -91,18 +84,28 @@ std::string cpu_usage_text() {
 }
 
 void log_line(const fs::path& out_dir, const std::string& text) {
-  std::ofstream log(out_dir / "sweep.log", std::ios::app);
   const std::time_t now = std::time(nullptr);
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", std::localtime(&now));
-  log << stamp << " " << text << "\n";
+  const std::string line = std::string(stamp) + " " + text + "\n";
+  int fd = -1;
+  try {
+    fd = open_no_follow(out_dir / "sweep.log", O_WRONLY | O_APPEND | O_CREAT, "cannot open for appending");
+  } catch (const UnsafeOutputPath&) {
+    throw;  // a planted link: stop
+  } catch (const InputError&) {
+    return;  // the log is informational; the results are the record
+  }
+  [[maybe_unused]] const ssize_t n = ::write(fd, line.data(), line.size());  // one write: lines of ranks never mix
+  ::close(fd);
 }
 
 // ---------------------------------------------------------------------------------------
 
 LocalPool::LocalPool(const Experiment& e, RunSettings settings) : e_(e), settings_(std::move(settings)) {
   if (settings_.jobs < 1) settings_.jobs = 1;
-  fs::create_directories(settings_.out_dir / "points");
+  make_output_dir(settings_.out_dir);
+  make_real_dir(settings_.out_dir / "points");
 }
 
 LocalPool::~LocalPool() { kill_all(); }
@@ -122,21 +125,21 @@ void LocalPool::start(const Point& p) {
   const std::string rel = "points/" + p.id;
   const fs::path dir = settings_.out_dir / rel;
   try {
-    fs::create_directories(dir);
+    make_real_dir(dir);
+    remove_stale_temporaries(dir);  // of a killed earlier run of this point
     std::error_code ec;
     fs::remove(dir / "report.json", ec);  // never read a stale report of an earlier, killed run
-    // A plain write: a point killed before it finished is run again and rewrites its config.
-    std::ofstream cfg(dir / "config.yaml", std::ios::binary | std::ios::trunc);
-    cfg << e_.config_yaml(p);
-    cfg.close();
-    if (!cfg) throw std::runtime_error("cannot write " + (dir / "config.yaml").string());
+    // Replaced, not written in place: a link planted at config.yaml is replaced, never followed.
+    replace_file(dir / "config.yaml", e_.config_yaml(p));
+  } catch (const UnsafeOutputPath&) {
+    throw;
   } catch (const std::exception& err) {
     ready_.push_back(failed_row(e_, p, std::string("cannot prepare the point: ") + err.what()));
     return;
   }
   // Everything the child needs, built before fork().
   std::vector<std::string> args = {settings_.runner_exe.string(), "run", "--arch", rel + "/config.yaml", "--workload",
-                                   p.workload_path.string(), "--batch", std::to_string(p.batch), "--out", rel, "-q"};
+                                   e_.workloads[p.workload_index].path.string(), "--batch", std::to_string(p.batch), "--out", rel, "-q"};
   for (auto& a : e_.run_arguments(p)) args.push_back(std::move(a));  // --precision, --input-shape
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
@@ -207,7 +210,7 @@ Row LocalPool::finish(Child& c, int st) {
     row = failed_row(e_, p, buf);
   } else if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
     try {
-      const auto report = nlohmann::json::parse(slurp(dir / "report.json"));
+      const auto report = nlohmann::json::parse(read_no_follow(dir / "report.json"));
       row = row_from_report(e_, p, report);
     } catch (const std::exception& err) {
       row = failed_row(e_, p, std::string("tessera run exited 0 but its report is unreadable: ") + err.what());
@@ -316,6 +319,7 @@ void Progress::add(const Row& row) {
   ++session_done_;
   if (!row.ok) {
     ++failed_;
+    if (is_environment_failure(row.error)) ++environment_failed_;
     if (first_error_.empty()) {
       first_error_ = row.error;
       if (!quiet_) {
@@ -347,6 +351,12 @@ void Progress::print(bool force) {
 }
 
 void Progress::finish(const fs::path& out_dir) {
+  // Even with -q: the exit code alone would not say what to do.
+  if (environment_failed_) {
+    std::cerr << "sweep " << name_ << ": " << environment_failed_
+              << " of the failures are the environment's (out of disk space or memory, killed by a signal from "
+                 "outside, a stalled MPI rank), not the points': rerun with --resume to run them again\n";
+  }
   if (quiet_) return;
   print(true);
   const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
@@ -390,7 +400,7 @@ int run_local(const Experiment& e, const RunSettings& settings, ResultStore& sto
   }
   log_line(settings.out_dir, "done; " + cpu_usage_text());
   progress.finish(settings.out_dir);
-  return 0;
+  return progress.environment_failed() ? kExitEnvironmentFailures : 0;
 }
 
 }  // namespace tessera::sweep

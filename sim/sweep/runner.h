@@ -21,7 +21,16 @@ struct RunSettings {
   int jobs = 1;                      // concurrent child processes
   double timeout_s = 0;              // per point; 0 = none
   bool keep_reports = true;
+  // --mpi: how long rank 0 waits for a point it handed to another rank (and, at the end, for
+  // a rank to ask for more work) before it records the point as failed and gives up on the
+  // rank: a stopped or wedged rank (NFS hang, a swapped-out node) must not stall the sweep.
+  double rank_timeout_s = 0;
 };
+
+// The default of --rank-timeout: the per-point timeout plus a margin when there is one, else
+// an hour (far above any shipped point; a wedged rank is caught within the hour).
+inline constexpr double kRankTimeoutMarginS = 60;
+inline constexpr double kDefaultRankTimeoutS = 3600;
 
 // Up to `jobs` concurrent `tessera run` children.
 class LocalPool {
@@ -65,11 +74,12 @@ class Progress {
   void add(const Row& row);
   void finish(const std::filesystem::path& out_dir);
   size_t failed() const { return failed_; }
+  size_t environment_failed() const { return environment_failed_; }
 
  private:
   void print(bool force);
   std::string name_;
-  size_t total_, done_, session_done_ = 0, failed_ = 0;
+  size_t total_, done_, session_done_ = 0, failed_ = 0, environment_failed_ = 0;
   bool quiet_, tty_;
   std::string first_error_;
   std::chrono::steady_clock::time_point start_, last_print_;
@@ -87,6 +97,11 @@ std::filesystem::path self_exe();
 // Set by SIGINT/SIGTERM while a sweep runs; runners stop starting points and kill children.
 bool interrupted();
 void install_interrupt_handlers();
+
+// Exit code of a sweep that finished but has points that failed for reasons of the
+// environment (out of disk or memory, killed from outside, a stalled MPI rank): their rows
+// are recorded and `--resume` runs them again.
+inline constexpr int kExitEnvironmentFailures = 3;
 
 // The local runner: all pending points of `e`, `settings.jobs` at a time; returns the exit code.
 int run_local(const Experiment& e, const RunSettings& settings, ResultStore& store, bool quiet);

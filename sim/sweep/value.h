@@ -54,6 +54,10 @@ std::optional<Value> value_from_json(const nlohmann::json& j);
 // A YAML node holding `v`; strings are marked so the emitter quotes them.
 YAML::Node value_to_yaml(const Value& v);
 
+// "" when `text` is valid UTF-8 (every name and value of a sweep ends up in JSON, which
+// must be UTF-8), else what is wrong: "byte 0xe9 at offset 3 of 'caf\xe9'".
+std::string utf8_problem(const std::string& text);
+
 // Parses a byte size the way the config loader does: "4096", "64 KiB", "24MiB", "1.5 GB".
 std::optional<double> parse_size(const std::string& text);
 

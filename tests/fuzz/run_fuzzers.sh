@@ -67,7 +67,9 @@ dict="$build/fuzz-yaml.dict"
 {
   printf '"%s"\n' ': ' '- ' '[' ']' '{' '}' ', ' '"' "'" '&a ' '*a' '<<: ' '!!str ' '|\x0a' '>\x0a' '#' '---\x0a' '\x0a  ' \
     ' KiB' ' MiB' ' GiB' 'true' 'false' '-1' '0' '1e308' '9223372036854775807' '-9223372036854775808' \
-    '18446744073709551615' 'nan' '.inf' 'grid' 'zip' 'list' 'random'
+    '18446744073709551615' 'nan' '.inf' 'grid' 'zip' 'list' 'random' \
+    '(' ')' '((((' '))))' '**' '//' '%' ' not ' '!' ' and ' ' or ' '${' 'abs(' 'pow(' 'if(' \
+    'constraints:' 'derived:' 'expr:'
   cat configs/*.yaml experiments/*.yaml $(find workloads -name '*.yaml') | grep -o '[A-Za-z_][A-Za-z0-9_]*:' |
     sort -u | sed 's/.*/"&"/'
 } > "$dict"
