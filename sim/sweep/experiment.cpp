@@ -23,7 +23,7 @@ namespace {
 // Above this many candidate points an experiment is almost certainly a mistake (and would
 // not fit in memory comfortably); split it or use random samples.
 constexpr uint64_t kMaxCandidates = 5'000'000;
-// Each kept point costs memory (its id, parameter keys and values: about 0.8 KB with three
+// Each kept point costs memory (its id, parameter keys and values: about 0.5 KB with three
 // parameters, docs/reliability.md), in every MPI rank: a bound with a clear message instead of
 // gigabytes. Pruned candidates cost nothing to keep.
 // (LoadOptions::max_points, default kMaxDesignPoints in experiment.h.)
@@ -786,7 +786,7 @@ class Loader {
                (n > cap + 1 ? std::to_string(n) + " design points (no constraints prune them)"
                             : "more than " + std::to_string(cap) + " design points after constraints") +
                "; at most " + std::to_string(cap) +
-               " fit in one sweep (about 1 KB of memory each in every process): split it into several experiments, "
+               " fit in one sweep (about 0.5 KB of memory each in every process): split it into several experiments, "
                "prune with constraints: or sample with random:");
   }
 

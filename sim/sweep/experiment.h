@@ -116,7 +116,7 @@ struct Experiment {
 };
 
 // At most this many design points (after constraints and de-duplication) in one experiment:
-// each costs about 0.8 KB in every sweep process (docs/reliability.md, D17).
+// each costs about 0.5 KB in every sweep process (docs/reliability.md, D17).
 inline constexpr uint64_t kMaxDesignPoints = 1'000'000;
 
 struct LoadOptions {

@@ -234,6 +234,7 @@ TEST(SweepHostileCli, PolicyPathOutsideTheExperimentIsRefusedBeforeAnythingRuns)
   EXPECT_TRUE(has(r.output, "precision: '../../../../../../../etc/shadow' names a policy file outside")) << r.output;
   EXPECT_FALSE(fs::exists(dir / "out" / "results.jsonl"));
   // `out:` naming another place.
+  fs::remove_all("/tmp/tessera-hostile-elsewhere");  // (left by a run of an older binary)
   const fs::path exp2 = tiny_experiment(dir, "out: /tmp/tessera-hostile-elsewhere\n");
   const Result r2 = sh(kBin + " sweep " + exp2.string() + " -q");
   EXPECT_EQ(r2.exit_code, 2) << r2.output;
