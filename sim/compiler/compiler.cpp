@@ -63,6 +63,7 @@ struct TensorPlace {
   bool allocated = false;       // resident in the unified buffer now
   bool on_host = false;         // a valid copy is in host memory (graph inputs; spilled or streamed tensors)
   bool loaded = false;          // graph inputs: read from the host at least once
+  int64_t element_bytes = 0;    // scratch buffers (graph tensors: their dtype)
   std::vector<Region> reused;  // regions of dead or evicted tensors whose bytes this one overwrites
 };
 
@@ -185,6 +186,7 @@ class Lowering {
   int add_scratch(int li, int64_t rows, int64_t cols, int64_t rows_per_sample, Dtype dtype, bool allocate_now = true);
   void allocate_scratch(int li, bool allocate_now = true);
   void emit(Instruction in, bool writes_tensor_storage = true);
+  int64_t element_bytes(int buffer) const;
   int64_t samples_per_chunk(int t) const;
   uint64_t tensor_bytes(int t, int64_t samples) const;
 
@@ -318,6 +320,7 @@ int Lowering::add_scratch(int li, int64_t rows, int64_t cols, int64_t rows_per_s
   tp.cols = cols;
   tp.rows_per_sample = rows_per_sample;
   tp.bytes = static_cast<uint64_t>(rows * cols * dtype_bytes(dtype));
+  tp.element_bytes = dtype_bytes(dtype);
   place_.push_back(tp);
   dead_.push_back(false);
   last_use_.push_back(li);
@@ -342,7 +345,21 @@ void Lowering::allocate_scratch(int li, bool allocate_now) {
   }
 }
 
+int64_t Lowering::element_bytes(int buffer) const {
+  if (static_cast<size_t>(buffer) < g_.tensors.size()) return dtype_bytes(g_.tensors[static_cast<size_t>(buffer)].dtype);
+  return place_[static_cast<size_t>(buffer)].element_bytes;
+}
+
 void Lowering::emit(Instruction in, bool writes_tensor_storage) {
+  if (in.op == Opcode::kVector) {
+    // The vector datapath is `lanes` bytes wide: the widest element the instruction
+    // reads or writes sets how many lanes one element operation takes.
+    for (const auto* list : {&in.reads, &in.writes}) {
+      for (const Region& r : *list) {
+        if (r.space == Space::kUnifiedBuffer) in.element_bytes = std::max(in.element_bytes, element_bytes(r.buffer));
+      }
+    }
+  }
   if (writes_tensor_storage) {
     std::vector<Region> extra;
     for (const Region& w : in.writes) {
@@ -810,8 +827,10 @@ bool Lowering::grouped_conv_on_vector(const Layer& layer) const {
   const int64_t in_bytes = batch_ * graph::shape_elements(g_.tensors[layer.inputs[0]].shape) * a_bytes;
   const int64_t out_bytes = batch_ * graph::shape_elements(g_.tensors[layer.output].shape) * dtype_bytes(g_.tensors[layer.output].dtype);
   const int64_t chunks = ceil_div(batch_, std::max<int64_t>(1, samples_per_chunk(layer.output)));
+  // Each MAC takes as many 8-bit lanes as its widest operand has bytes (as emit() sets element_bytes).
+  const int64_t element_bytes = std::max({a_bytes, dtype_bytes(layer.weight_dtype), dtype_bytes(g_.tensors[layer.output].dtype)});
   const double vector_cycles = static_cast<double>(
-      std::max({ceil_div(G * M * K * N, arch_.vector_unit.lanes), ceil_div(in_bytes, arch_.unified_buffer.read_bytes_per_cycle),
+      std::max({ceil_div(G * M * K * N * element_bytes, arch_.vector_unit.lanes), ceil_div(in_bytes, arch_.unified_buffer.read_bytes_per_cycle),
                 ceil_div(out_bytes, arch_.unified_buffer.write_bytes_per_cycle)}) +
       chunks * arch_.vector_unit.pipeline_latency_cycles);
   return vector_cycles < array_cycles;
@@ -831,6 +850,7 @@ void Lowering::lower_grouped_conv_on_vector(int li) {
     v.layer = li;
     v.vector_op = VectorOp::kGroupedConv;
     v.elements = (s1 - s0) * macs_per_sample;
+    v.element_bytes = dtype_bytes(layer.weight_dtype);  // the weights are an operand too (emit widens to the tensors')
     v.reads.push_back(region(x, s0, s1));
     v.writes.push_back(region(y, s0, s1));
     v.ub_read_bytes = tensor_bytes(x, s1 - s0);
@@ -1465,6 +1485,7 @@ void Lowering::lower_row_tiled(int li) {
           v.ub_address = place_[storage(y)].offset;
         } else {
           v.elements = vector_conv ? (r1 - r0) * (layer.macs_per_sample() / rps_y) : (r1 - r0) * y_cols * work_per_output;
+          if (vector_conv) v.element_bytes = dtype_bytes(layer.weight_dtype);
           v.writes.push_back(out_region(r0, r1, 0, y_cols));
           v.ub_write_bytes = static_cast<uint64_t>(r1 - r0) * row_bytes(y);
           v.ub_address = out_address(r0, 0);

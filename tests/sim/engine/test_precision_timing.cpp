@@ -91,3 +91,32 @@ TEST(PrecisionTiming, UnsupportedPairIsACompileError) {
         << e.what();
   }
 }
+
+// Vector work on 16-bit elements takes two 8-bit lanes per element (review defect D2:
+// the compiler never set element_bytes, so int16 cost the same as int8). A sigmoid over
+// 4096 elements on 4 lanes, with unified-buffer ports wide enough (4096 B/cycle) that
+// they never pace it: 4096 / 4 = 1024 cycles at int8, 4096 x 2 / 4 = 2048 at int16.
+const char* kSigmoid = "name: act\nbatch: 1\ninputs: [{name: x, shape: [4096], dtype: %s}]\nlayers: [{name: s, op: sigmoid}]\n";
+
+engine::RunStats run_sigmoid(const char* dtype) {
+  test_support::TinyArch t;
+  ArchConfig arch = t.build();
+  arch.unified_buffer.read_bytes_per_cycle = arch.unified_buffer.write_bytes_per_cycle = 4096;
+  char g[256];
+  std::snprintf(g, sizeof g, kSigmoid, dtype);
+  const auto graph = graph::parse_graph_yaml(YamlNode::load_string(g, "g.yaml"));
+  const auto program = compiler::compile(graph, arch);
+  int vectors = 0;
+  for (const auto& in : program.instructions) {
+    if (in.op != compiler::Opcode::kVector) continue;
+    ++vectors;
+    EXPECT_EQ(in.elements, 4096);
+    EXPECT_EQ(in.element_bytes, dtype_bytes(*parse_dtype(dtype)));
+  }
+  EXPECT_EQ(vectors, 1);
+  return engine::simulate(arch, program);
+}
+
+TEST(PrecisionTiming, VectorInt8OneElementPerLane) { EXPECT_EQ(run_sigmoid("int8").vector_busy_cycles, 1024); }
+
+TEST(PrecisionTiming, VectorInt16TwoLanesPerElement) { EXPECT_EQ(run_sigmoid("int16").vector_busy_cycles, 2048); }
