@@ -7,8 +7,8 @@
 
 namespace tessera::models {
 
-using compiler::Instruction;
-using compiler::Opcode;
+using isa::Instruction;
+using isa::Opcode;
 
 namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }

@@ -12,8 +12,8 @@
 #include "models/array/systolic_timing.h"
 #include "models/common/clock.h"
 #include "models/common/interval_log.h"
+#include "models/isa/program.h"
 #include "models/memory/weight_fifo.h"
-#include "sim/compiler/program.h"
 #include "sim/config/arch_config.h"
 
 namespace tessera::models {
@@ -41,13 +41,13 @@ class CompletionTracker {
 // Everything the units share.
 struct UnitContext {
   const ArchConfig& arch;
-  const compiler::Program& program;
+  const isa::Program& program;
   const CoreClock& clock;
   CompletionTracker& tracker;
 };
 
 enum class Unit { kHostDma = 0, kWeightFetcher, kMatrix, kVector, kCount };
-Unit unit_of(compiler::Opcode op);
+Unit unit_of(isa::Opcode op);
 
 // Unified buffer ports as servers (the array, vector unit and DMA share them).
 struct UnifiedBufferPorts {
@@ -117,7 +117,7 @@ class VectorUnit : public sc_core::sc_module {
   const IntervalLog& log() const { return log_; }  // kind: opcode
 
   // Cycles one activate/vector instruction occupies the unit (without port contention).
-  static int64_t compute_cycles(const VectorUnitConfig& cfg, const compiler::Instruction& in);
+  static int64_t compute_cycles(const VectorUnitConfig& cfg, const isa::Instruction& in);
 
  private:
   void run();

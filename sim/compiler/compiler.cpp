@@ -20,6 +20,18 @@ using graph::Tensor;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// The ISA's activate function for a layer's fused activation.
+ActivationFn activation_fn(graph::Activation a) {
+  switch (a) {
+    case graph::Activation::kNone: return ActivationFn::kNone;
+    case graph::Activation::kRelu: return ActivationFn::kRelu;
+    case graph::Activation::kSigmoid: return ActivationFn::kSigmoid;
+    case graph::Activation::kTanh: return ActivationFn::kTanh;
+    case graph::Activation::kRelu6: return ActivationFn::kRelu6;
+  }
+  return ActivationFn::kNone;
+}
+
 // First-fit allocator over the unified buffer's byte range.
 class BufferAllocator {
  public:
@@ -432,7 +444,7 @@ void Lowering::emit_gemm(const GemmJob& job) {
       act.layer = job.li;
       act.rows = m1 - m0;
       act.cols = n1 - n0;
-      act.function = job.overlap_add ? graph::Activation::kNone : job.activation;
+      act.function = job.overlap_add ? ActivationFn::kNone : activation_fn(job.activation);
       act.reads.push_back(acc);
       const Region out = job.out_region(m0, m1, n0, n1);
       if (job.overlap_add) act.reads.push_back(out);

@@ -7,7 +7,7 @@
 // buffer, activations spill to host memory (Belady eviction, read back before their next
 // consumer) and layers whose own working set does not fit run in row tiles streamed
 // through host memory (docs/workloads.md, "Spills and row tiles").
-#include "sim/compiler/program.h"
+#include "sim/compiler/compiled.h"
 #include "sim/config/arch_config.h"
 #include "sim/graph/graph.h"
 

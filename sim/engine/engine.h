@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/compiler/program.h"
+#include "sim/compiler/compiled.h"
 #include "sim/config/arch_config.h"
 
 namespace tessera::engine {

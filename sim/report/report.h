@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <string>
 
-#include "sim/compiler/program.h"
+#include "sim/compiler/compiled.h"
 #include "sim/config/arch_config.h"
 #include "sim/engine/engine.h"
 #include "sim/graph/graph.h"

@@ -6,7 +6,7 @@
 // async event on a "layers" track. Deterministic: same run, byte-identical text.
 #include <string>
 
-#include "sim/compiler/program.h"
+#include "sim/compiler/compiled.h"
 #include "sim/engine/engine.h"
 
 namespace tessera::report {

@@ -140,7 +140,7 @@ layers: [{name: u, op: conv_transpose2d, filters: 2, kernel: 2, stride: 2, activ
   for (const auto& in : p.instructions) {
     if (in.op != Opcode::kActivate) continue;
     EXPECT_EQ(in.ub_read_bytes, in.ub_write_bytes);  // read-modify-write
-    EXPECT_EQ(in.function, graph::Activation::kNone);
+    EXPECT_EQ(in.function, isa::ActivationFn::kNone);
   }
   EXPECT_EQ(count(p, Opcode::kVector), 1);  // the relu, once every overlap is in
   EXPECT_EQ(p.layers[0].macs, 4 * 4 * 8);

@@ -1,16 +1,17 @@
 #pragma once
-// The accelerator program: TPU-like CISC instructions the compiler emits and the
-// SystemC models execute (DESIGN.md §4). Regions name the on-chip data each
+// The accelerator's instruction set: TPU-like CISC instructions the compiler emits and
+// the SystemC units execute (DESIGN.md §4). Regions name the on-chip data each
 // instruction reads and writes; the controller stalls on overlapping regions.
+// A leaf of the model tree: it knows tiles and dtypes, nothing of graphs or reports.
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "models/array/systolic_timing.h"
 #include "sim/common/dtype.h"
-#include "sim/graph/graph.h"
 
-namespace tessera::compiler {
+namespace tessera::isa {
 
 enum class Opcode { kReadHost, kReadWeights, kMatmul, kActivate, kVector, kWriteHost, kSync, kHalt };
 std::string_view opcode_name(Opcode op);
@@ -29,6 +30,10 @@ struct Region {
            col_begin < o.col_end && o.col_begin < col_end;
   }
 };
+
+// The function an `activate` applies while draining accumulators to the unified buffer.
+enum class ActivationFn { kNone, kRelu, kSigmoid, kTanh, kRelu6 };
+std::string_view activation_fn_name(ActivationFn f);
 
 // What a `vector` instruction does. The cost is `elements` element operations on the
 // vector unit's lanes plus the unified-buffer bytes it reads and writes.
@@ -55,7 +60,7 @@ std::string_view weight_source_name(WeightSource s);
 
 struct Instruction {
   Opcode op = Opcode::kSync;
-  int32_t layer = -1;  // index into Program::layers, -1 for none
+  int32_t layer = -1;  // the compiled workload's layer index (stats and listings), -1 for none
   std::vector<Region> reads;
   std::vector<Region> writes;
 
@@ -79,7 +84,7 @@ struct Instruction {
   // activate: rows x cols accumulator values through the vector unit
   int64_t rows = 0;
   int64_t cols = 0;
-  graph::Activation function = graph::Activation::kNone;
+  ActivationFn function = ActivationFn::kNone;
 
   // vector
   VectorOp vector_op = VectorOp::kAdd;
@@ -89,48 +94,10 @@ struct Instruction {
   std::string text() const;  // one line of `tessera compile` output
 };
 
-// Static facts about one graph layer, for the report.
-struct LayerInfo {
-  std::string name;
-  std::string op;
-  int64_t macs = 0;            // for the whole batch
-  int64_t weights = 0;         // weight count
-  uint64_t weight_bytes = 0;   // read from weight memory (incl. re-fetches)
-  Dtype a_dtype = Dtype::kInt8;
-  Dtype b_dtype = Dtype::kInt8;
-  std::string output_shape;    // per sample
-  // Matrix view for the batch (0 for vector layers), with gemm_m * gemm_k * gemm_n == macs:
-  // for grouped convs and multi-head matmuls gemm_m counts the rows of every group
-  // (k and n are per group); lstm/gru: m = batch x steps x directions, k = input +
-  // hidden, n = gates x hidden.
-  int64_t gemm_m = 0, gemm_k = 0, gemm_n = 0;
-  int64_t groups = 1;          // independent products per sample (conv groups, attention heads)
-  // Which unit runs the layer: "array" (weights from weight memory), "array_ub" (both
-  // operands from the unified buffer), "vector" (the vector unit; for a grouped conv the
-  // compiler picked it as faster than the array on this config), "alias" (no data moves).
-  std::string mapping;
-  // Spills charged to this layer (it needed the room, or streamed its tensors through
-  // host memory): bytes written to and read back from host memory over PCIe.
-  uint64_t spill_bytes_out = 0;
-  uint64_t spill_bytes_in = 0;
-  int64_t row_tiles = 0;  // > 0: the layer ran in this many row tiles (its working set does not fit at once)
-};
-
+// What the units execute. The compiler's result (sim/compiler/compiled.h) extends it
+// with the report's per-layer facts and totals.
 struct Program {
-  std::string workload;
-  std::string arch;
-  int64_t batch = 1;
-  int64_t sub_batch = 1;  // samples per pass through the graph (< batch when the batch does not fit on chip)
-  std::vector<LayerInfo> layers;
   std::vector<Instruction> instructions;
-  uint64_t ub_peak_bytes = 0;       // high-water mark of the unified-buffer allocation
-  uint64_t host_input_bytes = 0;
-  uint64_t host_output_bytes = 0;
-  uint64_t weight_bytes_read = 0;   // all read_weights together
-  uint64_t spill_bytes_out = 0;     // spill write_host bytes, all layers together
-  uint64_t spill_bytes_in = 0;      // spill read_host bytes
-
-  std::string listing() const;  // the whole program as text
 };
 
-}  // namespace tessera::compiler
+}  // namespace tessera::isa

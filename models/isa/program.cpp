@@ -1,8 +1,8 @@
-#include "sim/compiler/program.h"
+#include "models/isa/program.h"
 
 #include <sstream>
 
-namespace tessera::compiler {
+namespace tessera::isa {
 
 std::string_view opcode_name(Opcode op) {
   switch (op) {
@@ -63,6 +63,17 @@ std::string_view vector_op_name(VectorOp op) {
   return "?";
 }
 
+std::string_view activation_fn_name(ActivationFn f) {
+  switch (f) {
+    case ActivationFn::kNone: return "none";
+    case ActivationFn::kRelu: return "relu";
+    case ActivationFn::kSigmoid: return "sigmoid";
+    case ActivationFn::kTanh: return "tanh";
+    case ActivationFn::kRelu6: return "relu6";
+  }
+  return "?";
+}
+
 std::string_view weight_source_name(WeightSource s) {
   switch (s) {
     case WeightSource::kWeightMemory: return "weight_memory";
@@ -93,7 +104,7 @@ std::string Instruction::text() const {
         << " ub_read=" << ub_read_bytes;
       break;
     case Opcode::kActivate:
-      s << " " << graph::activation_name(function) << " rows=" << rows << " cols=" << cols
+      s << " " << activation_fn_name(function) << " rows=" << rows << " cols=" << cols
         << " acc=" << reads.front().buffer << " ub=0x" << std::hex << ub_address << std::dec;
       break;
     case Opcode::kVector:
@@ -107,27 +118,4 @@ std::string Instruction::text() const {
   return s.str();
 }
 
-std::string Program::listing() const {
-  std::ostringstream s;
-  s << "# program for workload '" << workload << "' on '" << arch << "', batch " << batch;
-  if (sub_batch < batch) s << " in passes of " << sub_batch << " (the batch does not fit the unified buffer)";
-  s << "\n";
-  s << "# " << instructions.size() << " instructions, " << layers.size() << " layers, unified buffer peak "
-    << ub_peak_bytes << " bytes, weight memory reads " << weight_bytes_read << " bytes\n";
-  if (spill_bytes_out + spill_bytes_in > 0) {
-    s << "# spills to host memory over PCIe: " << spill_bytes_out << " bytes out, " << spill_bytes_in
-      << " bytes in (transfers marked 'spill')\n";
-  }
-  int last_layer = -2;
-  for (size_t i = 0; i < instructions.size(); ++i) {
-    const Instruction& in = instructions[i];
-    if (in.layer != last_layer) {
-      s << "# layer " << (in.layer >= 0 ? layers[in.layer].name : std::string("-")) << "\n";
-      last_layer = in.layer;
-    }
-    s << i << "\t" << in.text() << "\n";
-  }
-  return s.str();
-}
-
-}  // namespace tessera::compiler
+}  // namespace tessera::isa
