@@ -694,7 +694,14 @@ TEST(OnnxHostile, ManySmallConstantsStayWithinAMemoryBudget) {
   Model m = reshape_to("t");
   m.ints("t", {1, 16});
   m.ints("s", {int64_t{1} << 16});
-  for (int i = 0; i < 600; ++i) m.node("ConstantOfShape", {"s"}, {"c" + std::to_string(i)}, "cos" + std::to_string(i));
+  for (int i = 0; i < 600; ++i) {
+    auto* a = m.node("ConstantOfShape", {"s"}, {"c" + std::to_string(i)}, "cos" + std::to_string(i))->add_attribute();
+    a->set_name("value");  // an INT64 fill: folded up to 2^16 elements (floats only up to 2^12)
+    a->set_type(onnx::AttributeProto_AttributeType_TENSOR);
+    a->mutable_t()->set_data_type(onnx::TensorProto_DataType_INT64);
+    a->mutable_t()->add_dims(1);
+    a->mutable_t()->add_int64_data(7);
+  }
   EXPECT_EQ(outcome(m.save("many_constants.onnx")), "");
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
