@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "models/array/matmul_cost.h"
 #include "models/interconnect/pcie_link.h"
 #include "models/memory/weight_memory.h"
 
@@ -118,13 +119,14 @@ void MatrixUnit::run() {
 
     const array::TileTiming natural = array::tile_timing(arr.dataflow, dims, in.tile);
     const MacMode* mode = arr.find_mode(in.a_dtype, in.b_dtype);
-    const double rate = mode ? mode->rate : 1.0;
-    const auto mac_cycles = static_cast<int64_t>(std::ceil(static_cast<double>(natural.stream_cycles) / rate - 1e-9));
-    const int64_t ub_cycles = ceil_div(static_cast<int64_t>(in.ub_read_bytes), ctx_.arch.unified_buffer.read_bytes_per_cycle);
+    const array::MatmulStreamCost cost =
+        array::matmul_stream_cost(natural.stream_cycles, mode ? mode->rate : 1.0, static_cast<int64_t>(in.ub_read_bytes),
+                                  ctx_.arch.unified_buffer.read_bytes_per_cycle);
+    const int64_t mac_cycles = cost.mac_cycles, ub_cycles = cost.ub_read_cycles;
 
     const array::OperandReadiness ready = dataflow_.readiness(tile.ready_cycle, requested);
     const array::TileSchedule s =
-        pipeline_.issue(in.tile, ready.stationary_ready, ready.stream_ready, std::max(mac_cycles, ub_cycles));
+        pipeline_.issue(in.tile, ready.stationary_ready, ready.stream_ready, cost.cycles());
     ub_.read.serve(s.stream_start, ub_cycles, in.layer, idx);
 
     const int64_t active_end = std::min(s.stream_end, s.stream_start + std::max(mac_cycles, natural.stream_cycles));

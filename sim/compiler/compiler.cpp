@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "models/array/matmul_cost.h"
 #include "sim/common/error.h"
 
 namespace tessera::compiler {
@@ -826,9 +827,8 @@ bool Lowering::grouped_conv_on_vector(const Layer& layer) const {
         const int64_t k = std::min(max.k, K - k0);
         const array::GemmTile tile{m, k, n};
         const auto t = array::tile_timing(a.dataflow, dims, tile);
-        const auto mac = static_cast<int64_t>(std::ceil(static_cast<double>(t.stream_cycles) / rate));
-        const int64_t ub = ceil_div(m * k * a_bytes, arch_.unified_buffer.read_bytes_per_cycle);
-        pipe.issue(tile, 0, 0, std::max(mac, ub));
+        pipe.issue(tile, 0, 0, array::matmul_stream_cycles(t.stream_cycles, rate, m * k * a_bytes,
+                                                            arch_.unified_buffer.read_bytes_per_cycle));
       }
       activate_cycles += static_cast<double>(ceil_div(m * n, arch_.vector_unit.lanes) + arch_.vector_unit.pipeline_latency_cycles);
     }

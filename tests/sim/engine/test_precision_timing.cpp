@@ -1,6 +1,7 @@
 // Precision in the timing model, hand-derived. One simulation per test (process).
 #include <gtest/gtest.h>
 
+#include "models/array/matmul_cost.h"
 #include "sim/common/error.h"
 #include "sim/common/yaml_reader.h"
 #include "sim/compiler/compiler.h"
@@ -120,3 +121,19 @@ engine::RunStats run_sigmoid(const char* dtype) {
 TEST(PrecisionTiming, VectorInt8OneElementPerLane) { EXPECT_EQ(run_sigmoid("int8").vector_busy_cycles, 1024); }
 
 TEST(PrecisionTiming, VectorInt16TwoLanesPerElement) { EXPECT_EQ(run_sigmoid("int16").vector_busy_cycles, 2048); }
+
+// A MAC rate that is not a power of two (review D5): one 21 x 4 x 4 tile (batch 21, fc
+// 4 -> 4 on the 4x4 ws array) streams its 21 rows at rate 0.7 in 30 cycles
+// (array::matmul_stream_cycles, which the compiler's mapping estimate uses as well); the
+// UB port delivers 21 x 4 B at 4 B/cycle in 21, so it does not pace the stream.
+TEST(PrecisionTiming, MacRateSevenTenthsStreamsTwentyOneRowsInThirtyCycles) {
+  test_support::TinyArch t;
+  ArchConfig arch = t.build();
+  ASSERT_EQ(arch.array.mac_modes[0].a, Dtype::kInt8);
+  ASSERT_EQ(arch.array.mac_modes[0].b, Dtype::kInt8);
+  arch.array.mac_modes[0].rate = 0.7;
+  const auto s = run(arch, "name: g\nbatch: 21\ninputs: [{name: x, shape: [4]}]\nlayers: [{name: fc, op: fc, units: 4}]\n");
+  EXPECT_EQ(array::matmul_stream_cycles(21, 0.7, 21 * 4, arch.unified_buffer.read_bytes_per_cycle), 30);
+  EXPECT_EQ(s.array_stream_cycles, 30);
+  EXPECT_EQ(s.cycles.input_stall, 0);
+}

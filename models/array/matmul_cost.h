@@ -1,0 +1,32 @@
+#pragma once
+// The cost of one matmul instruction's stream, in one place: the matrix unit charges it
+// (models/units) and the compiler estimates with it when it picks where a layer runs.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+namespace tessera::array {
+
+struct MatmulStreamCost {
+  int64_t mac_cycles = 0;      // the tile's natural stream at the pair's MAC rate
+  int64_t ub_read_cycles = 0;  // the unified buffer's read port delivering the streamed operand
+  int64_t cycles() const { return std::max(mac_cycles, ub_read_cycles); }  // whichever is slower paces the stream
+};
+
+// `natural_stream_cycles`: the tile's stream at one MAC per PE per cycle (TileTiming);
+// `mac_rate`: the (activation, weight) pair's rate (TPU v1 int16 x int16: 0.25). Rounded
+// up; the 1e-9 absorbs floating-point error, so 21 / 0.7 = 30.000000000000004 is 30 cycles.
+inline MatmulStreamCost matmul_stream_cost(int64_t natural_stream_cycles, double mac_rate, int64_t ub_read_bytes,
+                                           int64_t ub_read_bytes_per_cycle) {
+  MatmulStreamCost c;
+  c.mac_cycles = static_cast<int64_t>(std::ceil(static_cast<double>(natural_stream_cycles) / mac_rate - 1e-9));
+  c.ub_read_cycles = (ub_read_bytes + ub_read_bytes_per_cycle - 1) / ub_read_bytes_per_cycle;
+  return c;
+}
+
+inline int64_t matmul_stream_cycles(int64_t natural_stream_cycles, double mac_rate, int64_t ub_read_bytes,
+                                    int64_t ub_read_bytes_per_cycle) {
+  return matmul_stream_cost(natural_stream_cycles, mac_rate, ub_read_bytes, ub_read_bytes_per_cycle).cycles();
+}
+
+}  // namespace tessera::array
