@@ -30,27 +30,4 @@ class IntervalLog {
   std::vector<Interval> intervals_;
 };
 
-// A shared resource that serves requests first come, first served: each takes
-// `service` cycles of the resource after it arrives and the resource is free.
-// Contention emerges from the queueing, not from a formula.
-class BandwidthServer {
- public:
-  // Returns the cycle the request's service ends.
-  int64_t serve(int64_t arrival, int64_t service, int32_t layer = -1, int32_t instruction = -1) {
-    const int64_t start = arrival > busy_until_ ? arrival : busy_until_;
-    busy_until_ = start + service;
-    log_.add(start, busy_until_, 0, layer, instruction);
-    busy_cycles_ += service;
-    return busy_until_;
-  }
-  int64_t busy_until() const { return busy_until_; }
-  int64_t busy_cycles() const { return busy_cycles_; }
-  const IntervalLog& log() const { return log_; }
-
- private:
-  int64_t busy_until_ = 0;
-  int64_t busy_cycles_ = 0;
-  IntervalLog log_;
-};
-
 }  // namespace tessera::models

@@ -11,7 +11,7 @@
 #include <cstdint>
 
 #include "models/common/clock.h"
-#include "models/common/interval_log.h"
+#include "models/common/bandwidth_server.h"
 #include "sim/config/arch_config.h"
 
 namespace tessera::models {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "models/common/clock.h"
-#include "models/common/interval_log.h"
+#include "models/common/bandwidth_server.h"
 #include "sim/config/arch_config.h"
 
 namespace tessera::models {

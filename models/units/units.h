@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "models/array/systolic_timing.h"
+#include "models/common/bandwidth_server.h"
 #include "models/common/clock.h"
-#include "models/common/interval_log.h"
 #include "models/isa/program.h"
 #include "models/memory/weight_fifo.h"
 #include "sim/config/arch_config.h"

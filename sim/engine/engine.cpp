@@ -88,7 +88,12 @@ void classify(const compiler::Program& program, const Accelerator& acc, int64_t 
   const auto& array_log = acc.matrix.log().intervals();
   const std::vector<Interval> drains = merged(acc.matrix.drain_log().intervals());
   const auto& ctrl = acc.controller.log().intervals();
-  const auto& pcie = acc.pcie.server().log().intervals();
+  // A server's log is in call order; a backfilled transfer can come after a later one.
+  const std::vector<Interval> pcie = [&] {
+    std::vector<Interval> v = acc.pcie.server().log().intervals();
+    std::stable_sort(v.begin(), v.end(), [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
+    return v;
+  }();
   const auto& vec = acc.vector.log().intervals();
 
   std::vector<int64_t> points = {0, total};
