@@ -4,7 +4,7 @@
 
 #include "models/array/matmul_cost.h"
 #include "models/interconnect/pcie_link.h"
-#include "models/memory/weight_memory.h"
+#include "models/memory/weight_memory_model.h"
 
 namespace tessera::models {
 
@@ -62,7 +62,7 @@ void HostDma::run() {
 }
 
 // ---------------------------------------------------------------- WeightFetcher
-WeightFetcher::WeightFetcher(sc_core::sc_module_name name, UnitContext& ctx, WeightFifo& fifo, WeightMemory& memory)
+WeightFetcher::WeightFetcher(sc_core::sc_module_name name, UnitContext& ctx, WeightFifo& fifo, WeightMemoryModel& memory)
     : sc_module(name), socket("socket"), queue("queue", queue_depth(ctx)), ctx_(ctx), fifo_(fifo), memory_(memory) {
   SC_THREAD(run);
 }

@@ -75,14 +75,14 @@ class WeightFetcher : public sc_core::sc_module {
   tlm_utils::simple_initiator_socket<WeightFetcher> socket;  // to weight memory
   sc_core::sc_fifo<int32_t> queue;
   SC_HAS_PROCESS(WeightFetcher);
-  WeightFetcher(sc_core::sc_module_name name, UnitContext& ctx, WeightFifo& fifo, class WeightMemory& memory);
+  WeightFetcher(sc_core::sc_module_name name, UnitContext& ctx, WeightFifo& fifo, class WeightMemoryModel& memory);
   const IntervalLog& log() const { return log_; }  // kind 0: waiting for a FIFO slot
 
  private:
   void run();
   UnitContext& ctx_;
   WeightFifo& fifo_;
-  class WeightMemory& memory_;
+  class WeightMemoryModel& memory_;
   IntervalLog log_;
 };
 

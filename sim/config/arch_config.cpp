@@ -1,10 +1,12 @@
 #include "sim/config/arch_config.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <sstream>
 #include <string>
 
+#include "models/memory/technologies.h"
 #include "sim/common/error.h"
 #include "sim/common/yaml_reader.h"
 
@@ -133,7 +135,15 @@ WeightFifoConfig parse_weight_fifo(const YamlNode& node) {
 WeightMemoryConfig parse_weight_memory(const YamlNode& node, const ArrayConfig& array) {
   node.expect_keys({"technology", "capacity", "bandwidth_gb_per_s", "latency_ns", "channels"});
   WeightMemoryConfig out;
-  out.technology = node.string_or("technology", "DRAM");
+  out.technology = "DRAM";
+  if (auto tech = node.get("technology")) {
+    out.technology = tech->as_string();
+    std::vector<std::string_view> known;
+    for (const auto& t : models::kWeightMemoryTechnologies) known.push_back(t.technology);
+    if (std::find(known.begin(), known.end(), out.technology) == known.end()) {
+      tech->fail("'" + out.technology + "' is not a weight-memory technology with a model; one of: " + join_names(known));
+    }
+  }
   const YamlNode cap = node.at("capacity");
   out.capacity_bytes = cap.as_bytes();
   const uint64_t tile = static_cast<uint64_t>(array.rows) * static_cast<uint64_t>(array.cols);

@@ -53,7 +53,7 @@ struct WeightFifoConfig {
 
 // Off-chip weight memory: a shared server; each request costs latency + bytes/bandwidth.
 struct WeightMemoryConfig {
-  std::string technology;  // informative: "DDR3", "LPDDR4", "HBM2"
+  std::string technology;  // picks the model: models/memory/technologies.h ("DDR3", "LPDDR4X", "HBM2", ...)
   uint64_t capacity_bytes = 0;
   double bandwidth_gb_per_s = 0;  // aggregate over channels, 1 GB = 1e9 bytes
   double latency_ns = 0;          // first-byte latency of a request

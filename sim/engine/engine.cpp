@@ -9,7 +9,7 @@
 #include "models/common/clock.h"
 #include "models/interconnect/pcie_link.h"
 #include "models/memory/weight_fifo.h"
-#include "models/memory/weight_memory.h"
+#include "models/memory/weight_memory_model.h"
 #include "models/units/units.h"
 
 namespace tessera::engine {
@@ -34,7 +34,7 @@ struct Accelerator : sc_core::sc_module {
   models::WeightFifo fifo;
   models::UnifiedBufferPorts ub;
   models::PcieLink pcie;
-  models::WeightMemory weight_memory;
+  std::unique_ptr<models::WeightMemoryModel> weight_memory;  // built by the factory from weight_memory.technology
   models::HostDma dma;
   models::WeightFetcher fetcher;
   models::MatrixUnit matrix;
@@ -45,14 +45,14 @@ struct Accelerator : sc_core::sc_module {
       : sc_module(name),
         fifo(ctx.arch.weight_fifo.depth_tiles, ctx.clock),
         pcie("pcie", ctx.arch.pcie, ctx.clock),
-        weight_memory("weight_memory", ctx.arch.weight_memory, ctx.clock),
+        weight_memory(models::make_weight_memory("weight_memory", ctx.arch.weight_memory, ctx.clock)),
         dma("host_dma", ctx, pcie),
-        fetcher("weight_fetcher", ctx, fifo, weight_memory),
+        fetcher("weight_fetcher", ctx, fifo, *weight_memory),
         matrix("matrix_unit", ctx, fifo, ub),
         vector("vector_unit", ctx, ub),
         controller("controller", ctx, {&dma.queue, &fetcher.queue, &matrix.queue, &vector.queue}) {
     dma.socket.bind(pcie.socket);
-    fetcher.socket.bind(weight_memory.socket);
+    fetcher.socket.bind(weight_memory->target_socket());
   }
 };
 
@@ -174,7 +174,7 @@ std::vector<UnitTrack> collect_tracks(const compiler::Program& program, const Ac
   }));
   tracks.push_back(track("host_dma", acc.dma.log().intervals(), [&](const Interval& i) { return opname(i.instruction); }));
   tracks.push_back(track("pcie", acc.pcie.server().log().intervals(), [](const Interval&) { return std::string("transfer"); }));
-  tracks.push_back(track("weight_memory", acc.weight_memory.channel(0).log().intervals(),
+  tracks.push_back(track("weight_memory", acc.weight_memory->busy_log().intervals(),
                          [](const Interval&) { return std::string("read"); }));
   tracks.push_back(track("weight_fifo", acc.fetcher.log().intervals(), [](const Interval&) { return std::string("fifo_full"); }));
   tracks.push_back(track("array", acc.matrix.log().intervals(), [](const Interval& i) {
@@ -224,13 +224,13 @@ RunStats simulate(const ArchConfig& arch, const compiler::Program& program) {
   stats.total_cycles = total;
   classify(program, *top, total, stats);
   stats.macs = top->matrix.macs();
-  stats.weight_memory_bytes = top->weight_memory.bytes_read();
+  stats.weight_memory_bytes = top->weight_memory->bytes_read();
   stats.pcie_bytes_to_device = top->pcie.bytes_to_device();
   stats.pcie_bytes_to_host = top->pcie.bytes_to_host();
   stats.array_busy_cycles = top->matrix.log().total(models::MatrixUnit::kActive) +
                             top->matrix.log().total(models::MatrixUnit::kInputStall);
   stats.array_stream_cycles = top->matrix.log().total(models::MatrixUnit::kActive);
-  stats.weight_memory_busy_cycles = top->weight_memory.channel(0).busy_cycles();
+  stats.weight_memory_busy_cycles = top->weight_memory->busy_cycles();
   stats.pcie_busy_cycles = top->pcie.server().busy_cycles();
   for (const auto& i : top->vector.log().intervals()) stats.vector_busy_cycles += i.end - i.begin;
   stats.weight_fifo_full_cycles = top->fetcher.log().total(0);

@@ -321,6 +321,13 @@ TEST(ArchConfigErrors, BadChoice) {
              "array.mac_modes[0].b: 'int32' is not one of: int8, int16");
 }
 
+TEST(ArchConfigErrors, WeightMemoryTechnologyWithoutAModel) {
+  // The technology picks the weight-memory model (models/memory/technologies.h).
+  const std::string msg = error_of(edit("capacity: 1 MiB", "capacity: 1 MiB\n  technology: SRAM"), "wm.yaml");
+  expect_has(msg, "wm.yaml:15:15: weight_memory.technology: 'SRAM' is not a weight-memory technology with a model; "
+                  "one of: DRAM, DDR3, DDR4, DDR5, LPDDR4, LPDDR4X, LPDDR5, GDDR6, HBM2, HBM2E");
+}
+
 TEST(ArchConfigErrors, MissingRequiredKey) {
   const std::string msg = error_of(edit("  cols: 8", ""), "m.yaml");
   expect_has(msg, "m.yaml:4:3: array: missing required key 'cols'");

@@ -255,7 +255,7 @@ TEST(SweepExpand, DerivedKeys) {
       "  array.cols: ${array.rows}\n"
       "  accumulators.entries: ${array.rows} * 16\n"
       "  unified_buffer.read_bytes_per_cycle: ${array.rows / 2}\n"
-      "  weight_memory.technology: HBM-${array.rows}\n"
+      "  weight_memory.technology: LPDDR${array.rows - 123}\n"
       "  controller.queue_depth: 4\n"
       "  weight_memory.channels: ${if(batch > 100, 4, 2)}\n");
   ASSERT_EQ(e.points.size(), 2u);
@@ -263,7 +263,7 @@ TEST(SweepExpand, DerivedKeys) {
   EXPECT_EQ(param(p, "array.cols"), Value::of_int(128));
   EXPECT_EQ(param(p, "accumulators.entries"), Value::of_int(2048));
   EXPECT_EQ(param(p, "unified_buffer.read_bytes_per_cycle"), Value::of_int(64));
-  EXPECT_EQ(param(p, "weight_memory.technology"), Value::of_string("HBM-128"));
+  EXPECT_EQ(param(p, "weight_memory.technology"), Value::of_string("LPDDR5"));
   EXPECT_EQ(param(p, "controller.queue_depth"), Value::of_int(4));
   EXPECT_EQ(param(p, "weight_memory.channels"), Value::of_int(4));  // mlp1 batch 168
   EXPECT_EQ(e.param_keys.back(), "weight_memory.channels");
@@ -274,7 +274,7 @@ TEST(SweepExpand, DerivedKeys) {
   EXPECT_EQ(cfg.array.cols, 128);
   EXPECT_EQ(cfg.accumulators.entries, 2048);
   EXPECT_EQ(cfg.unified_buffer.read_bytes_per_cycle, 64);
-  EXPECT_EQ(cfg.weight_memory.technology, "HBM-128");
+  EXPECT_EQ(cfg.weight_memory.technology, "LPDDR5");
   EXPECT_EQ(cfg.unified_buffer.capacity_bytes, 24u << 20);  // untouched base values survive
   EXPECT_EQ(cfg.array.mac_modes.size(), 4u);
 

@@ -1,20 +1,20 @@
-#include "models/memory/weight_memory.h"
+#include "models/memory/simple_dram.h"
 
 #include <algorithm>
 
 namespace tessera::models {
 
-WeightMemory::WeightMemory(sc_core::sc_module_name name, const WeightMemoryConfig& cfg, const CoreClock& clock)
-    : sc_module(name),
-      socket("socket"),
+SimpleDram::SimpleDram(sc_core::sc_module_name name, const WeightMemoryConfig& cfg, const CoreClock& clock)
+    : WeightMemoryModel(name),
+      socket_("socket"),
       cfg_(cfg),
       clock_(clock),
       latency_cycles_(clock.cycles_for_ns(cfg.latency_ns)),
       channels_(static_cast<size_t>(cfg.channels)) {
-  socket.register_b_transport(this, &WeightMemory::b_transport);
+  socket_.register_b_transport(this, &SimpleDram::b_transport);
 }
 
-void WeightMemory::b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time& delay) {
+void SimpleDram::b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time& delay) {
   const uint64_t bytes = payload.get_data_length();
   const int64_t arrival = clock_.cycle_of(sc_core::sc_time_stamp() + delay);
   const double channel_bytes_per_ns = cfg_.bandwidth_gb_per_s / static_cast<double>(cfg_.channels);

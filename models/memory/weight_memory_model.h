@@ -1,0 +1,42 @@
+#pragma once
+// Off-chip weight memory behind one interface: the weight fetcher sees a TLM-2.0
+// target socket, the engine sees bytes, busy time and busy intervals. Each memory
+// technology is one implementation in its own file (simple_dram.h, hbm.h), built by
+// make_weight_memory() from the config's `technology:` (registry.cpp).
+//
+// Contract of an implementation:
+//  - b_transport on target_socket(): a read of data_length bytes at address; sets
+//    TLM_OK_RESPONSE and annotates `delay` so that sc_time_stamp() + delay is the
+//    cycle the last byte has arrived (the tile is usable from then on).
+//  - bytes_read(): bytes of all reads so far; busy_cycles() and busy_log(): the cycles
+//    the memory as a whole transferred data (for utilization and the trace track).
+//  - tag_next(layer, instruction) labels the next transaction's busy intervals.
+#include <systemc>
+#include <tlm>
+
+#include <cstdint>
+#include <memory>
+
+#include "models/common/clock.h"
+#include "models/common/interval_log.h"
+#include "models/memory/technologies.h"
+#include "sim/config/arch_config.h"
+
+namespace tessera::models {
+
+class WeightMemoryModel : public sc_core::sc_module {
+ public:
+  using sc_core::sc_module::sc_module;
+  virtual tlm::tlm_target_socket<>& target_socket() = 0;
+  virtual uint64_t bytes_read() const = 0;
+  virtual int64_t busy_cycles() const = 0;
+  virtual const IntervalLog& busy_log() const = 0;
+  virtual void tag_next(int32_t layer, int32_t instruction) = 0;
+};
+
+// Builds the model for cfg.technology; throws std::invalid_argument for a technology
+// with no model (the config loader rejects those first, with file and line).
+std::unique_ptr<WeightMemoryModel> make_weight_memory(sc_core::sc_module_name name, const WeightMemoryConfig& cfg,
+                                                      const CoreClock& clock);
+
+}  // namespace tessera::models
