@@ -12,7 +12,7 @@ struct WeightMemoryTechnology {
   std::string_view model;       // the implementation (registry.cpp)
 };
 
-inline constexpr std::array<WeightMemoryTechnology, 10> kWeightMemoryTechnologies = {{
+inline constexpr std::array<WeightMemoryTechnology, 11> kWeightMemoryTechnologies = {{
     {"DRAM", "simple_dram"},  // the default: a generic DRAM
     {"DDR3", "simple_dram"},
     {"DDR4", "simple_dram"},
@@ -23,6 +23,7 @@ inline constexpr std::array<WeightMemoryTechnology, 10> kWeightMemoryTechnologie
     {"GDDR6", "simple_dram"},
     {"HBM2", "simple_dram"},   // legacy mode: 8 independent 128-bit channels, evenly interleaved
     {"HBM2E", "simple_dram"},
+    {"HBM2-PC", "hbm"},        // pseudo-channel mode: 2 x 64-bit pseudo channels per channel (hbm.h)
 }};
 
 }  // namespace tessera::models

@@ -325,7 +325,7 @@ TEST(ArchConfigErrors, WeightMemoryTechnologyWithoutAModel) {
   // The technology picks the weight-memory model (models/memory/technologies.h).
   const std::string msg = error_of(edit("capacity: 1 MiB", "capacity: 1 MiB\n  technology: SRAM"), "wm.yaml");
   expect_has(msg, "wm.yaml:15:15: weight_memory.technology: 'SRAM' is not a weight-memory technology with a model; "
-                  "one of: DRAM, DDR3, DDR4, DDR5, LPDDR4, LPDDR4X, LPDDR5, GDDR6, HBM2, HBM2E");
+                  "one of: DRAM, DDR3, DDR4, DDR5, LPDDR4, LPDDR4X, LPDDR5, GDDR6, HBM2, HBM2E, HBM2-PC");
 }
 
 TEST(ArchConfigErrors, MissingRequiredKey) {
