@@ -1,6 +1,9 @@
 #pragma once
 // Busy intervals of one unit, in core cycles, for the cycle breakdown and traces.
+#include <array>
 #include <cstdint>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace tessera::models {
@@ -12,6 +15,19 @@ struct Interval {
   int32_t layer = -1;
   int32_t instruction = -1;
 };
+
+// A unit's interval kinds, declared next to the enum with the name each one has in
+// traces and statistics: one table, so kinds and names cannot drift apart.
+template <typename Kind, std::size_t N>
+using KindNames = std::array<std::pair<Kind, std::string_view>, N>;
+
+template <typename Kind, std::size_t N>
+constexpr std::string_view kind_name(const KindNames<Kind, N>& names, int32_t kind) {
+  for (const auto& [k, name] : names) {
+    if (static_cast<int32_t>(k) == kind) return name;
+  }
+  return "?";
+}
 
 class IntervalLog {
  public:

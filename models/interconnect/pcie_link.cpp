@@ -22,6 +22,9 @@ double PcieTiming::transfer_ns(uint64_t bytes) const { return cfg_.latency_ns + 
 PcieLink::PcieLink(sc_core::sc_module_name name, const PcieConfig& cfg, const CoreClock& clock)
     : sc_module(name), socket("socket"), timing_(cfg), clock_(clock), latency_cycles_(clock.cycles_for_ns(cfg.latency_ns)) {
   socket.register_b_transport(this, &PcieLink::b_transport);
+  stats_.add("bytes_to_device", "bytes", "payload bytes host -> accelerator", [this] { return static_cast<int64_t>(bytes_to_device_); });
+  stats_.add("bytes_to_host", "bytes", "payload bytes accelerator -> host", [this] { return static_cast<int64_t>(bytes_to_host_); });
+  stats_.add("busy_cycles", "cycles", "cycles the link serialized TLPs", [this] { return server_.busy_cycles(); });
 }
 
 void PcieLink::b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time& delay) {

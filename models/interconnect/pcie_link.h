@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "models/common/clock.h"
+#include "models/common/stats.h"
 #include "models/common/bandwidth_server.h"
 #include "sim/config/arch_config.h"
 
@@ -28,7 +29,7 @@ struct PcieTiming {
   PcieConfig cfg_;
 };
 
-class PcieLink : public sc_core::sc_module {
+class PcieLink : public sc_core::sc_module, public StatProvider {
  public:
   tlm_utils::simple_target_socket<PcieLink> socket;  // host memory, as seen from the accelerator
 

@@ -19,14 +19,19 @@
 
 #include "models/common/clock.h"
 #include "models/common/interval_log.h"
+#include "models/common/stats.h"
 #include "models/memory/technologies.h"
 #include "sim/config/arch_config.h"
 
 namespace tessera::models {
 
-class WeightMemoryModel : public sc_core::sc_module {
+class WeightMemoryModel : public sc_core::sc_module, public StatProvider {
  public:
-  using sc_core::sc_module::sc_module;
+  explicit WeightMemoryModel(sc_core::sc_module_name name) : sc_core::sc_module(name) {
+    // Read through the interface at collection time, so every model reports these.
+    stats_.add("bytes_read", "bytes", "bytes read by the weight fetcher", [this] { return static_cast<int64_t>(bytes_read()); });
+    stats_.add("busy_cycles", "cycles", "cycles the memory transferred data", [this] { return busy_cycles(); });
+  }
   virtual tlm::tlm_target_socket<>& target_socket() = 0;
   virtual uint64_t bytes_read() const = 0;
   virtual int64_t busy_cycles() const = 0;

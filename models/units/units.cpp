@@ -15,6 +15,21 @@ namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 int queue_depth(const UnitContext& ctx) { return static_cast<int>(ctx.arch.controller.queue_depth); }
+
+int64_t busy(const IntervalLog& log) {
+  int64_t n = 0;
+  for (const auto& i : log.intervals()) n += i.end - i.begin;
+  return n;
+}
+
+// One "<kind>_cycles" counter per declared kind of `log`.
+template <typename Kind, std::size_t N>
+void add_kind_cycles(StatGroup& stats, const IntervalLog& log, const KindNames<Kind, N>& names, const std::string& what) {
+  for (const auto& [kind, name] : names) {
+    stats.add(std::string(name) + "_cycles", "cycles", what + ": " + std::string(name),
+              [&log, k = static_cast<int32_t>(kind)] { return log.total(k); });
+  }
+}
 }  // namespace
 
 Unit unit_of(Opcode op) {
@@ -34,6 +49,9 @@ Unit unit_of(Opcode op) {
 // ---------------------------------------------------------------- HostDma
 HostDma::HostDma(sc_core::sc_module_name name, UnitContext& ctx, PcieLink& link)
     : sc_module(name), socket("socket"), queue("queue", queue_depth(ctx)), ctx_(ctx), link_(link) {
+  stats_.add("transfers", "instructions", "read_host and write_host instructions run",
+             [this] { return static_cast<int64_t>(log_.intervals().size()); });
+  stats_.add("busy_cycles", "cycles", "cycles from a transfer's start to its last byte", [this] { return busy(log_); });
   SC_THREAD(run);
 }
 
@@ -64,6 +82,8 @@ void HostDma::run() {
 // ---------------------------------------------------------------- WeightFetcher
 WeightFetcher::WeightFetcher(sc_core::sc_module_name name, UnitContext& ctx, WeightFifo& fifo, WeightMemoryModel& memory)
     : sc_module(name), socket("socket"), queue("queue", queue_depth(ctx)), ctx_(ctx), fifo_(fifo), memory_(memory) {
+  stats_.add("tiles", "tiles", "weight tiles requested from weight memory", [this] { return tiles_; });
+  add_kind_cycles(stats_, log_, kKindNames, "cycles the fetcher waited");
   SC_THREAD(run);
 }
 
@@ -75,7 +95,8 @@ void WeightFetcher::run() {
     const Instruction& in = ctx_.program.instructions[static_cast<size_t>(idx)];
     const int64_t asked = ctx_.clock.now();
     const int64_t slot = fifo_.reserve();  // a full FIFO stalls the fetcher here
-    log_.add(asked, slot, 0, in.layer, idx);
+    log_.add(asked, slot, kFifoFull, in.layer, idx);
+    tiles_++;
     tlm::tlm_generic_payload payload;
     payload.set_command(tlm::TLM_READ_COMMAND);
     payload.set_address(in.weight_address);
@@ -102,6 +123,11 @@ MatrixUnit::MatrixUnit(sc_core::sc_module_name name, UnitContext& ctx, WeightFif
       dataflow_(array::dataflow_model(ctx.arch.array.dataflow)),
       pipeline_(ctx.arch.array.dataflow, array::ArrayDims{ctx.arch.array.rows, ctx.arch.array.cols},
                 ctx.arch.array.double_buffered) {
+  stats_.add("macs", "MACs", "multiply-accumulates of all matmul tiles", [this] { return macs_; });
+  stats_.add("tiles", "tiles", "matmul tiles run", [this] { return tiles_; });
+  add_kind_cycles(stats_, log_, kKindNames, "array cycles");
+  stats_.add("drain_cycles", "cycles", "cycles results drained into the accumulators (overlapping tiles counted once each)",
+             [this] { return busy(drain_log_); });
   SC_THREAD(run);
 }
 
@@ -135,6 +161,7 @@ void MatrixUnit::run() {
     log_.add(active_end, s.stream_end, kInputStall, in.layer, idx);
     drain_log_.add(s.stream_end, s.done, kActive, in.layer, idx);
     macs_ += in.tile.m * in.tile.k * in.tile.n;
+    tiles_++;
     ctx_.clock.wait_until(s.stream_end);
     ctx_.tracker.finish_at(idx, s.done);
   }
@@ -143,6 +170,9 @@ void MatrixUnit::run() {
 // ---------------------------------------------------------------- VectorUnit
 VectorUnit::VectorUnit(sc_core::sc_module_name name, UnitContext& ctx, UnifiedBufferPorts& ub)
     : sc_module(name), queue("queue", queue_depth(ctx)), ctx_(ctx), ub_(ub) {
+  stats_.add("instructions", "instructions", "activate and vector instructions run",
+             [this] { return static_cast<int64_t>(log_.intervals().size()); });
+  stats_.add("busy_cycles", "cycles", "cycles the vector unit was busy", [this] { return busy(log_); });
   SC_THREAD(run);
 }
 
@@ -176,6 +206,10 @@ void VectorUnit::run() {
 // ---------------------------------------------------------------- Controller
 Controller::Controller(sc_core::sc_module_name name, UnitContext& ctx, std::vector<sc_core::sc_fifo<int32_t>*> queues)
     : sc_module(name), ctx_(ctx), queues_(std::move(queues)) {
+  stats_.add("instructions", "instructions", "instructions in the program", [this] {
+    return static_cast<int64_t>(ctx_.program.instructions.size());
+  });
+  add_kind_cycles(stats_, log_, kKindNames, "controller cycles");
   SC_THREAD(run);
 }
 

@@ -12,6 +12,7 @@
 #include "models/array/systolic_timing.h"
 #include "models/common/bandwidth_server.h"
 #include "models/common/clock.h"
+#include "models/common/stats.h"
 #include "models/isa/program.h"
 #include "models/memory/weight_fifo.h"
 #include "sim/config/arch_config.h"
@@ -55,7 +56,7 @@ struct UnifiedBufferPorts {
   BandwidthServer write;
 };
 
-class HostDma : public sc_core::sc_module {
+class HostDma : public sc_core::sc_module, public StatProvider {
  public:
   tlm_utils::simple_initiator_socket<HostDma> socket;  // to the PCIe link
   sc_core::sc_fifo<int32_t> queue;
@@ -70,13 +71,15 @@ class HostDma : public sc_core::sc_module {
   IntervalLog log_;
 };
 
-class WeightFetcher : public sc_core::sc_module {
+class WeightFetcher : public sc_core::sc_module, public StatProvider {
  public:
+  enum Kind : int32_t { kFifoFull = 0 };
+  static constexpr KindNames<Kind, 1> kKindNames = {{{kFifoFull, "fifo_full"}}};
   tlm_utils::simple_initiator_socket<WeightFetcher> socket;  // to weight memory
   sc_core::sc_fifo<int32_t> queue;
   SC_HAS_PROCESS(WeightFetcher);
   WeightFetcher(sc_core::sc_module_name name, UnitContext& ctx, WeightFifo& fifo, class WeightMemoryModel& memory);
-  const IntervalLog& log() const { return log_; }  // kind 0: waiting for a FIFO slot
+  const IntervalLog& log() const { return log_; }  // kFifoFull: waiting for a FIFO slot
 
  private:
   void run();
@@ -84,11 +87,14 @@ class WeightFetcher : public sc_core::sc_module {
   WeightFifo& fifo_;
   class WeightMemoryModel& memory_;
   IntervalLog log_;
+  int64_t tiles_ = 0;
 };
 
-class MatrixUnit : public sc_core::sc_module {
+class MatrixUnit : public sc_core::sc_module, public StatProvider {
  public:
   enum Kind : int32_t { kActive = 0, kWeightShift, kWeightStall, kInputStall };
+  static constexpr KindNames<Kind, 4> kKindNames = {
+      {{kActive, "matmul"}, {kWeightShift, "weight_shift"}, {kWeightStall, "weight_stall"}, {kInputStall, "input_stall"}}};
   // Result drain after streaming ends: [stream_end, done) of each tile.
   const IntervalLog& drain_log() const { return drain_log_; }
   sc_core::sc_fifo<int32_t> queue;
@@ -107,9 +113,10 @@ class MatrixUnit : public sc_core::sc_module {
   IntervalLog log_;
   IntervalLog drain_log_;
   int64_t macs_ = 0;
+  int64_t tiles_ = 0;
 };
 
-class VectorUnit : public sc_core::sc_module {
+class VectorUnit : public sc_core::sc_module, public StatProvider {
  public:
   sc_core::sc_fifo<int32_t> queue;
   SC_HAS_PROCESS(VectorUnit);
@@ -128,9 +135,14 @@ class VectorUnit : public sc_core::sc_module {
 
 // Fetches instructions in order, waits for read/write-region conflicts with
 // in-flight instructions of other units, and dispatches to the unit queues.
-class Controller : public sc_core::sc_module {
+class Controller : public sc_core::sc_module, public StatProvider {
  public:
   enum Kind : int32_t { kHazardOnHost = 0, kHazardOnCompute, kHazardOnWeights, kQueueFull, kIssue };
+  static constexpr KindNames<Kind, 5> kKindNames = {{{kHazardOnHost, "wait_host"},
+                                                     {kHazardOnCompute, "wait_raw"},
+                                                     {kHazardOnWeights, "wait_weights"},
+                                                     {kQueueFull, "queue_full"},
+                                                     {kIssue, "issue"}}};
   SC_HAS_PROCESS(Controller);
   Controller(sc_core::sc_module_name name, UnitContext& ctx, std::vector<sc_core::sc_fifo<int32_t>*> queues);
   const IntervalLog& log() const { return log_; }  // instruction = the head instruction

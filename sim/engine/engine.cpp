@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "models/common/clock.h"
+#include "models/common/stats.h"
 #include "models/interconnect/pcie_link.h"
 #include "models/memory/weight_fifo.h"
 #include "models/memory/weight_memory_model.h"
@@ -169,23 +170,30 @@ std::vector<UnitTrack> collect_tracks(const compiler::Program& program, const Ac
   };
   std::vector<UnitTrack> tracks;
   tracks.push_back(track("controller", acc.controller.log().intervals(), [](const Interval& i) {
-    static const char* names[] = {"wait_host", "wait_raw", "wait_weights", "queue_full", "issue"};
-    return std::string(names[i.kind]);
+    return std::string(models::kind_name(models::Controller::kKindNames, i.kind));
   }));
   tracks.push_back(track("host_dma", acc.dma.log().intervals(), [&](const Interval& i) { return opname(i.instruction); }));
   tracks.push_back(track("pcie", acc.pcie.server().log().intervals(), [](const Interval&) { return std::string("transfer"); }));
   tracks.push_back(track("weight_memory", acc.weight_memory->busy_log().intervals(),
                          [](const Interval&) { return std::string("read"); }));
-  tracks.push_back(track("weight_fifo", acc.fetcher.log().intervals(), [](const Interval&) { return std::string("fifo_full"); }));
+  tracks.push_back(track("weight_fifo", acc.fetcher.log().intervals(), [](const Interval& i) {
+    return std::string(models::kind_name(models::WeightFetcher::kKindNames, i.kind));
+  }));
   tracks.push_back(track("array", acc.matrix.log().intervals(), [](const Interval& i) {
-    static const char* names[] = {"matmul", "weight_shift", "weight_stall", "input_stall"};
-    return std::string(names[i.kind]);
+    return std::string(models::kind_name(models::MatrixUnit::kKindNames, i.kind));
   }));
   tracks.push_back(track("vector_unit", acc.vector.log().intervals(), [&](const Interval& i) { return opname(i.instruction); }));
   return tracks;
 }
 
 }  // namespace
+
+int64_t RunStats::counter(std::string_view path) const {
+  for (const Counter& c : counters) {
+    if (c.path == path) return c.value;
+  }
+  throw std::logic_error("engine: no module registered the counter " + std::string(path));
+}
 
 RunStats simulate(const ArchConfig& arch, const compiler::Program& program) {
   static bool elaborated = false;
@@ -223,17 +231,20 @@ RunStats simulate(const ArchConfig& arch, const compiler::Program& program) {
   }
   stats.total_cycles = total;
   classify(program, *top, total, stats);
-  stats.macs = top->matrix.macs();
-  stats.weight_memory_bytes = top->weight_memory->bytes_read();
-  stats.pcie_bytes_to_device = top->pcie.bytes_to_device();
-  stats.pcie_bytes_to_host = top->pcie.bytes_to_host();
-  stats.array_busy_cycles = top->matrix.log().total(models::MatrixUnit::kActive) +
-                            top->matrix.log().total(models::MatrixUnit::kInputStall);
-  stats.array_stream_cycles = top->matrix.log().total(models::MatrixUnit::kActive);
-  stats.weight_memory_busy_cycles = top->weight_memory->busy_cycles();
-  stats.pcie_busy_cycles = top->pcie.server().busy_cycles();
-  for (const auto& i : top->vector.log().intervals()) stats.vector_busy_cycles += i.end - i.begin;
-  stats.weight_fifo_full_cycles = top->fetcher.log().total(0);
+  // Every module's counters, wherever it sits in the hierarchy.
+  for (models::StatValue& v : models::collect_stats(*top)) {
+    stats.counters.push_back(Counter{std::move(v.path), std::move(v.unit), std::move(v.description), v.value});
+  }
+  stats.macs = stats.counter("tessera.matrix_unit.macs");
+  stats.weight_memory_bytes = static_cast<uint64_t>(stats.counter("tessera.weight_memory.bytes_read"));
+  stats.pcie_bytes_to_device = static_cast<uint64_t>(stats.counter("tessera.pcie.bytes_to_device"));
+  stats.pcie_bytes_to_host = static_cast<uint64_t>(stats.counter("tessera.pcie.bytes_to_host"));
+  stats.array_stream_cycles = stats.counter("tessera.matrix_unit.matmul_cycles");
+  stats.array_busy_cycles = stats.array_stream_cycles + stats.counter("tessera.matrix_unit.input_stall_cycles");
+  stats.weight_memory_busy_cycles = stats.counter("tessera.weight_memory.busy_cycles");
+  stats.pcie_busy_cycles = stats.counter("tessera.pcie.busy_cycles");
+  stats.vector_busy_cycles = stats.counter("tessera.vector_unit.busy_cycles");
+  stats.weight_fifo_full_cycles = stats.counter("tessera.weight_fetcher.fifo_full_cycles");
   stats.tracks = collect_tracks(program, *top);
   return stats;
 }

@@ -4,6 +4,7 @@
 // simulate() once per process (the sweep runs one process per design point).
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/compiler/compiled.h"
@@ -54,6 +55,16 @@ struct UnitTrack {
   std::vector<TraceEvent> events;
 };
 
+// One module counter, as registered by the module that produces it (models/common/stats.h).
+struct Counter {
+  std::string path;  // "tessera.matrix_unit.macs"
+  std::string unit;  // "cycles", "bytes", "MACs", ...
+  std::string description;
+  int64_t value = 0;
+};
+
+// The typed fields below are read from `counters` by path, so report keys stay stable;
+// `counters` holds every module counter, a new one included, with no engine change.
 struct RunStats {
   double clock_mhz = 0;
   int64_t total_cycles = 0;
@@ -72,6 +83,9 @@ struct RunStats {
   int64_t weight_fifo_full_cycles = 0;  // the fetcher waited for a free FIFO slot
   int64_t instructions = 0;
   std::vector<UnitTrack> tracks;  // per-unit timelines, for --trace
+  std::vector<Counter> counters;  // every module's counters, depth first in construction order
+  // The counter at `path`; throws std::logic_error if no module registered it.
+  int64_t counter(std::string_view path) const;
   double total_seconds() const { return static_cast<double>(total_cycles) / (clock_mhz * 1e6); }
 };
 

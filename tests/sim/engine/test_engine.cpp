@@ -58,6 +58,45 @@ layers: [{name: fc, op: fc, units: 4, activation: relu}]
   expect_breakdown_sums(s);
 }
 
+TEST(Engine, ModuleCountersCollectedFromTheTree) {
+  // The run of SingleTileFcHandDerived: one 3x4x4 tile, 12 B in, 12 B out, 16 B of weights.
+  const auto s = run(TinyArch{}, R"(
+name: one
+batch: 3
+inputs: [{name: x, shape: [4]}]
+layers: [{name: fc, op: fc, units: 4, activation: relu}]
+)");
+  auto unit_of = [&](std::string_view path) {
+    for (const auto& c : s.counters) {
+      if (c.path == path) return c.unit;
+    }
+    return std::string("missing");
+  };
+  EXPECT_EQ(s.counter("tessera.matrix_unit.macs"), 48);
+  EXPECT_EQ(unit_of("tessera.matrix_unit.macs"), "MACs");
+  EXPECT_EQ(s.counter("tessera.matrix_unit.tiles"), 1);
+  EXPECT_EQ(s.counter("tessera.matrix_unit.matmul_cycles"), 3);        // stream [5, 8)
+  EXPECT_EQ(s.counter("tessera.matrix_unit.weight_shift_cycles"), 2);  // [3, 5)
+  EXPECT_EQ(s.counter("tessera.matrix_unit.drain_cycles"), 7);         // [8, 15)
+  EXPECT_EQ(s.counter("tessera.weight_memory.bytes_read"), 16);
+  EXPECT_EQ(unit_of("tessera.weight_memory.bytes_read"), "bytes");
+  EXPECT_EQ(s.counter("tessera.weight_fetcher.tiles"), 1);
+  EXPECT_EQ(s.counter("tessera.pcie.bytes_to_device"), 12);
+  EXPECT_EQ(s.counter("tessera.pcie.bytes_to_host"), 12);
+  EXPECT_EQ(s.counter("tessera.pcie.busy_cycles"), 6);                 // 3 + 3
+  EXPECT_EQ(s.counter("tessera.host_dma.transfers"), 2);
+  EXPECT_EQ(s.counter("tessera.vector_unit.instructions"), 1);         // the activate
+  EXPECT_EQ(s.counter("tessera.vector_unit.busy_cycles"), 3);          // [15, 18)
+  EXPECT_EQ(s.counter("tessera.controller.instructions"), s.instructions);
+  EXPECT_EQ(unit_of("tessera.controller.wait_raw_cycles"), "cycles");
+  // The typed fields are the same counters.
+  EXPECT_EQ(s.macs, s.counter("tessera.matrix_unit.macs"));
+  EXPECT_EQ(s.vector_busy_cycles, 3);
+  EXPECT_EQ(s.array_stream_cycles, 3);
+  EXPECT_THROW(s.counter("tessera.matrix_unit.nope"), std::logic_error);
+  expect_breakdown_sums(s);
+}
+
 TEST(Engine, WeightBoundLayerStallsOnTheFifo) {
   // Batch 1, x[4] * W[4x16]: four 16 B tiles from weight memory at 1 B/ns -> one
   // tile every 16 cycles (ready at 16, 32, 48, 64). Each matmul streams 1 row.
