@@ -54,6 +54,20 @@ std::string input_shape_name(const std::string& key) {
   return starts_with(key, kInputShapePrefix) ? key.substr(std::string(kInputShapePrefix).size()) : "";
 }
 
+// Keys are walked and rebuilt one component at a time (set_dotted and the YAML emitter
+// recurse per component): bounded like expressions, far above any real key.
+constexpr size_t kMaxKeyComponents = 16;
+constexpr size_t kMaxKeyChars = 256;
+
+// "" for a key of a sane size, else what is wrong (the key itself may be huge: shown cut).
+std::string key_size_problem(const std::string& key) {
+  const size_t parts = static_cast<size_t>(std::count(key.begin(), key.end(), '.')) + 1;
+  if (parts <= kMaxKeyComponents && key.size() <= kMaxKeyChars) return "";
+  return "'" + (key.size() > 40 ? key.substr(0, 40) + "...'" : key + "'") + " (" + std::to_string(key.size()) +
+         " characters, " + std::to_string(parts) + " components) is not a key: keys have at most " +
+         std::to_string(kMaxKeyComponents) + " components and " + std::to_string(kMaxKeyChars) + " characters";
+}
+
 bool valid_key(const std::string& key) {
   if (key.empty() || key.front() == '.' || key.back() == '.' || key.find("..") != std::string::npos) return false;
   if (starts_with(key, kInputShapePrefix)) {
@@ -406,6 +420,7 @@ class Loader {
     if (starts_with(key, std::string(kPrecisionKey) + ".")) {
       at.fail("'precision' is a single value (int8, int16, fp16, bf16, first-last-int16 or a policy .yaml file), not a mapping");
     }
+    if (const std::string bad = key_size_problem(key); !bad.empty()) at.fail(bad);
     if (!valid_key(key)) at.fail("'" + key + "' is not a dotted config key such as array.rows, nor precision or input_shape.NAME");
     if (key == "batch" || key == "workload") {
       at.fail("'" + key + "' is set per workload (workloads: - {path: ..., batch: [..]}), not as a parameter");
@@ -587,6 +602,7 @@ class Loader {
   void load_derived(const YamlNode& d, Experiment& e) {
     for (const auto& key : d.keys()) {
       const YamlNode v = d.at(key);
+      if (const std::string bad = key_size_problem(key); !bad.empty()) v.fail(bad);
       if (!valid_key(key)) v.fail("'" + key + "' is not a dotted config key such as array.cols, nor precision or input_shape.NAME");
       if (std::find(e.param_keys.begin(), e.param_keys.end(), key) != e.param_keys.end()) {
         v.fail("'" + key + "' is both swept (" + key_location_[key] + ") and derived");
@@ -634,6 +650,7 @@ class Loader {
           }
         }
       }
+      if (const std::string bad = key_size_problem(m.path); !m.path.empty() && !bad.empty()) item.fail(bad);
       if (!m.path.empty() && !valid_key(m.path)) item.fail("'" + m.path + "' is not a report.json path such as summary.latency_s");
       if (m.name.empty()) item.fail("metric name must not be empty");
       for (const auto& other : e.metrics) {

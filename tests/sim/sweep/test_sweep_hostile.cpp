@@ -423,3 +423,29 @@ TEST(SweepHostile, DesignPointsAreBounded) {
                 .points.size(),
             900u);
 }
+
+// ---------------------------------------------------------------------------------------- D3: recursion over keys
+
+// A dotted key is set and emitted one component at a time (recursively): a parameter key of
+// 100 000 components (an explicit YAML key, `? a.a.a...`) overflowed the stack (SIGSEGV).
+TEST(SweepHostile, DottedKeysAreBounded) {
+  const std::string huge = "a" + repeat(".a", 99999);
+  std::string err = input_error([&] { parse("parameters:\n  grid:\n    ? " + huge + "\n    : [1]\n"); });
+  EXPECT_TRUE(has(err, "hostile.yaml:7:7: parameters.grid.a.a.a")) << err.substr(0, 300);
+  EXPECT_TRUE(has(err, "(199999 characters, 100000 components) is not a key: keys have at most 16 components and 256 "
+                       "characters"))
+      << err.substr(0, 300);
+  EXPECT_TRUE(has(err, ": 'a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a....' (199999")) << err.substr(0, 300);  // shown cut
+  err = input_error([&] { parse("derived:\n  ? array" + repeat(".x", 40) + "\n  : 1\n"); });
+  EXPECT_TRUE(has(err, "41 components) is not a key")) << err.substr(0, 300);
+  err = input_error([] {
+    parse_experiment(YamlNode::load_string("base: configs/tpu-v1.yaml\nworkloads: [workloads/tpu/mlp1.yaml]\n"
+                                           "metrics: [summary" + repeat(".x", 300) + "]\n",
+                                           "m.yaml"),
+                     kSrc);
+  });
+  EXPECT_TRUE(has(err, "m.yaml:3:11: ")) << err.substr(0, 300);
+  EXPECT_TRUE(has(err, "301 components) is not a key")) << err.substr(0, 300);
+  // Long but sane keys still work: an ONNX input name with dots.
+  EXPECT_EQ(parse("parameters: {grid: {array.rows: [64]}}\n").points.size(), 1u);
+}
