@@ -1,4 +1,4 @@
-# TESSERA_SANITIZE=ON: AddressSanitizer + UndefinedBehaviorSanitizer for everything
+# TESSERA_SANITIZE=ON: AddressSanitizer + UndefinedBehaviorSanitizer (with float-cast-overflow) for everything
 # Tessera builds (docs/reliability.md). Any UB report aborts (no recovery), so a test
 # that trips UBSan fails.
 #   cmake -S . -B build-asan -G Ninja -DTESSERA_SANITIZE=ON   (or: cmake --preset asan)
@@ -7,10 +7,13 @@
 # cmake/sanitizer_defaults.cpp, which every executable gets (with the default
 # ASAN/UBSAN options), so ctest, the CLI tests' child processes and manual runs all
 # behave the same without any environment variables.
-option(TESSERA_SANITIZE "Build with -fsanitize=address,undefined (docs/reliability.md)" OFF)
+# float-cast-overflow is not part of -fsanitize=undefined in GCC or clang: it is added so
+# that a double cast to an integer out of range (a duration in cycles, audit D1) aborts.
+option(TESSERA_SANITIZE "Build with -fsanitize=address,undefined,float-cast-overflow (docs/reliability.md)" OFF)
 if(TESSERA_SANITIZE)
-  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
-  add_link_options(-fsanitize=address,undefined)
+  add_compile_options(-fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer
+                      -fno-sanitize-recover=undefined,float-cast-overflow)
+  add_link_options(-fsanitize=address,undefined,float-cast-overflow)
   message(STATUS "TESSERA_SANITIZE: ASan + UBSan on (${CMAKE_CXX_COMPILER_ID})")
 
   # After the whole tree is configured, give every executable the sanitizer defaults.
@@ -38,7 +41,7 @@ if(TESSERA_FUZZ)
   if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
     message(FATAL_ERROR "TESSERA_FUZZ=ON needs clang (libFuzzer): -DCMAKE_CXX_COMPILER=clang++")
   endif()
-  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
-                      -fno-sanitize-recover=undefined)
-  add_link_options(-fsanitize=address,undefined)
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined,float-cast-overflow -fno-omit-frame-pointer
+                      -fno-sanitize-recover=undefined,float-cast-overflow)
+  add_link_options(-fsanitize=address,undefined,float-cast-overflow)
 endif()

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "models/common/time_bounds.h"
+
 namespace tessera::array {
 
 struct MatmulStreamCost {
@@ -19,7 +21,11 @@ struct MatmulStreamCost {
 inline MatmulStreamCost matmul_stream_cost(int64_t natural_stream_cycles, double mac_rate, int64_t ub_read_bytes,
                                            int64_t ub_read_bytes_per_cycle) {
   MatmulStreamCost c;
-  c.mac_cycles = static_cast<int64_t>(std::ceil(static_cast<double>(natural_stream_cycles) / mac_rate - 1e-9));
+  // Bounded (audit D1): a rate so small that the cycles pass the simulated-time bound
+  // saturates instead of casting an out-of-range double; the clock then fails the run.
+  const double cycles = std::ceil(static_cast<double>(natural_stream_cycles) / mac_rate - 1e-9);
+  c.mac_cycles = cycles < static_cast<double>(models::kSaturatedCycles) ? static_cast<int64_t>(cycles)
+                                                                        : models::kSaturatedCycles;
   c.ub_read_cycles = (ub_read_bytes + ub_read_bytes_per_cycle - 1) / ub_read_bytes_per_cycle;
   return c;
 }

@@ -13,6 +13,7 @@
 #include <map>
 
 #include "models/common/interval_log.h"
+#include "models/common/time_bounds.h"
 
 namespace tessera::models {
 
@@ -21,11 +22,11 @@ class BandwidthServer {
   // Returns the cycle the request's service ends.
   int64_t serve(int64_t arrival, int64_t service, int32_t layer = -1, int32_t instruction = -1) {
     const int64_t start = earliest_start(arrival, service);
-    const int64_t end = start + service;
+    const int64_t end = saturating_add(start, service);  // past the time bound: the clock fails the run
     if (service > 0) occupy(start, end);
     busy_until_ = end > busy_until_ ? end : busy_until_;
     log_.add(start, end, 0, layer, instruction);
-    busy_cycles_ += service;
+    busy_cycles_ = saturating_add(busy_cycles_, service);
     return end;
   }
   int64_t busy_until() const { return busy_until_; }  // end of the latest reservation
@@ -42,7 +43,7 @@ class BandwidthServer {
       const auto prev = std::prev(next);
       if (prev->second > start) start = prev->second;  // arrival falls inside a reservation
     }
-    while (next != busy_.end() && next->first < start + service) {
+    while (next != busy_.end() && next->first < saturating_add(start, service)) {
       start = next->second > start ? next->second : start;
       ++next;
     }

@@ -35,7 +35,7 @@ void PcieLink::b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time& 
   const int64_t service = clock_.cycles_for_ns(timing_.serialization_ns(bytes));
   const int64_t end = server_.serve(arrival, service, tag_layer_, tag_instruction_);
   (payload.is_read() ? bytes_to_device_ : bytes_to_host_) += bytes;
-  delay = clock_.at(end + latency_cycles_) - sc_core::sc_time_stamp();
+  delay = clock_.at(saturating_add(end, latency_cycles_)) - sc_core::sc_time_stamp();
   payload.set_response_status(tlm::TLM_OK_RESPONSE);
 }
 

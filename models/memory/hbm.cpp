@@ -50,7 +50,7 @@ void HbmPseudoChannels::b_transport(tlm::tlm_generic_payload& payload, sc_core::
   }
   if (first_start != INT64_MAX) log_.add(first_start, end, 0, tag_layer_, tag_instruction_);
   bytes_read_ += bytes;
-  delay = clock_.at(end + latency_cycles_) - sc_core::sc_time_stamp();
+  delay = clock_.at(saturating_add(end, latency_cycles_)) - sc_core::sc_time_stamp();
   payload.set_response_status(tlm::TLM_OK_RESPONSE);
 }
 

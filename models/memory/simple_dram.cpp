@@ -27,7 +27,7 @@ void SimpleDram::b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time
     end = std::max(end, channels_[c].serve(arrival, service, tag_layer_, tag_instruction_));
   }
   bytes_read_ += bytes;
-  delay = clock_.at(end + latency_cycles_) - sc_core::sc_time_stamp();
+  delay = clock_.at(saturating_add(end, latency_cycles_)) - sc_core::sc_time_stamp();
   payload.set_response_status(tlm::TLM_OK_RESPONSE);
 }
 

@@ -180,7 +180,7 @@ int64_t VectorUnit::compute_cycles(const VectorUnitConfig& cfg, const Instructio
   // activate drains one accumulator value per lane per cycle; element-wise work on
   // 16-bit data uses two 8-bit lanes per element.
   const int64_t work = in.op == Opcode::kActivate ? in.rows * in.cols : in.elements * in.element_bytes;
-  return ceil_div(work, cfg.lanes) + cfg.pipeline_latency_cycles;
+  return saturating_add(ceil_div(work, cfg.lanes), cfg.pipeline_latency_cycles);
 }
 
 void VectorUnit::run() {
@@ -190,7 +190,7 @@ void VectorUnit::run() {
     queue.read(idx);
     const Instruction& in = ctx_.program.instructions[static_cast<size_t>(idx)];
     const int64_t start = ctx_.clock.now();
-    int64_t end = start + compute_cycles(ctx_.arch.vector_unit, in);
+    int64_t end = saturating_add(start, compute_cycles(ctx_.arch.vector_unit, in));
     if (in.ub_read_bytes > 0) {
       end = std::max(end, ub_.read.serve(start, ceil_div(static_cast<int64_t>(in.ub_read_bytes), ubc.read_bytes_per_cycle), in.layer, idx));
     }
@@ -234,7 +234,7 @@ void Controller::run() {
     const auto idx = static_cast<int32_t>(i);
     const Instruction& in = instrs[i];
     const int64_t issue_start = ctx_.clock.now();
-    ctx_.clock.wait_until(issue_start + ctx_.arch.controller.issue_cycles);
+    ctx_.clock.wait_until(saturating_add(issue_start, ctx_.arch.controller.issue_cycles));
     log_.add(issue_start, ctx_.clock.now(), kIssue, in.layer, idx);
 
     if (in.op == Opcode::kHalt || in.op == Opcode::kSync) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -172,7 +173,8 @@ double YamlNode::as_double(double min, double max) const {
     // Open-ended: a tiny positive min stands for "> 0"; otherwise the bound is inclusive.
     if (max >= 1e300) {
       range.str("");
-      if (min > 0) range << "> 0";
+      if (value > max) range << "at most " << max;  // not ">= min": the value is above the range
+      else if (min > 0) range << "> 0";
       else range << ">= " << min;
     }
     fail("must be " + range.str() + ", got " + text);

@@ -9,6 +9,7 @@
 #include "models/memory/technologies.h"
 #include "sim/common/error.h"
 #include "sim/common/yaml_reader.h"
+#include "models/common/time_bounds.h"
 
 namespace tessera {
 namespace {
@@ -212,6 +213,79 @@ ControllerConfig parse_controller(const std::optional<YamlNode>& node) {
   return out;
 }
 
+// Simulated time is 64-bit picoseconds. Every single step a unit takes (one weight-tile
+// request, one tile on the array, one pipeline fill, one link latency) must fit in
+// models::kMaxStepPs, so that no duration is cast out of range and a run has headroom
+// below models::kMaxSimulatedPs (runs that still pass it fail in the engine). The
+// message names the key and the bound it must meet. `node` is the key's YAML node, or
+// `fallback` (the section or clock_mhz) when the key was left at its default.
+void check_step(const std::optional<YamlNode>& node, const YamlNode& fallback, const std::string& key,
+                double step_ps, const std::string& what, const std::string& allowed) {
+  if (step_ps <= models::kMaxStepPs) return;  // also rejects NaN/inf
+  const std::string msg = "makes " + what + " take " + num(step_ps) + " ps; one step may take at most " +
+                          models::kMaxStepText + " so that simulated time (64-bit picoseconds) has headroom: " + allowed;
+  if (node) node->fail(node->raw().Scalar() + " " + msg);
+  fallback.fail(key + " (default) " + msg);
+}
+
+void check_time_bounds(const YamlNode& root, const ArchConfig& cfg) {
+  const double period_ps = 1e6 / cfg.clock_mhz;
+  const double tile_cycles = static_cast<double>(std::max(cfg.array.rows, cfg.array.cols));
+  const double tile_bytes = static_cast<double>(cfg.array.rows) * static_cast<double>(cfg.array.cols);
+  const std::string tile = std::to_string(cfg.array.rows) + " x " + std::to_string(cfg.array.cols);
+  const YamlNode clock = root.at("clock_mhz");
+  const auto key = [&](std::string_view section, std::string_view k) -> std::optional<YamlNode> {
+    auto s = root.get(section);
+    return s ? s->get(k) : std::nullopt;
+  };
+
+  // The clock: one full tile at the int8 rate (max(rows, cols) cycles).
+  check_step(clock, clock, "clock_mhz", tile_cycles * period_ps,
+             "one " + num(tile_cycles) + "-cycle array tile",
+             "must be >= " + num(tile_cycles * 1e6 / models::kMaxStepPs) + " for this array");
+  // Each MAC mode: the same tile at that mode's rate.
+  if (auto modes = key("array", "mac_modes")) {
+    const auto elements = modes->elements();
+    for (size_t i = 0; i < elements.size() && i < cfg.array.mac_modes.size(); ++i) {
+      const double rate = cfg.array.mac_modes[i].rate;
+      check_step(elements[i].at("rate"), clock, "rate", tile_cycles / rate * period_ps,
+                 "one " + num(tile_cycles) + "-cycle array tile",
+                 "must be >= " + num(tile_cycles * period_ps / models::kMaxStepPs) + " at " + num(cfg.clock_mhz) +
+                     " MHz");
+    }
+  }
+  // Unified-buffer ports: one tile of int8 data through each port.
+  const double max_bpc_cycles = models::kMaxStepPs / period_ps;
+  check_step(key("unified_buffer", "read_bytes_per_cycle"), root.at("unified_buffer"), "read_bytes_per_cycle",
+             std::ceil(tile_bytes / static_cast<double>(cfg.unified_buffer.read_bytes_per_cycle)) * period_ps,
+             "one " + tile + " tile through the read port",
+             "must be >= " + num(std::ceil(tile_bytes / max_bpc_cycles)) + " at " + num(cfg.clock_mhz) + " MHz");
+  check_step(key("unified_buffer", "write_bytes_per_cycle"), root.at("unified_buffer"), "write_bytes_per_cycle",
+             std::ceil(tile_bytes / static_cast<double>(cfg.unified_buffer.write_bytes_per_cycle)) * period_ps,
+             "one " + tile + " tile through the write port",
+             "must be >= " + num(std::ceil(tile_bytes / max_bpc_cycles)) + " at " + num(cfg.clock_mhz) + " MHz");
+  // Weight memory: one weight tile's transfer, and the first-byte latency.
+  const double max_ns = models::kMaxStepPs / 1000.0;
+  check_step(key("weight_memory", "bandwidth_gb_per_s"), root.at("weight_memory"), "bandwidth_gb_per_s",
+             tile_bytes / cfg.weight_memory.bandwidth_gb_per_s * 1000.0,
+             "one " + tile + " weight tile (" + num(tile_bytes) + " bytes)",
+             "must be >= " + num(tile_bytes / max_ns) + " GB/s for this array");
+  check_step(key("weight_memory", "latency_ns"), root.at("weight_memory"), "latency_ns",
+             cfg.weight_memory.latency_ns * 1000.0, "one request's latency", "must be <= " + num(max_ns) + " ns");
+  // The host link: its latency (its rate comes from generation and lanes, at least 200 MB/s,
+  // so a tile's serialization is always short).
+  check_step(key("pcie", "latency_ns"), root.at("pcie"), "latency_ns", cfg.pcie.latency_ns * 1000.0,
+             "one transfer's latency", "must be <= " + num(max_ns) + " ns");
+  // Per-instruction cycle counts of the vector unit and the controller.
+  const double max_cycles = std::floor(models::kMaxStepPs / period_ps);
+  check_step(key("vector_unit", "pipeline_latency_cycles"), clock, "vector_unit.pipeline_latency_cycles",
+             static_cast<double>(cfg.vector_unit.pipeline_latency_cycles) * period_ps, "one pipeline fill",
+             "must be <= " + num(max_cycles) + " at " + num(cfg.clock_mhz) + " MHz");
+  check_step(key("controller", "issue_cycles"), clock, "controller.issue_cycles",
+             static_cast<double>(cfg.controller.issue_cycles) * period_ps, "one instruction issue",
+             "must be <= " + num(max_cycles) + " at " + num(cfg.clock_mhz) + " MHz");
+}
+
 }  // namespace
 
 const MacMode* ArrayConfig::find_mode(Dtype a, Dtype b) const {
@@ -252,6 +326,7 @@ ArchConfig parse_arch_config(const YamlNode& root) {
   cfg.pcie = parse_pcie(root.at("pcie"));
   cfg.vector_unit = parse_vector_unit(root.get("vector_unit"), cfg.array);
   cfg.controller = parse_controller(root.get("controller"));
+  check_time_bounds(root, cfg);
   return cfg;
 }
 

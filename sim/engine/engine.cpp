@@ -12,6 +12,7 @@
 #include "models/memory/weight_fifo.h"
 #include "models/memory/weight_memory_model.h"
 #include "models/units/units.h"
+#include "sim/common/error.h"
 
 namespace tessera::engine {
 
@@ -207,6 +208,12 @@ RunStats simulate(const ArchConfig& arch, const compiler::Program& program) {
   models::UnitContext ctx{arch, program, clock, tracker};
   auto top = std::make_unique<Accelerator>("tessera", ctx);
   sc_core::sc_start();
+  const auto time_overflow = [&] {
+    return InputError("arch '" + arch.name + "' (" + arch.source + "): simulated time passes the bound of " +
+                      models::kMaxSimulatedText + ": this workload's transfers and compute at the configured bandwidths, latencies and "
+                      "rates take longer than the simulator can represent (docs/reliability.md)");
+  };
+  if (clock.overflowed()) throw time_overflow();
   if (!top->controller.finished()) {
     throw std::logic_error("engine: simulation stalled before the program's halt (deadlock in the unit models)");
   }
@@ -229,6 +236,7 @@ RunStats simulate(const ArchConfig& arch, const compiler::Program& program) {
       ls.instructions++;
     }
   }
+  if (total > clock.max_cycle()) throw time_overflow();
   stats.total_cycles = total;
   classify(program, *top, total, stats);
   // Every module's counters, wherever it sits in the hierarchy.
