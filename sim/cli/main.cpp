@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <new>
+#include <vector>
 
 #include "sim/common/atomic_file.h"
 #include "sim/common/error.h"
@@ -82,6 +84,22 @@ tessera::compiler::Program build_program(const CommonOptions& o, tessera::ArchCo
   }
   tessera::precision::apply(graph, tessera::precision::assign(graph, policy, low_sqnr), policy.defaults.activations);
   return tessera::compiler::compile(graph, arch, {.batch = o.batch});
+}
+
+// An output that names one of the run's inputs (a --trace given the config's path by
+// mistake) would destroy it: refused before anything is written.
+void refuse_overwriting_inputs(const std::vector<tessera::OutputFile>& outputs, const CommonOptions& o) {
+  const std::pair<const char*, std::string> inputs[] = {
+      {"--arch", o.arch}, {"--workload", o.workload}, {"--precision", o.precision}};
+  for (const auto& out : outputs) {
+    for (const auto& [flag, in] : inputs) {
+      std::error_code ec;
+      if (!in.empty() && std::filesystem::equivalent(out.path, in, ec) && !ec) {
+        throw tessera::InputError(out.path.string() + ": is the " + std::string(flag) +
+                                  " input of this run; refusing to overwrite it with an output");
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -169,7 +187,9 @@ int main(int argc, char** argv) {
       if (listing_file.empty()) {
         std::cout << program.listing();
       } else {
-        tessera::write_file_atomically(listing_file, program.listing());
+        const std::vector<tessera::OutputFile> outputs{{listing_file, program.listing(), true}};
+        refuse_overwriting_inputs(outputs, compile_opts);
+        tessera::write_files_atomically(outputs);
       }
       return 0;
     }
@@ -203,18 +223,12 @@ int main(int argc, char** argv) {
       }
       trace_json = tessera::report::chrome_trace_json(stats, program, arch.clock_mhz);
     }
-    // The trace first: a trace that cannot be written (a full disk, /dev/full) leaves no
-    // report files behind, and report files that cannot be written take the new trace with them.
-    if (!trace_file.empty()) tessera::write_file_atomically(trace_file, trace_json);
-    try {
-      tessera::report::write_report_files(out_dir, report);
-    } catch (...) {
-      std::error_code ec;
-      if (!trace_file.empty() && std::filesystem::is_regular_file(trace_file, ec)) {
-        std::filesystem::remove(trace_file, ec);
-      }
-      throw;
-    }
+    // The trace and the report files are one set: all of them appear, or none does and
+    // every file that was there before (an earlier trace, earlier reports) is kept.
+    auto outputs = tessera::report::report_files(out_dir, report);
+    if (!trace_file.empty()) outputs.insert(outputs.begin(), tessera::OutputFile{trace_file, trace_json, true});
+    refuse_overwriting_inputs(outputs, run_opts);
+    tessera::write_files_atomically(outputs);
     if (!quiet) {
       std::cout << tessera::report::console_summary(report) << tessera::report::baselines_console(report);
       if (!functional_line.empty()) std::cout << "  " << functional_line << "\n";
@@ -223,6 +237,12 @@ int main(int argc, char** argv) {
     return 0;
   } catch (const tessera::InputError& e) {
     std::cerr << "tessera: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::bad_alloc&) {
+    // The stages check their size estimates first; an input too big for this machine
+    // that still gets here is named as such, not reported as a bug.
+    std::cerr << "tessera: error: out of memory: this workload (at this batch, or with --functional at this "
+                 "--functional-batch) needs more memory than this process may use; use a smaller batch or workload\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "tessera: internal error: " << e.what() << "\n";

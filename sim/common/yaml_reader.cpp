@@ -131,9 +131,49 @@ std::vector<YamlNode> YamlNode::elements() const {
   return out;
 }
 
+namespace {
+
+// Offset of the first byte that is not part of well-formed UTF-8 (overlongs, surrogates
+// and code points above U+10FFFF included), or npos.
+size_t invalid_utf8_at(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t n = 0;
+    unsigned lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+    if (c < 0x80) { ++i; continue; }
+    if (c >= 0xC2 && c <= 0xDF) n = 1;
+    else if (c == 0xE0) n = 2, lo = 0xA0;
+    else if (c >= 0xE1 && c <= 0xEC) n = 2;
+    else if (c == 0xED) n = 2, hi = 0x9F;
+    else if (c >= 0xEE && c <= 0xEF) n = 2;
+    else if (c == 0xF0) n = 3, lo = 0x90;
+    else if (c >= 0xF1 && c <= 0xF3) n = 3;
+    else if (c == 0xF4) n = 3, hi = 0x8F;
+    else return i;
+    for (size_t k = 1; k <= n; ++k) {
+      if (i + k >= s.size()) return i;
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      if (b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xBF)) return i;
+    }
+    i += n + 1;
+  }
+  return std::string::npos;
+}
+
+}  // namespace
+
 std::string YamlNode::as_string() const {
   if (!node_.IsScalar()) fail("expected a string");
-  return node_.Scalar();
+  // Names end up in JSON reports, traces and sweep records, which are UTF-8 (audit D9).
+  const std::string& text = node_.Scalar();
+  if (const size_t at = invalid_utf8_at(text); at != std::string::npos) {
+    char byte[8];
+    std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned>(static_cast<unsigned char>(text[at])));
+    fail("not valid UTF-8 text (byte " + std::string(byte) + " at offset " + std::to_string(at) +
+         "); save the file as UTF-8");
+  }
+  return text;
 }
 
 int64_t YamlNode::as_int(int64_t min, int64_t max) const {

@@ -11,6 +11,7 @@
 
 #include "models/array/pe_reference.h"
 #include "sim/common/error.h"
+#include "sim/common/memory_limit.h"
 #include "sim/functional/numerics.h"
 
 namespace tessera::functional {
@@ -1203,6 +1204,32 @@ class Runner {
 };
 
 // Rejects unsupported graphs before any work is done.
+// The run keeps, for the tensors of the layer being computed, fp32 reference values of
+// every sample (evaluated + calibration) and quantized codes and values of the evaluated
+// ones, plus the layer's weights a few times over. Checked against the memory this
+// process may use before anything is allocated (a std::bad_alloc otherwise, audit D14).
+void check_memory(const Graph& g, const FunctionalOptions& opt) {
+  const double n_eval = static_cast<double>(opt.batch);
+  const double n_all = n_eval * (1.0 + static_cast<double>(opt.calibration_batches));
+  const double per_element = 4.0 * n_all + 8.0 * n_eval;
+  double worst = 0;
+  const Layer* worst_layer = nullptr;
+  for (const Layer& l : g.layers) {
+    double elements = static_cast<double>(graph::shape_elements(g.tensors[l.output].shape));
+    for (int t : l.inputs) elements += static_cast<double>(graph::shape_elements(g.tensors[t].shape));
+    const double bytes = elements * per_element + 16.0 * static_cast<double>(l.weight_count());
+    if (bytes > worst) worst = bytes, worst_layer = &l;
+  }
+  const double limit = memory_limit_bytes();
+  if (worst_layer && worst > limit) {
+    throw InputError("functional mode: layer '" + worst_layer->name + "' of " + g.name + " needs about " +
+                     gib_text(worst) + " at --functional-batch " + std::to_string(opt.batch) + " with " +
+                     std::to_string(opt.calibration_batches) +
+                     " calibration batches, more than this process may use (" + gib_text(limit) +
+                     "); use a smaller --functional-batch or --functional-calibration");
+  }
+}
+
 void validate(const Graph& g, const ArchConfig& arch, const FunctionalOptions& opt) {
   if (opt.batch < 1) throw InputError("functional mode: batch must be >= 1, got " + std::to_string(opt.batch));
   if (opt.calibration_batches < 0) {
@@ -1221,6 +1248,7 @@ void validate(const Graph& g, const ArchConfig& arch, const FunctionalOptions& o
       throw InputError("functional mode: '" + given.first + "' is not a graph input of " + g.name);
     }
   }
+  check_memory(g, opt);
   for (const Layer& l : g.layers) {
     switch (l.op) {
       case OpKind::kFc:

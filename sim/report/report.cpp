@@ -58,7 +58,10 @@ ordered_json build_report(const RunRecord& run) {
     matrix_macs += l.macs;
   }
   const double peak_int8 = arch.peak_tops();
-  const double peak_tops = matrix_macs > 0 ? peak_int8 * static_cast<double>(matrix_macs) / weighted_rate : peak_int8;
+  // The peak at rate 1.0 (one MAC per PE per cycle); a mode's peak is this times its rate.
+  // peak_int8 already includes the int8 x int8 rate, which must not be applied twice.
+  const double peak_rate1 = peak_int8 / arch.array.find_mode(Dtype::kInt8, Dtype::kInt8)->rate;
+  const double peak_tops = matrix_macs > 0 ? peak_rate1 * static_cast<double>(matrix_macs) / weighted_rate : peak_int8;
 
   // Every layer's MACs, also those the vector unit runs (a depthwise conv mapped there);
   // st.macs counts only the array's.
@@ -146,7 +149,7 @@ ordered_json build_report(const RunRecord& run) {
     const double lat = static_cast<double>(attributed) / clock_hz;
     const double lops = 2.0 * static_cast<double>(li.macs);
     const MacMode* mode = arch.array.find_mode(li.a_dtype, li.b_dtype);
-    const double lpeak = li.macs > 0 ? peak_int8 * (mode ? mode->rate : 1.0) : 0.0;
+    const double lpeak = li.macs > 0 ? peak_rate1 * (mode ? mode->rate : 1.0) : 0.0;
     const double ltops = safe_div(lops, lat) / 1e12;
     const double l_oi = safe_div(static_cast<double>(li.macs), static_cast<double>(li.weight_bytes));
     ordered_json l;
@@ -217,7 +220,7 @@ ordered_json build_report(const RunRecord& run) {
   // precision runs against, in both operational-intensity flavours (DESIGN.md section 6).
   ordered_json by_precision = ordered_json::array();
   for (const MacMode& m : arch.array.mac_modes) {
-    const double mpeak = peak_int8 * m.rate;
+    const double mpeak = peak_rate1 * m.rate;
     const Roofline mw{mpeak, arch.weight_memory.bandwidth_gb_per_s};
     const Roofline md{mpeak, arch.weight_memory.bandwidth_gb_per_s + pcie_gb_per_s};
     by_precision.push_back({{"mode", std::string(dtype_name(m.a)) + "x" + std::string(dtype_name(m.b))},
@@ -361,19 +364,22 @@ std::string console_summary(const ordered_json& r) {
   return out.str();
 }
 
-void write_report_files(const std::filesystem::path& dir, const ordered_json& report) {
+std::vector<OutputFile> report_files(const std::filesystem::path& dir, const ordered_json& report) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec || !std::filesystem::is_directory(dir)) {
     throw InputError(dir.string() + ": cannot create output directory" + (ec ? ": " + ec.message() : ""));
   }
   // Render everything before writing anything, so a failure leaves no partial set.
-  const std::string json = report.dump(2) + "\n";
-  const std::string csv = layers_csv(report);
-  const std::string md = summary_markdown(report);
-  write_file_atomically(dir / "report.json", json);
-  write_file_atomically(dir / "layers.csv", csv);
-  write_file_atomically(dir / "summary.md", md);
+  std::vector<OutputFile> files;
+  files.push_back({dir / "report.json", report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"});
+  files.push_back({dir / "layers.csv", layers_csv(report)});
+  files.push_back({dir / "summary.md", summary_markdown(report)});
+  return files;
+}
+
+void write_report_files(const std::filesystem::path& dir, const ordered_json& report) {
+  write_files_atomically(report_files(dir, report));
 }
 
 }  // namespace tessera::report

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 
+#include "sim/common/atomic_file.h"
 #include "sim/compiler/compiled.h"
 #include "sim/config/arch_config.h"
 #include "sim/engine/engine.h"
@@ -35,8 +36,11 @@ std::string layers_csv(const nlohmann::ordered_json& report);
 std::string summary_markdown(const nlohmann::ordered_json& report);
 std::string console_summary(const nlohmann::ordered_json& report);
 
-// Writes report.json, layers.csv and summary.md into `dir` (created if needed),
-// each atomically. Throws InputError if the directory cannot be written.
+// report.json, layers.csv and summary.md for `dir`, rendered (the directory is created
+// if needed; InputError if it cannot be). Write them with write_files_atomically, with
+// any other output of the run (the trace), so they appear as one set or not at all.
+std::vector<OutputFile> report_files(const std::filesystem::path& dir, const nlohmann::ordered_json& report);
+// report_files written as one set.
 void write_report_files(const std::filesystem::path& dir, const nlohmann::ordered_json& report);
 
 }  // namespace tessera::report

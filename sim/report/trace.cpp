@@ -21,7 +21,7 @@ std::string chrome_trace_json(const engine::RunStats& stats, const compiler::Pro
   auto emit = [&](const ordered_json& e) {
     if (!first) out += ",\n";
     first = false;
-    out += e.dump();
+    out += e.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   };
   constexpr int kPid = 1;
   emit({{"name", "process_name"}, {"ph", "M"}, {"pid", kPid}, {"tid", 0},
@@ -71,7 +71,7 @@ std::string chrome_trace_json(const engine::RunStats& stats, const compiler::Pro
   other["clock_mhz"] = clock_mhz;
   other["total_cycles"] = stats.total_cycles;
   other["time_unit"] = "ts and dur in microseconds (cycle / clock_mhz)";
-  out += "\"displayTimeUnit\":\"ns\",\n\"otherData\":" + other.dump() + "\n}\n";
+  out += "\"displayTimeUnit\":\"ns\",\n\"otherData\":" + other.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n}\n";
   return out;
 }
 

@@ -1,0 +1,127 @@
+// D6, D9 and D14 of the reliability audit: inputs big or strange enough to exhaust the
+// machine or break the JSON writer end with exit 2 and a message naming what to change,
+// never std::bad_alloc or a JSON exception (exit 1); the compiler's memory grows about
+// linearly with the number of layers.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "hostile.h"
+
+using namespace hostile;
+
+namespace {
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAsan = true;  // ASan reserves terabytes of shadow: address-space limits break it
+#else
+constexpr bool kAsan = false;
+#endif
+
+// `tessera <args>` under an address-space limit of `kib` KiB.
+CliResult tessera_limited(long kib, const std::string& args, int timeout_s = 120) {
+  return tessera_test::run_shell("ulimit -v " + std::to_string(kib) + " && timeout -s KILL " +
+                                 std::to_string(timeout_s) + " " + exe() + " " + args);
+}
+
+fs::path relu_chain(const fs::path& dir, int n) {
+  std::string g = "name: chain\ninputs: [{name: x, shape: [16]}]\nlayers:\n";
+  for (int i = 0; i < n; ++i) g += "  - {name: l" + std::to_string(i) + ", op: relu}\n";
+  return write(dir / ("chain" + std::to_string(n) + ".yaml"), g);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- D14: memory exhaustion
+
+// The audit's reproducer: --functional-batch 65536 on mlp0 under 3 GB ended in std::bad_alloc.
+TEST(InputLimits, FunctionalBatchBeyondMemoryIsAnInputError) {
+  if (kAsan) GTEST_SKIP() << "address-space limit and ASan do not mix";
+  const fs::path dir = scratch("limits-functional");
+  const CliResult r = tessera_limited(3000000, "run -q -a configs/tpu-v1.yaml -w workloads/tpu/mlp0.yaml --functional "
+                                               "--functional-batch 65536 -o " + (dir / "out").string());
+  expect_input_error(r, "use a smaller --functional-batch or --functional-calibration");
+  EXPECT_TRUE(contains(r.output, "--functional-batch 65536")) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "out" / "report.json"));
+}
+
+// The other knob: a small batch with many calibration batches.
+TEST(InputLimits, FunctionalCalibrationBeyondMemoryIsAnInputError) {
+  if (kAsan) GTEST_SKIP() << "address-space limit and ASan do not mix";
+  const fs::path dir = scratch("limits-calibration");
+  const CliResult r = tessera_limited(3000000, "run -q -a configs/tpu-v1.yaml -w workloads/tpu/mlp0.yaml --functional "
+                                               "--functional-batch 16 --functional-calibration 65536 -o " +
+                                                   (dir / "out").string());
+  expect_input_error(r, "65536 calibration batches, more than this process may use");
+}
+
+// A program too big to hold: refused from its tile count before lowering (it used to
+// grow until std::bad_alloc), through --batch and through a YAML graph's own batch.
+TEST(InputLimits, ProgramWithTooManyInstructionsIsAnInputError) {
+  const fs::path dir = scratch("limits-instructions");
+  CliResult r = cli("compile -a configs/tpu-v1.yaml -w workloads/tpu/mlp0.yaml --batch 16777216 -o " +
+                    (dir / "l.txt").string(), 60);
+  expect_input_error(r, "at batch 16777216 needs more than 4194304 instructions on 'tpu-v1'");
+  EXPECT_TRUE(contains(r.output, "use a smaller --batch")) << r.output;
+  const fs::path g = write(dir / "big.yaml",
+                           "name: big\nbatch: 16777216\ninputs: [{name: x, shape: [4096]}]\nlayers:\n"
+                           "  - {name: fc, op: fc, units: 4096}\n");
+  r = cli("run -q -a configs/tpu-v1.yaml -w " + g.string() + " -o " + (dir / "out").string(), 60);
+  expect_input_error(r, "reached at layer 'fc'");
+  r = cli("compile -a configs/tpu-v1.yaml -w workloads/tpu/cnn1.yaml --batch 65536 -o " + (dir / "l.txt").string(), 60);
+  expect_input_error(r, "reached at layer 'a2_d3x3b'");
+  EXPECT_FALSE(fs::exists(dir / "l.txt"));
+  EXPECT_FALSE(fs::exists(dir / "out" / "report.json"));
+}
+
+// ---------------------------------------------------------------- D6: compiler memory
+
+// The audit's reproducer: 5 000 vector layers took 662 MB (20 000: 9.9 GB). Linear now.
+TEST(InputLimits, LongLayerChainsCompileInBoundedMemory) {
+  if (kAsan) GTEST_SKIP() << "address-space limit and ASan do not mix";
+  const fs::path dir = scratch("limits-chain");
+  for (int n : {5000, 20000}) {
+    const fs::path g = relu_chain(dir, n);
+    const CliResult r = tessera_limited(600000, "compile -a configs/tpu-v1.yaml -w " + g.string() + " -o " +
+                                                    (dir / "l.txt").string(), 120);
+    EXPECT_EQ(r.exit_code, 0) << n << " layers: " << r.output;
+  }
+}
+
+// ---------------------------------------------------------------- D9: text that is not UTF-8
+
+TEST(InputLimits, NonUtf8ConfigNameIsAnInputError) {
+  const fs::path dir = scratch("utf8-config");
+  const fs::path arch = write(dir / "a.yaml", tpu_with("name: tpu-v1", "name: caf\xe9"));
+  const CliResult r = cli("run -q -a " + arch.string() + " -w workloads/tpu/mlp1.yaml -o " + (dir / "out").string());
+  expect_input_error(r, "name: not valid UTF-8 text (byte 0xE9 at offset 3)");
+}
+
+TEST(InputLimits, NonUtf8TechnologyAndLayerNamesAreInputErrors) {
+  const fs::path dir = scratch("utf8-variants");
+  const fs::path arch = write(dir / "a.yaml", tpu_with("technology: DDR3", "technology: DDR\xff"));
+  CliResult r = cli("run -q -a " + arch.string() + " -w workloads/tpu/mlp1.yaml -o " + (dir / "out").string());
+  expect_input_error(r, "weight_memory.technology: not valid UTF-8 text");
+  // A YAML graph's layer name: a truncated two-byte sequence, then an overlong encoding.
+  for (const std::string& bad : {std::string("r\xc3"), std::string("\xc0\xafx")}) {
+    const fs::path g = write(dir / "g.yaml", "name: g\ninputs: [{name: x, shape: [16]}]\nlayers:\n  - {name: " + bad +
+                                                 ", op: relu}\n");
+    r = cli("run -q -a configs/tpu-v1.yaml -w " + g.string() + " -o " + (dir / "out").string());
+    expect_input_error(r, "layers[0].name: not valid UTF-8 text");
+  }
+  EXPECT_FALSE(fs::exists(dir / "out" / "report.json"));
+}
+
+// A path is not a name: a config file whose name is not UTF-8 still runs; its report is
+// valid JSON with the bad byte replaced (U+FFFD).
+TEST(InputLimits, NonUtf8PathsStillGiveValidReports) {
+  const fs::path dir = scratch("utf8-path");
+  const fs::path arch = write(dir / "caf\xe9.yaml", tessera_test::slurp(kSrc / "configs/tpu-v1.yaml"));
+  const CliResult r = cli("run -q -a '" + arch.string() + "' -w workloads/tpu/mlp1.yaml -o " + (dir / "out").string() +
+                              " --trace " + (dir / "t.json").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto rep = nlohmann::json::parse(tessera_test::slurp(dir / "out" / "report.json"));
+  EXPECT_TRUE(contains(rep["arch"]["source"].get<std::string>(), "caf\xef\xbf\xbd.yaml"));
+  EXPECT_TRUE(nlohmann::json::accept(tessera_test::slurp(dir / "t.json")));
+}
