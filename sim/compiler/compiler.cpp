@@ -66,6 +66,10 @@ class BufferAllocator {
   uint64_t peak_ = 0;
 };
 
+// The most instructions one program may have (at about 700 bytes each in the compiler,
+// plus the simulator's per-instruction state: about 3 GB).
+constexpr size_t kMaxInstructions = size_t{1} << 22;
+
 struct TensorPlace {
   int64_t rows = 0;  // batch x spatial positions
   int64_t cols = 0;  // features / channels
@@ -78,6 +82,7 @@ struct TensorPlace {
   bool loaded = false;          // graph inputs: read from the host at least once
   int64_t element_bytes = 0;    // scratch buffers (graph tensors: their dtype)
   std::vector<Region> reused;  // regions of dead or evicted tensors whose bytes this one overwrites
+  bool written = false;         // an instruction wrote it since it was allocated (it waited on `reused`)
 };
 
 // Bytes a tensor gave up (it died or was evicted to host memory): whoever is placed
@@ -196,6 +201,8 @@ class Lowering {
   Region region(int t, int64_t s0, int64_t s1, int64_t c0 = 0, int64_t c1 = -1) const;
   Region rows_region(int t, int64_t r0, int64_t r1, int64_t c0, int64_t c1) const;
   void allocate(int t, int layer_index);
+  void vacate(int t);
+  [[noreturn]] void too_many_instructions(int layer) const;
   int add_scratch(int li, int64_t rows, int64_t cols, int64_t rows_per_sample, Dtype dtype, bool allocate_now = true);
   void allocate_scratch(int li, bool allocate_now = true);
   void emit(Instruction in, bool writes_tensor_storage = true);
@@ -225,6 +232,7 @@ class Lowering {
   BufferAllocator ub_;
   std::vector<TensorPlace> place_;       // graph tensors, then scratch buffers of the pass
   std::vector<int> last_use_;
+  std::vector<std::vector<int>> dying_;  // per layer: graph tensors whose last use it is, in id order
   std::vector<bool> dead_;
   std::vector<std::vector<int>> scratch_;  // per layer: scratch buffer ids (into place_)
   Program p_;
@@ -255,6 +263,7 @@ class Lowering {
   std::vector<char> output_storage_;       // storage of a graph output: its host copy is the result
   std::vector<Vacated> vacated_;           // this pass
   std::vector<Vacated> prev_vacated_;      // the previous pass's layout: its bytes are overwritten too
+  bool dry_run_ = false;                   // a sizing pass: emits nothing, so records no hazards
   int next_use(int t, int li) const;
   int pick_victim(int li) const;
   void evict(int t, int li);
@@ -318,6 +327,8 @@ void Lowering::allocate(int t, int layer_index) {
   tp.offset = *offset;
   tp.allocated = true;
   tp.reused.clear();  // earlier writers of t (a previous residency) have been emitted already
+  tp.written = false;
+  if (dry_run_) return;  // nothing is emitted: no hazards to record
   // Bytes reused from dead or evicted tensors: writers of t must wait for their readers.
   for (const auto* list : {&vacated_, &prev_vacated_}) {
     for (const Vacated& v : *list) {
@@ -325,6 +336,22 @@ void Lowering::allocate(int t, int layer_index) {
       if (v.offset < tp.offset + tp.bytes && tp.offset < v.offset + v.bytes) tp.reused.push_back(v.region);
     }
   }
+}
+
+// Records t's bytes as given up. Earlier entries inside those bytes are dropped once t
+// was written: t's writers waited for their readers, and whoever overwrites t's bytes
+// waits for t's readers and writers, so the hazard carries over. Without this every
+// `reused` list grew with the number of layers so far (a chain of N layers cost O(N^2)
+// memory: 5000 layers 662 MB, audit D6).
+void Lowering::vacate(int t) {
+  if (dry_run_) return;
+  const TensorPlace& tp = place_[t];
+  if (tp.written) {
+    std::erase_if(vacated_, [&](const Vacated& v) {
+      return v.offset >= tp.offset && v.offset + v.bytes <= tp.offset + tp.bytes;
+    });
+  }
+  vacated_.push_back(Vacated{Region{Space::kUnifiedBuffer, t, 0, tp.rows, 0, tp.cols}, tp.offset, tp.bytes});
 }
 
 int Lowering::add_scratch(int li, int64_t rows, int64_t cols, int64_t rows_per_sample, Dtype dtype, bool allocate_now) {
@@ -363,7 +390,23 @@ int64_t Lowering::element_bytes(int buffer) const {
   return place_[static_cast<size_t>(buffer)].element_bytes;
 }
 
+void Lowering::too_many_instructions(int layer) const {
+  const std::string where = layer >= 0 && static_cast<size_t>(layer) < g_.layers.size()
+                                ? "layer '" + g_.layers[static_cast<size_t>(layer)].name + "'"
+                                : "its inputs and outputs";
+  throw InputError(g_.source + ": workload '" + g_.name + "' at batch " + std::to_string(batch_) + " needs more than " +
+                   std::to_string(kMaxInstructions) + " instructions on '" + arch_.name + "' (" +
+                   std::to_string(arch_.array.rows) + "x" + std::to_string(arch_.array.cols) +
+                   " array), the most one program may have (about 3 GB of compiler and simulator state); reached at " +
+                   where + ": use a smaller --batch, smaller layers or a larger array");
+}
+
 void Lowering::emit(Instruction in, bool writes_tensor_storage) {
+  // Memory grows with the program (and the engine's per-instruction state with it): a
+  // workload whose tiling needs more instructions than this is refused with a message
+  // instead of running the machine out of memory (audit D14). emit_gemm checks a whole
+  // layer's tiles before emitting any; this catches every other path.
+  if (body_.size() + weight_reads_.size() >= kMaxInstructions) too_many_instructions(in.layer);
   if (in.op == Opcode::kVector) {
     // The vector datapath is `lanes` bytes wide: the widest element the instruction
     // reads or writes sets how many lanes one element operation takes.
@@ -377,8 +420,9 @@ void Lowering::emit(Instruction in, bool writes_tensor_storage) {
     std::vector<Region> extra;
     for (const Region& w : in.writes) {
       if (w.space != Space::kUnifiedBuffer) continue;
-      const auto& reused = place_[w.buffer].reused;
-      extra.insert(extra.end(), reused.begin(), reused.end());
+      auto& tp = place_[w.buffer];
+      extra.insert(extra.end(), tp.reused.begin(), tp.reused.end());
+      tp.written = true;
     }
     in.writes.insert(in.writes.end(), extra.begin(), extra.end());
   }
@@ -401,6 +445,12 @@ void Lowering::emit_gemm(const GemmJob& job) {
   const int64_t b_bytes = dtype_bytes(job.b_dtype);
   const int64_t y_bytes = dtype_bytes(job.y_dtype);
   LayerInfo& info = p_.layers[static_cast<size_t>(job.li)];
+  // Per (m, n) tile: one weight read and one matmul per k tile, then one activate.
+  const auto tiles = [](int64_t total, int64_t step) { return static_cast<double>((total + step - 1) / step); };
+  const double planned = tiles(job.M, mt) * tiles(job.N, nt) * (2.0 * tiles(job.K, kt) + 1.0);
+  if (static_cast<double>(body_.size() + weight_reads_.size()) + planned > static_cast<double>(kMaxInstructions)) {
+    too_many_instructions(job.li);
+  }
   for (int64_t m0 = 0; m0 < job.M; m0 += mt) {
     const int64_t m1 = std::min(job.M, m0 + mt);
     for (int64_t n0 = 0; n0 < job.N; n0 += nt) {
@@ -1034,7 +1084,7 @@ void Lowering::evict(int t, int li) {
     tp.on_host = true;
   }
   ub_.release(tp.offset);
-  vacated_.push_back(Vacated{Region{Space::kUnifiedBuffer, t, 0, tp.rows, 0, tp.cols}, tp.offset, tp.bytes});
+  vacate(t);
   tp.allocated = false;
 }
 
@@ -1555,6 +1605,7 @@ void Lowering::account_layer(int li) {
 
 void Lowering::lower_pass(int64_t batch, bool dry_run) {
   batch_ = batch;
+  dry_run_ = dry_run;
   ub_ = BufferAllocator(arch_.unified_buffer.capacity_bytes);
   weight_cursor_ = 0;
   const size_t T = g_.tensors.size();
@@ -1601,6 +1652,10 @@ void Lowering::lower_pass(int64_t batch, bool dry_run) {
     last_use_[s] = std::max(last_use_[s], done);
     outputs_at[static_cast<size_t>(done)].push_back(out);
   }
+  dying_.assign(static_cast<size_t>(L), {});
+  for (size_t t = 0; t < T; ++t) {
+    if (last_use_[t] >= 0 && last_use_[t] < L) dying_[static_cast<size_t>(last_use_[t])].push_back(static_cast<int>(t));
+  }
   auto write_outputs = [&](int at) {
     if (dry_run) return;
     for (int out : outputs_at[static_cast<size_t>(at)]) write_output(out);
@@ -1644,19 +1699,20 @@ void Lowering::lower_pass(int64_t batch, bool dry_run) {
       if (!dry_run) lower_layer(li);
     }
     write_outputs(li);
-    // Free tensors (and working buffers) whose last reader was this layer.
-    for (size_t t = 0; t < place_.size(); ++t) {
+    // Free tensors (and working buffers) whose last reader was this layer, in id order
+    // (graph tensors, then the layer's working buffers): only those, not a scan of all.
+    auto free_dead = [&](int t) {
       if (last_use_[t] == li && place_[t].alias_of < 0 && !dead_[t]) {
         if (place_[t].allocated) {
           ub_.release(place_[t].offset);
-          vacated_.push_back(Vacated{Region{Space::kUnifiedBuffer, static_cast<int32_t>(t), 0, place_[t].rows, 0,
-                                            place_[t].cols},
-                                     place_[t].offset, place_[t].bytes});
+          vacate(t);
           place_[t].allocated = false;
         }
         dead_[t] = true;
       }
-    }
+    };
+    for (int t : dying_[static_cast<size_t>(li)]) free_dead(t);
+    for (int t : scratch_[static_cast<size_t>(li)]) free_dead(t);
   }
   if (lazy_inputs_) take_inputs(L);  // inputs no layer reads
   p_.ub_peak_bytes = std::max(p_.ub_peak_bytes, ub_.peak());
@@ -1714,6 +1770,26 @@ Program Lowering::run() {
     throw InputError(g_.source + ": workload '" + g_.name + "' has " + std::to_string(unique_weight_bytes) +
                      " bytes of weights, more than weight_memory.capacity of '" + arch_.name + "' (" +
                      std::to_string(arch_.weight_memory.capacity_bytes) + " bytes)");
+  }
+
+  // The matrix layers' tiles alone, before lowering anything: a program over the
+  // instruction bound fails here at once instead of after gigabytes of instructions.
+  {
+    const int64_t acc_half = std::max<int64_t>(1, arch_.accumulators.entries / 2);
+    const int64_t mt = arch_.array.dataflow == array::Dataflow::kWeightStationary ? acc_half
+                       : arch_.array.dataflow == array::Dataflow::kOutputStationary
+                           ? std::min(arch_.array.rows, acc_half)
+                           : std::min(arch_.array.cols, acc_half);
+    const auto steps = [](int64_t total, int64_t step) { return std::ceil(static_cast<double>(total) / static_cast<double>(step)); };
+    double planned = 0;
+    for (size_t li = 0; li < g_.layers.size(); ++li) {
+      const Layer& l = g_.layers[li];
+      if (!graph::is_matrix_op(l.op) || l.gemm_k <= 0 || l.gemm_n <= 0) continue;
+      const double m = static_cast<double>(total_batch_) * static_cast<double>(std::max<int64_t>(1, l.gemm_m_per_sample));
+      planned += static_cast<double>(std::max<int64_t>(1, l.gemm_groups)) * std::ceil(m / static_cast<double>(mt)) *
+                 steps(l.gemm_n, arch_.array.cols) * (2.0 * steps(l.gemm_k, arch_.array.rows) + 1.0);
+      if (planned > static_cast<double>(kMaxInstructions)) too_many_instructions(static_cast<int>(li));
+    }
   }
 
   for (const auto& layer : g_.layers) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <unordered_map>
 
 #include "sim/common/error.h"
 #include "sim/common/yaml_reader.h"
@@ -621,9 +622,16 @@ Graph parse_graph_yaml(const YamlNode& root) {
   g.default_batch = root.int_or("batch", 1, 1, 1 << 24);
   const Dtype default_dtype = root.get("dtype") ? dtype_of(root.at("dtype")) : Dtype::kInt8;
 
+  // Tensor ids by name: a linear search per reference made long chains quadratic (audit D6).
+  std::unordered_map<std::string, int> ids;
+  auto find = [&](const std::string& name) {
+    const auto it = ids.find(name);
+    return it == ids.end() ? -1 : it->second;
+  };
   auto add_tensor = [&](const YamlNode& where, const std::string& name, Shape shape, Dtype dtype, int producer) {
-    if (g.find_tensor(name) >= 0) where.fail("name '" + name + "' is already used by an earlier input or layer");
+    if (find(name) >= 0) where.fail("name '" + name + "' is already used by an earlier input or layer");
     g.tensors.push_back(Tensor{name, std::move(shape), dtype, producer});
+    ids.emplace(name, static_cast<int>(g.tensors.size() - 1));
     return static_cast<int>(g.tensors.size() - 1);
   };
 
@@ -662,7 +670,7 @@ Graph parse_graph_yaml(const YamlNode& root) {
     // Resolve inputs by name; default: the previous layer's output.
     auto resolve = [&](const YamlNode& ref) {
       const std::string ref_name = ref.as_string();
-      const int id = g.find_tensor(ref_name);
+      const int id = find(ref_name);
       if (id < 0) ref.fail("layer '" + name + "': unknown input '" + ref_name + "' (inputs must name a graph input or an earlier layer)");
       return id;
     };
@@ -841,7 +849,7 @@ Graph parse_graph_yaml(const YamlNode& root) {
 
   if (auto outs = root.get("outputs")) {
     for (const auto& o : outs->elements()) {
-      const int id = g.find_tensor(o.as_string());
+      const int id = find(o.as_string());
       if (id < 0 || g.tensors[id].producer < 0) o.fail("unknown output '" + o.as_string() + "' (must name a layer)");
       g.outputs.push_back(id);
     }
