@@ -125,7 +125,7 @@ int main(int argc, char** argv) {
   run->add_flag("--quiet,-q", quiet, "Do not print the summary on stdout");
   std::string baseline_list, trace_file;
   run->add_option("--baseline", baseline_list,
-                  "Compare against CPU/GPU baselines, comma-separated: names of configs/baselines/*.yaml (haswell, k80, "
+                  "Compare against CPU/GPU baselines, comma-separated: names of configs/baselines/*.yaml (haswell-e5-2699v3, k80, "
                   "xeon-8480, epyc-9654, a100, h100-sxm, h200), NAME:PRECISION (a100:fp16), a spec file path, 'host' "
                   "(this machine's CPU, measured with OpenBLAS) or 'all' (every spec). docs/baselines.md")
       ->type_name("LIST");

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <yaml-cpp/depthguard.h>
+
 #include "sim/common/error.h"
 
 namespace tessera {
@@ -38,14 +40,31 @@ YamlNode YamlNode::load_file(const std::filesystem::path& path) {
   return load_string(buffer.str(), path.string());
 }
 
+namespace {
+std::string cr_to_lf(std::string text) {
+  for (char& c : text) {
+    if (c == '\r') c = '\n';
+  }
+  return text;
+}
+}  // namespace
+
 YamlNode YamlNode::load_string(const std::string& text, const std::string& origin) {
   auto file = std::make_shared<const std::string>(origin);
   try {
-    YAML::Node root = YAML::Load(text);
+    // Line breaks that are carriage returns only (classic Mac OS) are line breaks to YAML,
+    // not to yaml-cpp, which read such a file as one line ("empty document", audit D22).
+    YAML::Node root = text.find('\n') == std::string::npos && text.find('\r') != std::string::npos
+                          ? YAML::Load(cr_to_lf(text))
+                          : YAML::Load(text);
     if (!root || root.IsNull()) {
       throw InputError(origin + ": empty document (expected a YAML mapping)");
     }
     return YamlNode(root, file, "");
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp's depth guard says "bad file"; name what is wrong (audit D22).
+    throw InputError(origin + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
+                     ": YAML nested too deeply (more than " + std::to_string(e.depth()) + " levels)");
   } catch (const YAML::ParserException& e) {
     throw InputError(origin + ":" + std::to_string(e.mark.line + 1) + ":" +
                      std::to_string(e.mark.column + 1) + ": YAML syntax error: " + e.msg);

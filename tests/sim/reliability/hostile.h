@@ -61,3 +61,11 @@ inline void expect_input_error(const CliResult& r, const std::string& phrase) {
 }
 
 }  // namespace hostile
+
+// An InputError thrown after the SystemC simulation (a run past the time bound, a report
+// file that cannot be written) trips ASan's known false positive with Debian's SystemC
+// coroutines in the sanitized build (docs/reliability.md): only that exact warning skips.
+#define HOSTILE_SKIP_ON_ASAN_FALSE_POSITIVE(r)                                   \
+  if (tessera_test::systemc_asan_false_positive(r)) {                             \
+    GTEST_SKIP() << "ASan + SystemC stack switching (see docs/reliability.md)"; \
+  }
