@@ -82,7 +82,6 @@ struct TensorPlace {
   bool loaded = false;          // graph inputs: read from the host at least once
   int64_t element_bytes = 0;    // scratch buffers (graph tensors: their dtype)
   std::vector<Region> reused;  // regions of dead or evicted tensors whose bytes this one overwrites
-  bool written = false;         // an instruction wrote it since it was allocated (it waited on `reused`)
 };
 
 // Bytes a tensor gave up (it died or was evicted to host memory): whoever is placed
@@ -327,7 +326,6 @@ void Lowering::allocate(int t, int layer_index) {
   tp.offset = *offset;
   tp.allocated = true;
   tp.reused.clear();  // earlier writers of t (a previous residency) have been emitted already
-  tp.written = false;
   if (dry_run_) return;  // nothing is emitted: no hazards to record
   // Bytes reused from dead or evicted tensors: writers of t must wait for their readers.
   for (const auto* list : {&vacated_, &prev_vacated_}) {
@@ -338,19 +336,11 @@ void Lowering::allocate(int t, int layer_index) {
   }
 }
 
-// Records t's bytes as given up. Earlier entries inside those bytes are dropped once t
-// was written: t's writers waited for their readers, and whoever overwrites t's bytes
-// waits for t's readers and writers, so the hazard carries over. Without this every
-// `reused` list grew with the number of layers so far (a chain of N layers cost O(N^2)
-// memory: 5000 layers 662 MB, audit D6).
+// Records t's bytes as given up, for the hazards of whoever is placed over them next.
+// Sizing (dry-run) passes emit nothing and record nothing.
 void Lowering::vacate(int t) {
   if (dry_run_) return;
   const TensorPlace& tp = place_[t];
-  if (tp.written) {
-    std::erase_if(vacated_, [&](const Vacated& v) {
-      return v.offset >= tp.offset && v.offset + v.bytes <= tp.offset + tp.bytes;
-    });
-  }
   vacated_.push_back(Vacated{Region{Space::kUnifiedBuffer, t, 0, tp.rows, 0, tp.cols}, tp.offset, tp.bytes});
 }
 
@@ -420,9 +410,8 @@ void Lowering::emit(Instruction in, bool writes_tensor_storage) {
     std::vector<Region> extra;
     for (const Region& w : in.writes) {
       if (w.space != Space::kUnifiedBuffer) continue;
-      auto& tp = place_[w.buffer];
-      extra.insert(extra.end(), tp.reused.begin(), tp.reused.end());
-      tp.written = true;
+      const auto& reused = place_[w.buffer].reused;
+      extra.insert(extra.end(), reused.begin(), reused.end());
     }
     in.writes.insert(in.writes.end(), extra.begin(), extra.end());
   }
