@@ -52,7 +52,10 @@ bool is_one(Sym s) { return s.v == 1 && s.p == 0; }
 constexpr int64_t kMaxTensorElements = int64_t{1} << 50;  // any one tensor, at the bound batch
 constexpr int64_t kMaxBoundDim = int64_t{1} << 24;        // a bound input dimension: the --batch cap
 constexpr int kMaxBatchPower = 62;                         // N^p with N >= 2 overflows from p = 63
-constexpr int64_t kMaxWindowValue = int64_t{1} << 20;      // kernel, stride, dilation, pad: as in YAML graphs
+constexpr int64_t kMaxWindowValue = int64_t{1} << 20;
+// Every shape is copied per value and per use: a rank of 10^5 (legal in the protobuf) would
+// cost megabytes per value. ONNX models use ranks up to about 8.
+constexpr int kMaxRank = 64;      // kernel, stride, dilation, pad: as in YAML graphs
 
 [[noreturn]] void overflow(int64_t a, const char* op, int64_t b) {
   throw ShapeError(std::to_string(a) + " " + op + " " + std::to_string(b) + " does not fit 64 bits");
@@ -480,6 +483,9 @@ std::filesystem::path Importer::external_file(const std::string& what, const std
 }
 
 void Importer::read_tensor_data(const onnx::TensorProto& t, Value& v, bool need, const std::string& what) {
+  if (t.dims_size() > kMaxRank) {
+    fail(what + " has rank " + std::to_string(t.dims_size()) + " (at most " + std::to_string(kMaxRank) + ")");
+  }
   // Corrupt dims must not overflow the element count (n * 8 bytes stays in int64).
   int64_t n = 1;
   for (int64_t d : t.dims()) {
@@ -617,6 +623,9 @@ void Importer::bind_inputs() {
     r.idx = idx;
     r.info = &in;
     r.rank = tt.has_shape() ? tt.shape().dim_size() : -1;
+    if (r.rank > kMaxRank) {
+      fail("input '" + utf8_safe(in.name()) + "' has rank " + std::to_string(r.rank) + " (at most " + std::to_string(kMaxRank) + ")");
+    }
     for (int d = 0; d < r.rank; ++d) {
       const auto& dim = tt.shape().dim(d);
       if (dim.has_dim_value() && (dim.dim_value() < 0 || dim.dim_value() > kMaxBoundDim)) {
@@ -3090,6 +3099,10 @@ void Importer::check_outputs(const Node& n) {
     auto it = values_.find(name);
     if (it == values_.end() || it->second.poisoned) continue;
     const SymShape& s = it->second.shape;
+    if (s.size() > static_cast<size_t>(kMaxRank)) {
+      throw ShapeError("output '" + utf8_safe(name) + "' would have rank " + std::to_string(s.size()) + " (at most " +
+                       std::to_string(kMaxRank) + ")");
+    }
     int64_t elements = 1;
     for (size_t i = 0; i < s.size(); ++i) {
       if (s[i].v < 0) {

@@ -641,6 +641,29 @@ TEST(OnnxHostile, EveryBoundDimensionHasTheBatchCap) {
   expect_rejected(p, "cap_product.onnx", {"input 'x'", "elements"});
 }
 
+// Ranks: an input and an initializer of rank 100 000, a folded Reshape target of rank 1000.
+TEST(OnnxHostile, RanksAreBounded) {
+  const std::vector<Dim> big_rank(100000, int64_t{1});
+  Model i;
+  i.input("x", big_rank);
+  i.node("Relu", {"x"}, {"y"}, "relu");
+  i.output("y");
+  expect_rejected(i, "rank_input.onnx", {"input 'x' has rank 100000 (at most 64)"});
+  Model w = reshape_to("t");
+  w.weight("big", std::vector<int64_t>(100000, 1));
+  w.ints("t", {1, 16});
+  expect_rejected(w, "rank_init.onnx", {"initializer 'big' has rank 100000"});
+  Model r;
+  r.input("x", {int64_t{1}, int64_t{16}});
+  std::vector<int64_t> target(1000, 1);  // within the fold limit, so it is decoded
+  target[1] = 16;
+  r.ints("t", target);
+  r.node("Reshape", {"x", "t"}, {"y"}, "reshape");
+  r.node("Relu", {"y"}, {"z"}, "relu");
+  r.output("z");
+  expect_rejected(r, "rank_reshape.onnx", {"node 'reshape' (Reshape)", "rank 1000 (at most 64)"});
+}
+
 // ---------------------------------------------------------------- D9: names that are not UTF-8
 
 TEST(OnnxHostile, NonUtf8NamesAreEscaped) {
