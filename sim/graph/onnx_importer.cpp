@@ -357,7 +357,8 @@ class Importer {
   void op_recurrent(const Node& n, bool lstm);
   void op_batchnorm(const Node& n);
   void op_unary(const Node& n, OpKind kind);
-  void op_with_scalar(const Node& n, OpKind kind);  // Neg, Reciprocal: an element-wise op with a scalar constant
+  // Neg, Reciprocal: an element-wise op with a scalar constant `value` (the first operand when `const_first`).
+  void op_with_scalar(const Node& n, OpKind kind, float value, bool const_first);
   void op_activation(const Node& n);  // Relu, Clip, Sigmoid, Tanh: fused when possible
   void op_binary(const Node& n, OpKind kind);
   void op_softmax(const Node& n);
@@ -2299,7 +2300,7 @@ void Importer::op_unary(const Node& n, OpKind kind) {
   set_activation(o, y, layout);
 }
 
-void Importer::op_with_scalar(const Node& n, OpKind kind) {
+void Importer::op_with_scalar(const Node& n, OpKind kind, float value, bool const_first) {
   Value& x = val(n, 0);
   const Layout layout = preferred_layout(x);
   Layer l;
@@ -2307,6 +2308,8 @@ void Importer::op_with_scalar(const Node& n, OpKind kind) {
   l.inputs = {tensor_in(x, layout, n)};
   l.has_const = true;
   l.const_shape = {1};
+  l.const_values = {value};
+  l.const_first = const_first;
   Value& o = out(n);
   o.shape = x.shape;
   const int y = add_layer(n, l, n.output(0), ir_shape(o.shape, layout));
@@ -3150,8 +3153,8 @@ void Importer::dispatch(const Node& n) {
       {"Erf", [](Importer& m, const Node& n) { m.op_unary(n, OpKind::kErf); }},
       {"Sqrt", [](Importer& m, const Node& n) { m.op_unary(n, OpKind::kSqrt); }},
       {"Exp", [](Importer& m, const Node& n) { m.op_unary(n, OpKind::kExp); }},
-      {"Neg", [](Importer& m, const Node& n) { m.op_with_scalar(n, OpKind::kMul); }},         // x * -1
-      {"Reciprocal", [](Importer& m, const Node& n) { m.op_with_scalar(n, OpKind::kDiv); }},  // 1 / x
+      {"Neg", [](Importer& m, const Node& n) { m.op_with_scalar(n, OpKind::kMul, -1.0f, false); }},  // x * -1
+      {"Reciprocal", [](Importer& m, const Node& n) { m.op_with_scalar(n, OpKind::kDiv, 1.0f, true); }},  // 1 / x
       {"Add", [](Importer& m, const Node& n) { m.op_binary(n, OpKind::kAdd); }},
       {"Sub", [](Importer& m, const Node& n) { m.op_binary(n, OpKind::kSub); }},
       {"Mul", [](Importer& m, const Node& n) { m.op_binary(n, OpKind::kMul); }},
