@@ -72,6 +72,7 @@ std::string_view op_name(OpKind op) {
     case OpKind::kReshape: return "reshape";
     case OpKind::kSlice: return "slice";
     case OpKind::kExpand: return "expand";
+    case OpKind::kOpCount: break;
   }
   return "?";
 }
@@ -513,6 +514,7 @@ static Shape infer_layer_unchecked(const Graph& g, Layer& L) {
       L.gemm_n = L.gates() * L.hidden;
       return {x.shape[0], L.directions, L.hidden};
     }
+    case OpKind::kOpCount: break;
   }
   throw ShapeError("op " + opname + " has no shape rule");
 }
@@ -524,7 +526,7 @@ namespace {
 const std::map<std::string, OpKind>& op_table() {
   static const std::map<std::string, OpKind> table = [] {
     std::map<std::string, OpKind> t;
-    for (int i = 0; i <= static_cast<int>(OpKind::kExpand); ++i) {
+    for (int i = 0; i < static_cast<int>(OpKind::kOpCount); ++i) {
       const auto op = static_cast<OpKind>(i);
       t.emplace(std::string(op_name(op)), op);
     }

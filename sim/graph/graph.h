@@ -73,6 +73,8 @@ enum class OpKind {
   kReshape,    // to `target_shape`: an alias, no data moves
   kSlice,      // along `axis`: begin/end/step; data moves (a copy)
   kExpand,     // broadcast to `target_shape`: data moves
+  // Add new ops above this line: tables over all ops iterate up to kOpCount.
+  kOpCount,
 };
 std::string_view op_name(OpKind op);
 bool is_matrix_op(OpKind op);   // runs on the systolic array

@@ -1,5 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "sim/common/error.h"
 #include "sim/common/yaml_reader.h"
 #include "sim/graph/graph.h"
@@ -106,6 +110,27 @@ TEST(GraphErrors, UnknownOpListsSupportedOnes) {
   EXPECT_NE(e.find("g.yaml:4:"), std::string::npos) << e;
   EXPECT_NE(e.find("unsupported op 'softmaxx'"), std::string::npos) << e;
   EXPECT_NE(e.find("conv2d"), std::string::npos) << e;
+}
+
+// D4: the YAML op table covers every OpKind (it was built by iterating up to kExpand,
+// so an op added after it could never be named in a YAML graph); the message lists
+// exactly the op names, sorted.
+TEST(GraphErrors, UnknownOpListsEveryOpKind) {
+  const std::string e = error_of("name: g\ninputs: [{name: x, shape: [4]}]\nlayers:\n  - {name: s, op: bogus}\n");
+  const std::string head = "supported: ";
+  const size_t at = e.find(head);
+  ASSERT_NE(at, std::string::npos) << e;
+  std::vector<std::string> listed;
+  for (size_t b = at + head.size(); b < e.size();) {
+    const size_t comma = e.find(", ", b);
+    listed.push_back(e.substr(b, comma == std::string::npos ? std::string::npos : comma - b));
+    b = comma == std::string::npos ? e.size() : comma + 2;
+  }
+  std::vector<std::string> all;
+  for (int i = 0; i < static_cast<int>(OpKind::kOpCount); ++i) all.emplace_back(op_name(static_cast<OpKind>(i)));
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(listed, all);
+  EXPECT_EQ(all.size(), 43u);
 }
 
 TEST(GraphErrors, UnknownKeyOnLayer) {
