@@ -271,6 +271,7 @@ class Importer {
       : path_(std::move(path)), file_(path_.string()), opts_(opts), info_(info) {}
 
   Graph run();
+  static std::vector<std::string> supported_op_types();  // the handler table's keys, sorted
 
  private:
   using Node = onnx::NodeProto;
@@ -349,6 +350,8 @@ class Importer {
 
   // ---- ops
   void dispatch(const Node& n);
+  using Handler = std::function<void(Importer&, const Node&)>;
+  static const std::map<std::string, Handler>& handler_table();
   bool all_constant(const Node& n);
   void fold_or_shape(const Node& n);  // every data input constant
   void op_conv(const Node& n, bool transposed);
@@ -3132,8 +3135,16 @@ void Importer::dispatch(const Node& n) {
   check_arity(n);
   if (op == "Shape" || op == "Size" || all_constant(n)) return fold_or_shape(n);
 
-  using H = std::function<void(Importer&, const Node&)>;
-  static const std::unordered_map<std::string, H> table = {
+  const auto& table = handler_table();
+  auto it = table.find(op);
+  if (it == table.end()) throw Unsupported{""};
+  it->second(*this, n);
+}
+
+// The ONNX op types with a handler: dispatch() and the unsupported-node message (and
+// onnx_supported_ops()) read this one table, so the message cannot drift from it.
+const std::map<std::string, Importer::Handler>& Importer::handler_table() {
+  static const std::map<std::string, Handler> table = {
       {"Conv", [](Importer& m, const Node& n) { m.op_conv(n, false); }},
       {"ConvTranspose", [](Importer& m, const Node& n) { m.op_conv(n, true); }},
       {"Gemm", [](Importer& m, const Node& n) { m.op_gemm(n); }},
@@ -3193,9 +3204,7 @@ void Importer::dispatch(const Node& n) {
       {"Resize", [](Importer& m, const Node& n) { m.op_resize(n); }},
       {"Upsample", [](Importer& m, const Node& n) { m.op_resize(n); }},
   };
-  auto it = table.find(op);
-  if (it == table.end()) throw Unsupported{""};
-  it->second(*this, n);
+  return table;
 }
 
 Graph Importer::run() {
@@ -3251,11 +3260,7 @@ Graph Importer::run() {
     std::vector<std::string> items;
     for (const auto& [node, why] : unsupported_) items.push_back("'" + utf8_safe(node) + "' (" + utf8_safe(why) + ")");
     fail(std::to_string(unsupported_.size()) + " node(s) cannot be imported: " + join(items, "; ") +
-         ". Supported ops: BatchNormalization, Clip, Concat, Conv, ConvTranspose, Dropout, Erf, Exp, Expand, Flatten, "
-         "GRU, Gather, Gelu, Gemm, GlobalAveragePool, GlobalMaxPool, HardSigmoid, HardSwish, LSTM, LayerNormalization, "
-         "LeakyRelu, LogSoftmax, MatMul, MaxPool, AveragePool, Neg, Pad, Reciprocal, Relu, ReduceMax, ReduceMean, ReduceSum, Reshape, "
-         "Resize, Sigmoid, Slice, Softmax, Split, Sqrt, Squeeze, Tanh, Transpose, Unsqueeze, Upsample, Where, "
-         "Add/Sub/Mul/Div/Pow/Max/Min, and constant folding of shape computations");
+         ". Supported ops: " + join(supported_op_types()) + ", and constant folding of shape computations");
   }
 
   // Outputs: activations only (a constant output needs no accelerator).
@@ -3344,6 +3349,14 @@ std::pair<std::string, std::vector<int64_t>> parse_input_shape(const std::string
   }
   return out;
 }
+
+std::vector<std::string> Importer::supported_op_types() {
+  std::vector<std::string> ops;
+  for (const auto& [op, handler] : handler_table()) ops.push_back(op);
+  return ops;
+}
+
+std::vector<std::string> onnx_supported_ops() { return Importer::supported_op_types(); }
 
 bool is_onnx_path(const std::filesystem::path& path) { return lower(path.extension().string()) == ".onnx"; }
 

@@ -51,6 +51,10 @@ Graph load_onnx(const std::filesystem::path& path, const OnnxOptions& options = 
 // "x=1,3,224,224" -> {"x", {1, 3, 224, 224}}, for --input-shape. Throws InputError.
 std::pair<std::string, std::vector<int64_t>> parse_input_shape(const std::string& text);
 
+// The ONNX op types the importer has a handler for, sorted (the unsupported-node
+// message lists exactly these).
+std::vector<std::string> onnx_supported_ops();
+
 // True when `path` names an ONNX model (by extension, case-insensitive ".onnx").
 bool is_onnx_path(const std::filesystem::path& path);
 
