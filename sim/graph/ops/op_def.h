@@ -1,0 +1,76 @@
+#pragma once
+// One home per op: everything the simulator knows about an IR op's semantics, in one
+// OpDef row of its family file (sim/graph/ops/<family>.cpp). The YAML loader, shape
+// inference, the compiler's vector lowering, functional mode's fp32 reference and every
+// "supported ops" message read these rows. Per-backend code that is not IR semantics
+// stays keyed by OpKind in its own layer: matrix lowering, integer paths, ONNX handlers.
+//
+// Adding a vector op: one OpKind line in graph.h, one OpDef row in its family file, one
+// ONNX handler row. tests/sim/graph/test_op_registry.cpp checks the tables are complete.
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string_view>
+#include <vector>
+
+#include "sim/graph/graph.h"
+
+namespace tessera {
+class YamlNode;
+}
+
+namespace tessera::graph {
+
+enum class OpClass {
+  kMatrix,  // runs on the systolic array (GEMM view filled by `infer`)
+  kVector,  // runs on the vector unit
+  kAlias,   // no data moves: the output is a view of the input (flatten, reshape)
+};
+
+// Inputs the op takes in its YAML form. `const_operand`: one of them may be a constant
+// (`constant: [shape]`), which then takes the place of the last input.
+struct Arity {
+  static constexpr int kMany = std::numeric_limits<int>::max();
+  int min = 1, max = 1;
+  bool const_operand = false;
+};
+
+// fp32 reference of a vector op: `in` holds one pointer per input (samples x per-sample
+// elements, row-major), `out` receives samples x output elements.
+using Fp32Kernel = std::function<void(const std::vector<const float*>& in, int64_t samples, float* out)>;
+
+struct OpDef {
+  OpKind kind = OpKind::kOpCount;
+  std::string_view name;  // YAML, report and listing name
+  OpClass cls = OpClass::kVector;
+  Arity inputs;
+  bool elementwise = false;  // one output element per (broadcast) input element
+  // YAML attribute keys beyond name/op/input/inputs/dtype, and their parser (null: none).
+  // The parser may check input ranks; it fails through `node` (file:line and layer).
+  std::vector<std::string_view> yaml_keys;
+  void (*parse_yaml)(const YamlNode& node, const Graph& g, Layer& layer) = nullptr;
+  // Output shape from the attributes and the input shapes; fills the GEMM view of matrix
+  // ops and normalises attributes (axes). Throws ShapeError.
+  Shape (*infer)(const Graph& g, Layer& layer) = nullptr;
+
+  // ---- vector unit (cls == kVector)
+  // Element operations per output element (null: 1).
+  int64_t (*work_per_output)(const Graph& g, const Layer& layer) = nullptr;
+  // Row tiling: true when output row r needs only input row r of its first input (given
+  // that input's rank). Null: `elementwise`.
+  bool (*row_local)(const Layer& layer, size_t rank) = nullptr;
+  bool reduction = false;  // reduces rows: tiled by input rows when not row-local
+  bool windowed = false;   // sliding window over [H, W, C]: output row bands need input line bands
+  // The ISA vector function shown in listings and traces (empty: `name`).
+  std::string_view vector_function;
+
+  // ---- functional mode's fp32 reference (all null: functional mode names it unsupported;
+  // matrix ops and the ops with integer paths are run by functional mode itself)
+  float (*unary)(float x) = nullptr;            // element-wise function of one input
+  float (*binary)(float a, float b) = nullptr;  // element-wise function of two (broadcast) inputs
+  Fp32Kernel (*fp32)(const Graph& g, const Layer& layer) = nullptr;  // any other vector op
+
+  std::string_view listing_name() const { return vector_function.empty() ? name : vector_function; }
+};
+
+}  // namespace tessera::graph
