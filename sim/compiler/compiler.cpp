@@ -10,6 +10,7 @@
 
 #include "models/array/matmul_cost.h"
 #include "sim/common/error.h"
+#include "sim/graph/ops/registry.h"
 
 namespace tessera::compiler {
 namespace {
@@ -98,18 +99,6 @@ enum class RowMap {
   kSame,      // the same rows (row-local ops: element-wise, fc, ops along the last axis)
   kConvBand,  // the input lines under the output lines' windows (conv, pooling), halo included
 };
-
-// Element operations per output element of a vector op (the vector unit does one
-// element operation per lane per cycle).
-int64_t vector_work(OpKind op) {
-  switch (op) {
-    case OpKind::kHardSwish:
-    case OpKind::kGelu: return 2;  // the function, then a multiply
-    case OpKind::kLayerNorm:
-    case OpKind::kSoftmax: return 3;  // statistics pass(es), then normalise
-    default: return 1;
-  }
-}
 
 VectorOp vector_op_of(OpKind op) {
   switch (op) {
@@ -920,27 +909,11 @@ void Lowering::lower_grouped_conv_on_vector(int li) {
   info.b_dtype = layer.weight_dtype;
 }
 
-// Element operations per output element of a vector layer.
+// Element operations per output element of a vector layer (the vector unit does one
+// element operation per lane per cycle): from the op's OpDef.
 int64_t Lowering::vector_work_per_output(const Layer& layer) const {
-  const int64_t out_per_sample = graph::shape_elements(g_.tensors[layer.output].shape);
-  const int64_t in_per_sample = graph::shape_elements(g_.tensors[layer.inputs[0]].shape);
-  // A pooling window reads kh*kw inputs.
-  int64_t work_per_output = vector_work(layer.op);
-  if (layer.op == OpKind::kMaxPool || layer.op == OpKind::kAvgPool) work_per_output = layer.kernel_h * layer.kernel_w;
-  if (layer.op == OpKind::kGlobalAvgPool || layer.op == OpKind::kGlobalMaxPool || layer.op == OpKind::kReduceMean ||
-      layer.op == OpKind::kReduceSum || layer.op == OpKind::kReduceMax) {
-    work_per_output = std::max<int64_t>(1, in_per_sample / out_per_sample);  // every input element once
-  }
-  if (layer.op == OpKind::kResize) {
-    // Taps per output element: nearest 1; linear 2 per resized axis; cubic 4 per resized axis.
-    const auto& in_shape = g_.tensors[layer.inputs[0]].shape;
-    int64_t taps = 1;
-    for (size_t i = 0; i < in_shape.size(); ++i) {
-      if (layer.target_shape[i] != in_shape[i]) taps *= layer.mode == "linear" ? 2 : layer.mode == "cubic" ? 4 : 1;
-    }
-    work_per_output = taps;
-  }
-  return work_per_output;
+  const graph::OpDef& def = graph::op_def(layer.op);
+  return def.work_per_output ? def.work_per_output(g_, layer) : 1;
 }
 
 void Lowering::lower_vector(int li) {
@@ -1179,28 +1152,15 @@ void Lowering::lower_with_spills(int li) {
 }
 
 namespace {
+// Row tiling from the op's OpDef: output row r needs only input row r (given the first
+// input's rank).
 bool row_local_op(const Layer& layer, size_t rank) {
-  const auto last = static_cast<int64_t>(rank) - 1;
-  const int64_t axis = layer.axis < 0 ? layer.axis + static_cast<int64_t>(rank) : layer.axis;
-  switch (layer.op) {
-    case OpKind::kBatchNorm: return true;
-    case OpKind::kSoftmax:
-    case OpKind::kLayerNorm:
-    case OpKind::kConcat:
-    case OpKind::kSlice: return axis == last;
-    case OpKind::kReduceMean:
-    case OpKind::kReduceSum:
-    case OpKind::kReduceMax: return layer.axes.size() == 1 && layer.axes[0] == last;
-    default: return graph::is_elementwise_op(layer.op);
-  }
+  const graph::OpDef& def = graph::op_def(layer.op);
+  return def.row_local ? def.row_local(layer, rank) : def.elementwise;
 }
-bool reduction_op(OpKind op) {
-  return op == OpKind::kGlobalAvgPool || op == OpKind::kGlobalMaxPool || op == OpKind::kReduceMean ||
-         op == OpKind::kReduceSum || op == OpKind::kReduceMax;
-}
+bool reduction_op(OpKind op) { return graph::op_def(op).reduction; }
 bool windowed_op(const Layer& layer, const Graph& g) {
-  return (layer.op == OpKind::kConv2d || layer.op == OpKind::kMaxPool || layer.op == OpKind::kAvgPool) &&
-         g.tensors[static_cast<size_t>(layer.inputs[0])].shape.size() == 3 &&
+  return graph::op_def(layer.op).windowed && g.tensors[static_cast<size_t>(layer.inputs[0])].shape.size() == 3 &&
          g.tensors[static_cast<size_t>(layer.output)].shape.size() == 3;
 }
 }  // namespace

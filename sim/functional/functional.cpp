@@ -1,5 +1,7 @@
 #include "sim/functional/functional.h"
 
+#include "sim/graph/ops/registry.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -22,11 +24,11 @@ using graph::Layer;
 using graph::OpKind;
 using graph::Shape;
 using graph::Tensor;
+using graph::op_def;
 
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr float kLayerNormEpsilon = 1e-5f;  // ONNX LayerNormalization's default
 
 // ---- deterministic pseudo-random data ------------------------------------------------
 
@@ -82,46 +84,6 @@ float activate(Activation a, float x) {
     case Activation::kTanh: return std::tanh(x);
   }
   return x;
-}
-
-// Element-wise functions of the vector unit (fp32; the same function serves the
-// reference and, on dequantized codes, the quantized path).
-float unary_op(OpKind op, float x) {
-  switch (op) {
-    case OpKind::kRelu: return activate(Activation::kRelu, x);
-    case OpKind::kSigmoid: return activate(Activation::kSigmoid, x);
-    case OpKind::kTanh: return activate(Activation::kTanh, x);
-    case OpKind::kSqrt: return std::sqrt(x);
-    case OpKind::kErf: return std::erf(x);
-    case OpKind::kExp: return std::exp(x);
-    case OpKind::kGelu: return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));  // erf form
-    default: break;
-  }
-  throw std::logic_error("unary_op: not a unary op");
-}
-
-float binary_op(OpKind op, float a, float b) {
-  switch (op) {
-    case OpKind::kAdd: return a + b;
-    case OpKind::kSub: return a - b;
-    case OpKind::kMul: return a * b;
-    case OpKind::kDiv: return a / b;
-    case OpKind::kPow: return b == 2.0f ? a * a : static_cast<float>(std::pow(static_cast<double>(a), static_cast<double>(b)));
-    case OpKind::kMax: return std::max(a, b);
-    case OpKind::kMin: return std::min(a, b);
-    default: break;
-  }
-  throw std::logic_error("binary_op: not a binary op");
-}
-
-bool is_binary(OpKind op) {
-  return op == OpKind::kAdd || op == OpKind::kSub || op == OpKind::kMul || op == OpKind::kDiv || op == OpKind::kPow ||
-         op == OpKind::kMax || op == OpKind::kMin;
-}
-
-bool is_unary(OpKind op) {
-  return op == OpKind::kRelu || op == OpKind::kSigmoid || op == OpKind::kTanh || op == OpKind::kSqrt ||
-         op == OpKind::kErf || op == OpKind::kExp || op == OpKind::kGelu;
 }
 
 std::string op_text(OpKind op) {
@@ -394,7 +356,7 @@ class Runner {
     err.a_dtype = l.inputs.empty() ? yt.dtype : g_.tensors[l.inputs[0]].dtype;
     err.b_dtype = err.a_dtype;
     if (graph::is_matrix_op(l.op)) err.b_dtype = l.weight_dtype;
-    if ((l.op == OpKind::kMatmul || is_binary(l.op)) && l.inputs.size() == 2) err.b_dtype = g_.tensors[l.inputs[1]].dtype;
+    if ((l.op == OpKind::kMatmul || op_def(l.op).binary) && l.inputs.size() == 2) err.b_dtype = g_.tensors[l.inputs[1]].dtype;
     err.out_dtype = yt.dtype;
     std::vector<uint8_t> flags(static_cast<std::size_t>(n_eval_ * elems(y)), 0);
     headroom_factor_ = 1.0;
@@ -416,16 +378,19 @@ class Runner {
       case OpKind::kSlice:
       case OpKind::kExpand: move_layer(l, flags); break;
       case OpKind::kConcat: concat_layer(l, flags); break;
-      case OpKind::kSoftmax: softmax_layer(l, flags); break;
-      case OpKind::kLayerNorm: layer_norm_layer(l, flags); break;
-      default:
-        if (is_binary(l.op)) {
+      default: {
+        // Every other op runs from its OpDef's fp32 function (sim/graph/ops/).
+        const graph::OpDef& def = op_def(l.op);
+        if (def.binary) {
           binary_layer(li, flags);
-        } else if (is_unary(l.op)) {
+        } else if (def.unary) {
           unary_layer(l, flags);
+        } else if (def.fp32) {
+          fp32_layer(l, def.fp32(g_, l), flags);
         } else {
           unsupported(l, "op " + op_text(l.op));
         }
+      }
     }
     err.headroom_factor = headroom_factor_;
 
@@ -984,6 +949,7 @@ class Runner {
     if (map_a.empty() || map_b.empty()) unsupported(l, op_text(l.op) + " with this broadcast");
     const std::vector<float> cv = with_const ? constant_operand(li) : std::vector<float>{};
     const OpKind op = l.op;
+    float (*const binary_op)(float, float) = op_def(op).binary;
     const bool swap = with_const && l.const_first;  // 1 - x, c / x
     const FloatFn fn = [&](const std::vector<const float*>& in, int64_t n, float* out) {
       for (int64_t s = 0; s < n; ++s)
@@ -991,7 +957,7 @@ class Runner {
           float a = in[0][s * ea + map_a[i]];
           float b = with_const ? cv[map_b[i]] : in[1][s * eb + map_b[i]];
           if (swap) std::swap(a, b);
-          out[s * ey + i] = binary_op(op, a, b);
+          out[s * ey + i] = binary_op(a, b);
         }
     };
     reference(l, fn);
@@ -1025,8 +991,9 @@ class Runner {
     const int64_t e = elems(l.output);
     if (elems(l.inputs.at(0)) != e) unsupported(l, "this " + op_text(l.op) + " shape");
     const OpKind op = l.op;
+    float (*const unary_op)(float) = op_def(op).unary;
     const FloatFn fn = [&](const std::vector<const float*>& in, int64_t n, float* out) {
-      for (int64_t i = 0; i < n * e; ++i) out[i] = unary_op(op, in[0][i]);
+      for (int64_t i = 0; i < n * e; ++i) out[i] = unary_op(in[0][i]);
     };
     reference(l, fn);
     if (!all_int(l)) return float_path(l, fn, flags);
@@ -1045,7 +1012,7 @@ class Runner {
     for (int64_t i = 0; i < n_eval_ * e; ++i) {
       bool sat = false;
       yq.q[i] = static_cast<int32_t>(
-          quantize(unary_op(op, static_cast<float>(dequantize(xq.q[i], xq.scale))), yq.scale, bits, &sat));
+          quantize(unary_op(static_cast<float>(dequantize(xq.q[i], xq.scale))), yq.scale, bits, &sat));
       if (sat) flags[i] |= kRequantSaturated;
     }
   }
@@ -1145,47 +1112,10 @@ class Runner {
       }
   }
 
-  // Softmax along `axis`: max-subtracted exponentials over their sum, in fp32; the
-  // quantized path dequantizes, computes the same and requantizes at the output scale.
-  void softmax_layer(const Layer& l, std::vector<uint8_t>& flags) {
-    const Shape& xs = g_.tensors[l.inputs.at(0)].shape;
-    const auto axis = static_cast<std::size_t>(l.axis);  // normalised by infer_layer
-    const int64_t outer = product(xs, 0, axis), dim = xs.at(axis), inner = product(xs, axis + 1);
-    const int64_t e = elems(l.output);
-    const FloatFn fn = [=](const std::vector<const float*>& in, int64_t n, float* out) {
-      std::vector<float> ex(static_cast<std::size_t>(dim));
-      for (int64_t s = 0; s < n; ++s)
-        for (int64_t o = 0; o < outer; ++o)
-          for (int64_t j = 0; j < inner; ++j) {
-            const int64_t base = s * e + o * dim * inner + j;
-            float mx = -std::numeric_limits<float>::infinity();
-            for (int64_t d = 0; d < dim; ++d) mx = std::max(mx, in[0][base + d * inner]);
-            float sum = 0;
-            for (int64_t d = 0; d < dim; ++d) sum += ex[d] = std::exp(in[0][base + d * inner] - mx);
-            for (int64_t d = 0; d < dim; ++d) out[base + d * inner] = ex[d] / sum;
-          }
-    };
-    reference(l, fn);
-    float_path(l, fn, flags);
-  }
-
-  // layer_norm over the axes from `axis` on: (x - mean) / sqrt(var + 1e-5), biased
-  // variance, no gamma/beta (the IR carries none); fp32, quantized path as softmax.
-  void layer_norm_layer(const Layer& l, std::vector<uint8_t>& flags) {
-    const Shape& xs = g_.tensors[l.inputs.at(0)].shape;
-    const int64_t inner = product(xs, static_cast<std::size_t>(l.axis)), e = elems(l.output);
-    const FloatFn fn = [=](const std::vector<const float*>& in, int64_t n, float* out) {
-      for (int64_t r = 0; r < n * e / inner; ++r) {
-        const float* x = in[0] + r * inner;
-        float sum = 0;
-        for (int64_t i = 0; i < inner; ++i) sum += x[i];
-        const float mean = sum / static_cast<float>(inner);
-        float sq = 0;
-        for (int64_t i = 0; i < inner; ++i) sq += (x[i] - mean) * (x[i] - mean);
-        const float inv = 1.0f / std::sqrt(sq / static_cast<float>(inner) + kLayerNormEpsilon);
-        for (int64_t i = 0; i < inner; ++i) out[r * inner + i] = (x[i] - mean) * inv;
-      }
-    };
+  // A vector op without an integer path (softmax, layer_norm, ...): its OpDef's fp32
+  // kernel is the reference; the quantized path dequantizes, computes the same and
+  // requantizes at the output scale.
+  void fp32_layer(const Layer& l, const FloatFn& fn, std::vector<uint8_t>& flags) {
     reference(l, fn);
     float_path(l, fn, flags);
   }
@@ -1202,6 +1132,36 @@ class Runner {
   std::vector<int> last_use_;
   double headroom_factor_ = 1.0;  // set by the matrix layer being run
 };
+
+}  // namespace
+
+bool functional_supports(OpKind op) {
+  switch (op) {
+    // Matrix ops and the ops with integer paths, run by the Runner itself.
+    case OpKind::kFc:
+    case OpKind::kConv2d:
+    case OpKind::kMatmul:
+    case OpKind::kMaxPool:
+    case OpKind::kAvgPool:
+    case OpKind::kGlobalAvgPool:
+    case OpKind::kGlobalMaxPool:
+    case OpKind::kReduceMean:
+    case OpKind::kReduceSum:
+    case OpKind::kReduceMax:
+    case OpKind::kFlatten:
+    case OpKind::kReshape:
+    case OpKind::kTranspose:
+    case OpKind::kSlice:
+    case OpKind::kExpand:
+    case OpKind::kConcat: return true;
+    default: break;
+  }
+  if (op == OpKind::kOpCount) return false;
+  const graph::OpDef& def = op_def(op);
+  return def.cls == graph::OpClass::kVector && (def.unary || def.binary || def.fp32);
+}
+
+namespace {
 
 // Rejects unsupported graphs before any work is done.
 // The run keeps, for the tensors of the layer being computed, fp32 reference values of
@@ -1250,32 +1210,14 @@ void validate(const Graph& g, const ArchConfig& arch, const FunctionalOptions& o
   }
   check_memory(g, opt);
   for (const Layer& l : g.layers) {
-    switch (l.op) {
-      case OpKind::kFc:
-      case OpKind::kConv2d:
-      case OpKind::kMatmul:
-      case OpKind::kMaxPool:
-      case OpKind::kAvgPool:
-      case OpKind::kGlobalAvgPool:
-      case OpKind::kGlobalMaxPool:
-      case OpKind::kReduceMean:
-      case OpKind::kReduceSum:
-      case OpKind::kReduceMax:
-      case OpKind::kFlatten:
-      case OpKind::kReshape:
-      case OpKind::kTranspose:
-      case OpKind::kSlice:
-      case OpKind::kExpand:
-      case OpKind::kConcat:
-      case OpKind::kSoftmax:
-      case OpKind::kLayerNorm: break;
-      default:
-        if (!is_binary(l.op) && !is_unary(l.op)) {
-          unsupported(l, "op " + op_text(l.op) +
-                             " (supported: fc, conv2d, matmul, pools, reductions, softmax, layer_norm, reshape, "
-                             "flatten, transpose, slice, expand, concat, add, sub, mul, div, pow, max, min, relu, "
-                             "sigmoid, tanh, sqrt, erf, exp, gelu)");
-        }
+    if (!functional_supports(l.op)) {
+      std::vector<std::string> names;
+      for (const graph::OpDef* d : graph::all_ops())
+        if (functional_supports(d->kind)) names.emplace_back(d->name);
+      std::sort(names.begin(), names.end());
+      std::string list;
+      for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+      unsupported(l, "op " + op_text(l.op) + " (supported: " + list + ")");
     }
     if (l.inputs.empty()) unsupported(l, "a layer without inputs");
     if (l.op == OpKind::kPow && l.has_const &&

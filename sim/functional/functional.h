@@ -76,6 +76,10 @@ struct FunctionalResult {
   std::vector<OutputValues> outputs;
 };
 
+// Whether functional mode computes `op`: the matrix ops and integer paths it runs itself,
+// and every vector op whose OpDef has an fp32 function.
+bool functional_supports(graph::OpKind op);
+
 // Throws InputError for ops or dtype combinations functional mode does not support
 // ("functional mode does not support op X (layer Y)"), bad options, or
 // use_pe_reference on an array larger than 32x32.

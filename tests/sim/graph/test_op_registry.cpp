@@ -1,0 +1,145 @@
+// The op registry (sim/graph/ops/): one OpDef per OpKind, names that round-trip, the
+// YAML loader's message generated from it, and functional mode's coverage of vector ops.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "sim/common/error.h"
+#include "sim/common/yaml_reader.h"
+#include "sim/functional/functional.h"
+#include "sim/graph/graph.h"
+#include "sim/graph/ops/registry.h"
+
+using namespace tessera;
+using namespace tessera::graph;
+
+namespace {
+
+std::vector<std::string> split(const std::string& list) {
+  std::vector<std::string> out;
+  for (size_t b = 0; b < list.size();) {
+    const size_t comma = list.find(", ", b);
+    out.push_back(list.substr(b, comma == std::string::npos ? std::string::npos : comma - b));
+    b = comma == std::string::npos ? list.size() : comma + 2;
+  }
+  return out;
+}
+
+// Vector ops functional mode has no fp32 reference for (the IR drops their attributes,
+// or nobody wrote the kernel yet). A new vector op either gets a kernel or a line here.
+const std::set<OpKind> kNoFunctionalKernel = {OpKind::kWhere,     OpKind::kClip,      OpKind::kLeakyRelu,
+                                              OpKind::kHardSigmoid, OpKind::kHardSwish, OpKind::kBatchNorm,
+                                              OpKind::kResize,    OpKind::kPad};
+
+}  // namespace
+
+TEST(OpRegistry, EveryOpKindHasExactlyOneOpDef) {
+  const int count = static_cast<int>(OpKind::kOpCount);
+  EXPECT_EQ(op_registry().rows().size(), static_cast<size_t>(count));
+  std::set<std::string_view> names;
+  for (int i = 0; i < count; ++i) {
+    const auto kind = static_cast<OpKind>(i);
+    const OpDef& d = op_def(kind);
+    EXPECT_EQ(d.kind, kind) << i;
+    EXPECT_FALSE(d.name.empty()) << i;
+    EXPECT_NE(d.infer, nullptr) << d.name;
+    EXPECT_TRUE(names.insert(d.name).second) << "two ops named " << d.name;
+  }
+  EXPECT_EQ(all_ops().size(), static_cast<size_t>(count));
+  OpRegistry r;
+  add_elementwise_ops(r);
+  EXPECT_THROW(add_elementwise_ops(r), std::logic_error);  // a second row for the same op
+}
+
+TEST(OpRegistry, NamesRoundTrip) {
+  for (const OpDef* d : all_ops()) {
+    ASSERT_NE(find_op(d->name), nullptr) << d->name;
+    EXPECT_EQ(find_op(d->name)->kind, d->kind);
+    EXPECT_EQ(op_name(d->kind), d->name);
+  }
+  EXPECT_EQ(find_op("softmaxx"), nullptr);
+  EXPECT_EQ(op_name(OpKind::kSoftmax), "softmax");
+  EXPECT_EQ(op_name(OpKind::kConvTranspose2d), "conv_transpose2d");
+}
+
+TEST(OpRegistry, ClassesAndListingNames) {
+  std::vector<std::string> matrix, alias;
+  for (const OpDef* d : all_ops()) {
+    if (d->cls == OpClass::kMatrix) matrix.emplace_back(d->name);
+    if (d->cls == OpClass::kAlias) alias.emplace_back(d->name);
+  }
+  EXPECT_EQ(matrix, (std::vector<std::string>{"fc", "conv2d", "conv_transpose2d", "matmul", "lstm", "gru"}));
+  EXPECT_EQ(alias, (std::vector<std::string>{"flatten", "reshape"}));
+  EXPECT_EQ(op_def(OpKind::kConv2d).listing_name(), "grouped_conv");
+  EXPECT_EQ(op_def(OpKind::kLstm).listing_name(), "lstm_cell");
+  EXPECT_EQ(op_def(OpKind::kGru).listing_name(), "gru_cell");
+  EXPECT_EQ(op_def(OpKind::kSoftmax).listing_name(), "softmax");
+  EXPECT_TRUE(is_elementwise_op(OpKind::kAdd));
+  EXPECT_FALSE(is_elementwise_op(OpKind::kSoftmax));
+}
+
+// The YAML loader's "supported:" list is exactly the registered names, sorted.
+TEST(OpRegistry, YamlLoaderListsExactlyTheRegisteredOps) {
+  std::string e;
+  try {
+    parse_graph_yaml(YamlNode::load_string("name: g\ninputs: [{name: x, shape: [4]}]\nlayers:\n  - {name: s, op: bogus}\n",
+                                           "g.yaml"));
+  } catch (const InputError& err) {
+    e = err.what();
+  }
+  const size_t at = e.find("supported: ");
+  ASSERT_NE(at, std::string::npos) << e;
+  std::vector<std::string> all;
+  for (const OpDef* d : all_ops()) all.emplace_back(d->name);
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(split(e.substr(at + 11)), all);
+  EXPECT_EQ(split(supported_ops_text()), all);
+}
+
+// Hand-derived vector costs (element operations per output element).
+TEST(OpRegistry, VectorWorkPerOutput) {
+  const Graph g = parse_graph_yaml(YamlNode::load_string(R"(
+name: g
+inputs: [{name: x, shape: [8, 8, 4]}]
+layers:
+  - {name: pool, op: avgpool, kernel: 3, stride: 1, padding: same}
+  - {name: gap, op: global_avgpool}
+  - {name: up, op: resize, input: x, size: [16, 16, 4], mode: linear}
+  - {name: sm, op: softmax, input: x}
+  - {name: ge, op: gelu, input: x}
+  - {name: ad, op: add, input: x, constant: [4]}
+)",
+                                                         "g.yaml"));
+  auto work = [&](const std::string& name) {
+    for (const Layer& l : g.layers)
+      if (l.name == name) {
+        const OpDef& d = op_def(l.op);
+        return d.work_per_output ? d.work_per_output(g, l) : int64_t{1};
+      }
+    return int64_t{-1};
+  };
+  EXPECT_EQ(work("pool"), 9);   // 3 x 3 window
+  EXPECT_EQ(work("gap"), 64);   // 8 x 8 inputs per channel
+  EXPECT_EQ(work("up"), 4);     // linear: 2 taps on each of the two resized axes
+  EXPECT_EQ(work("sm"), 3);     // max, exp-sum, normalise
+  EXPECT_EQ(work("ge"), 2);     // the function, then a multiply
+  EXPECT_EQ(work("ad"), 1);
+}
+
+// Every vector op either has an fp32 function (functional mode computes it) or is
+// listed in kNoFunctionalKernel (functional mode names it unsupported).
+TEST(OpRegistry, EveryVectorOpHasAnFp32KernelOrIsListedUnsupported) {
+  for (const OpDef* d : all_ops()) {
+    if (d->cls != OpClass::kVector) continue;
+    const bool kernel = d->unary || d->binary || d->fp32;
+    const bool listed = kNoFunctionalKernel.count(d->kind) > 0;
+    EXPECT_NE(kernel || functional::functional_supports(d->kind), listed) << d->name;
+    EXPECT_EQ(functional::functional_supports(d->kind), !listed) << d->name;
+    EXPECT_FALSE(d->unary && d->binary) << d->name;
+  }
+  EXPECT_FALSE(functional::functional_supports(OpKind::kConvTranspose2d));
+  EXPECT_TRUE(functional::functional_supports(OpKind::kMatmul));
+}
