@@ -18,51 +18,6 @@ std::string_view opcode_name(Opcode op) {
   return "?";
 }
 
-std::string_view vector_op_name(VectorOp op) {
-  switch (op) {
-    case VectorOp::kMaxPool: return "maxpool";
-    case VectorOp::kAvgPool: return "avgpool";
-    case VectorOp::kGlobalAvgPool: return "global_avgpool";
-    case VectorOp::kConcat: return "concat";
-    case VectorOp::kAdd: return "add";
-    case VectorOp::kMul: return "mul";
-    case VectorOp::kSigmoid: return "sigmoid";
-    case VectorOp::kTanh: return "tanh";
-    case VectorOp::kRelu: return "relu";
-    case VectorOp::kSub: return "sub";
-    case VectorOp::kDiv: return "div";
-    case VectorOp::kPow: return "pow";
-    case VectorOp::kMax: return "max";
-    case VectorOp::kMin: return "min";
-    case VectorOp::kWhere: return "where";
-    case VectorOp::kSqrt: return "sqrt";
-    case VectorOp::kErf: return "erf";
-    case VectorOp::kExp: return "exp";
-    case VectorOp::kGelu: return "gelu";
-    case VectorOp::kClip: return "clip";
-    case VectorOp::kLeakyRelu: return "leaky_relu";
-    case VectorOp::kHardSigmoid: return "hard_sigmoid";
-    case VectorOp::kHardSwish: return "hard_swish";
-    case VectorOp::kBatchNorm: return "batch_norm";
-    case VectorOp::kLayerNorm: return "layer_norm";
-    case VectorOp::kSoftmax: return "softmax";
-    case VectorOp::kReduceMean: return "reduce_mean";
-    case VectorOp::kReduceSum: return "reduce_sum";
-    case VectorOp::kReduceMax: return "reduce_max";
-    case VectorOp::kGlobalMaxPool: return "global_maxpool";
-    case VectorOp::kResize: return "resize";
-    case VectorOp::kPad: return "pad";
-    case VectorOp::kTranspose: return "transpose";
-    case VectorOp::kSlice: return "slice";
-    case VectorOp::kExpand: return "expand";
-    case VectorOp::kGroupedConv: return "grouped_conv";
-    case VectorOp::kLstmCell: return "lstm_cell";
-    case VectorOp::kGruCell: return "gru_cell";
-    case VectorOp::kGruReset: return "gru_reset";
-  }
-  return "?";
-}
-
 std::string_view activation_fn_name(ActivationFn f) {
   switch (f) {
     case ActivationFn::kNone: return "none";
@@ -108,7 +63,7 @@ std::string Instruction::text() const {
         << " acc=" << reads.front().buffer << " ub=0x" << std::hex << ub_address << std::dec;
       break;
     case Opcode::kVector:
-      s << " " << vector_op_name(vector_op) << " elements=" << elements << " ub=0x" << std::hex << ub_address
+      s << " " << vector_function << " elements=" << elements << " ub=0x" << std::hex << ub_address
         << std::dec;
       break;
     case Opcode::kSync:

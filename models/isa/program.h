@@ -35,20 +35,6 @@ struct Region {
 enum class ActivationFn { kNone, kRelu, kSigmoid, kTanh, kRelu6 };
 std::string_view activation_fn_name(ActivationFn f);
 
-// What a `vector` instruction does. The cost is `elements` element operations on the
-// vector unit's lanes plus the unified-buffer bytes it reads and writes.
-enum class VectorOp {
-  kMaxPool, kAvgPool, kGlobalAvgPool, kConcat, kAdd, kMul, kSigmoid, kTanh, kRelu,
-  kSub, kDiv, kPow, kMax, kMin, kWhere, kSqrt, kErf, kExp, kGelu, kClip, kLeakyRelu, kHardSigmoid, kHardSwish,
-  kBatchNorm, kLayerNorm, kSoftmax, kReduceMean, kReduceSum, kReduceMax, kGlobalMaxPool,
-  kResize, kPad, kTranspose, kSlice, kExpand,
-  kGroupedConv,  // a grouped/depthwise convolution on the vector unit (MACs as element operations)
-  kLstmCell,     // one LSTM step: gate sums, sigmoid/tanh, cell and hidden update
-  kGruCell,      // one GRU step
-  kGruReset,     // GRU without linear_before_reset: r * h before the second recurrent matmul
-};
-std::string_view vector_op_name(VectorOp op);
-
 // Where a read_weights tile comes from. Weights of fc/conv/lstm layers live in weight
 // memory (DRAM). The second operand of an activation x activation matmul (attention's
 // K^T and V) is already in the unified buffer: its read_weights moves no weight-memory
@@ -87,7 +73,11 @@ struct Instruction {
   ActivationFn function = ActivationFn::kNone;
 
   // vector
-  VectorOp vector_op = VectorOp::kAdd;
+  // The vector function, as listings and traces name it: the op's OpDef listing name
+  // (sim/graph/ops/), or a step of a lowered layer ("lstm_cell", "gru_reset"). The cost is
+  // `elements` element operations on the vector unit's lanes plus the unified-buffer
+  // bytes the instruction reads and writes. Points to static storage.
+  std::string_view vector_function = "add";
   int64_t elements = 0;  // element operations performed
   int64_t element_bytes = 1;  // widest operand: the vector datapath does lanes bytes per cycle
 

@@ -63,11 +63,9 @@ using isa::Instruction;
 using isa::Opcode;
 using isa::Region;
 using isa::Space;
-using isa::VectorOp;
 using isa::WeightSource;
 using isa::activation_fn_name;
 using isa::opcode_name;
-using isa::vector_op_name;
 using isa::weight_source_name;
 
 }  // namespace tessera::compiler

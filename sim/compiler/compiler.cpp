@@ -100,47 +100,7 @@ enum class RowMap {
   kConvBand,  // the input lines under the output lines' windows (conv, pooling), halo included
 };
 
-VectorOp vector_op_of(OpKind op) {
-  switch (op) {
-    case OpKind::kMaxPool: return VectorOp::kMaxPool;
-    case OpKind::kAvgPool: return VectorOp::kAvgPool;
-    case OpKind::kGlobalAvgPool: return VectorOp::kGlobalAvgPool;
-    case OpKind::kGlobalMaxPool: return VectorOp::kGlobalMaxPool;
-    case OpKind::kConcat: return VectorOp::kConcat;
-    case OpKind::kAdd: return VectorOp::kAdd;
-    case OpKind::kMul: return VectorOp::kMul;
-    case OpKind::kSigmoid: return VectorOp::kSigmoid;
-    case OpKind::kTanh: return VectorOp::kTanh;
-    case OpKind::kRelu: return VectorOp::kRelu;
-    case OpKind::kSub: return VectorOp::kSub;
-    case OpKind::kDiv: return VectorOp::kDiv;
-    case OpKind::kPow: return VectorOp::kPow;
-    case OpKind::kMax: return VectorOp::kMax;
-    case OpKind::kMin: return VectorOp::kMin;
-    case OpKind::kWhere: return VectorOp::kWhere;
-    case OpKind::kSqrt: return VectorOp::kSqrt;
-    case OpKind::kErf: return VectorOp::kErf;
-    case OpKind::kExp: return VectorOp::kExp;
-    case OpKind::kGelu: return VectorOp::kGelu;
-    case OpKind::kClip: return VectorOp::kClip;
-    case OpKind::kLeakyRelu: return VectorOp::kLeakyRelu;
-    case OpKind::kHardSigmoid: return VectorOp::kHardSigmoid;
-    case OpKind::kHardSwish: return VectorOp::kHardSwish;
-    case OpKind::kBatchNorm: return VectorOp::kBatchNorm;
-    case OpKind::kLayerNorm: return VectorOp::kLayerNorm;
-    case OpKind::kSoftmax: return VectorOp::kSoftmax;
-    case OpKind::kReduceMean: return VectorOp::kReduceMean;
-    case OpKind::kReduceSum: return VectorOp::kReduceSum;
-    case OpKind::kReduceMax: return VectorOp::kReduceMax;
-    case OpKind::kResize: return VectorOp::kResize;
-    case OpKind::kPad: return VectorOp::kPad;
-    case OpKind::kTranspose: return VectorOp::kTranspose;
-    case OpKind::kSlice: return VectorOp::kSlice;
-    case OpKind::kExpand: return VectorOp::kExpand;
-    case OpKind::kConv2d: return VectorOp::kGroupedConv;
-    default: return VectorOp::kAdd;
-  }
-}
+
 
 // Output head `flat` (over the output's leading axes) -> the operand's head index under broadcasting.
 int64_t head_index(int64_t flat, const graph::Shape& lead_y, const graph::Shape& lead) {
@@ -619,10 +579,11 @@ void Lowering::lower_conv(int li) {
       Instruction v;
       v.op = Opcode::kVector;
       v.layer = li;
-      v.vector_op = layer.activation == graph::Activation::kSigmoid ? VectorOp::kSigmoid
-                    : layer.activation == graph::Activation::kTanh  ? VectorOp::kTanh
-                    : layer.activation == graph::Activation::kRelu6 ? VectorOp::kClip
-                                                                    : VectorOp::kRelu;
+      const OpKind fn = layer.activation == graph::Activation::kSigmoid ? OpKind::kSigmoid
+                        : layer.activation == graph::Activation::kTanh  ? OpKind::kTanh
+                        : layer.activation == graph::Activation::kRelu6 ? OpKind::kClip
+                                                                        : OpKind::kRelu;
+      v.vector_function = graph::op_def(fn).listing_name();
       v.elements = (s1 - s0) * graph::shape_elements(g_.tensors[y].shape);
       v.reads.push_back(region(y, s0, s1));
       v.writes.push_back(region(y, s0, s1));
@@ -784,7 +745,7 @@ void Lowering::lower_recurrent(int li) {
         Instruction v;
         v.op = Opcode::kVector;
         v.layer = li;
-        v.vector_op = VectorOp::kGruReset;
+        v.vector_function = "gru_reset";  // r * h: a step of the lowered gru, not an IR op
         v.elements = batch_ * H * 2;
         v.reads.push_back(rows_region(hg(d), 0, batch_, 0, 2 * H));
         v.reads.push_back(initial ? region(h0, 0, batch_) : rows_region(hs(d), 0, batch_, 0, H));
@@ -800,7 +761,7 @@ void Lowering::lower_recurrent(int li) {
       Instruction cell;
       cell.op = Opcode::kVector;
       cell.layer = li;
-      cell.vector_op = lstm ? VectorOp::kLstmCell : VectorOp::kGruCell;
+      cell.vector_function = graph::op_def(layer.op).listing_name();  // lstm_cell / gru_cell
       cell.elements = batch_ * H * cell_work;
       // Gate pre-activations of this step (the projection buffer, all samples) and the recurrent sums.
       cell.reads.push_back(rows_region(xg, 0, batch_ * T, d * Gt * H, (d + 1) * Gt * H));
@@ -888,7 +849,7 @@ void Lowering::lower_grouped_conv_on_vector(int li) {
     Instruction v;
     v.op = Opcode::kVector;
     v.layer = li;
-    v.vector_op = VectorOp::kGroupedConv;
+    v.vector_function = graph::op_def(OpKind::kConv2d).listing_name();  // grouped_conv
     v.elements = (s1 - s0) * macs_per_sample;
     v.element_bytes = dtype_bytes(layer.weight_dtype);  // the weights are an operand too (emit widens to the tensors')
     v.reads.push_back(region(x, s0, s1));
@@ -926,7 +887,7 @@ void Lowering::lower_vector(int li) {
   }
   info.mapping = "vector";
   info.a_dtype = info.b_dtype = g_.tensors[y].dtype;
-  const VectorOp vop = vector_op_of(layer.op);
+  const std::string_view vop = graph::op_def(layer.op).listing_name();
   const int64_t out_per_sample = graph::shape_elements(g_.tensors[y].shape);
   const int64_t work_per_output = vector_work_per_output(layer);
   const int64_t chunk = samples_per_chunk(y);
@@ -935,7 +896,7 @@ void Lowering::lower_vector(int li) {
     Instruction v;
     v.op = Opcode::kVector;
     v.layer = li;
-    v.vector_op = vop;
+    v.vector_function = vop;
     v.elements = (s1 - s0) * out_per_sample * work_per_output;
     for (int in : layer.inputs) {
       v.reads.push_back(region(in, s0, s1));
@@ -1476,7 +1437,7 @@ void Lowering::lower_row_tiled(int li) {
         Instruction v;
         v.op = Opcode::kVector;
         v.layer = li;
-        v.vector_op = vector_op_of(layer.op);
+        v.vector_function = graph::op_def(layer.op).listing_name();
         for (int i = 0; i < n_in; ++i) {
           const int x = layer.inputs[static_cast<size_t>(i)];
           const auto [a, b] = bands[static_cast<size_t>(i)];

@@ -155,8 +155,8 @@ layers: [{name: r, op: gru, hidden: 4, linear_before_reset: false}]
   const Program p = compile(g, TinyArch{}.build());
   int resets = 0, cells = 0;
   for (const auto& in : p.instructions) {
-    resets += in.op == Opcode::kVector && in.vector_op == VectorOp::kGruReset;
-    cells += in.op == Opcode::kVector && in.vector_op == VectorOp::kGruCell;
+    resets += in.op == Opcode::kVector && in.vector_function == "gru_reset";
+    cells += in.op == Opcode::kVector && in.vector_function == "gru_cell";
   }
   EXPECT_EQ(resets, 3);
   EXPECT_EQ(cells, 3);

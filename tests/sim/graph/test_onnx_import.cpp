@@ -462,7 +462,7 @@ TEST(OnnxLowering, LstmRunsStepByStep) {
   int cells = 0, matmuls = 0;
   for (const auto& in : p.instructions) {
     if (in.layer != 0) continue;
-    cells += in.op == compiler::Opcode::kVector && in.vector_op == compiler::VectorOp::kLstmCell;
+    cells += in.op == compiler::Opcode::kVector && in.vector_function == "lstm_cell";
     matmuls += in.op == compiler::Opcode::kMatmul;
   }
   EXPECT_EQ(cells, 5);
