@@ -73,6 +73,7 @@ enum class OpKind {
   kReshape,    // to `target_shape`: an alias, no data moves
   kSlice,      // along `axis`: begin/end/step; data moves (a copy)
   kExpand,     // broadcast to `target_shape`: data moves
+  kSoftplus,   // log(1 + exp(x)), element-wise (vector unit)
   // Add new ops above this line: tables over all ops iterate up to kOpCount.
   kOpCount,
 };

@@ -3164,6 +3164,7 @@ const std::map<std::string, Importer::Handler>& Importer::handler_table() {
       {"Erf", [](Importer& m, const Node& n) { m.op_unary(n, OpKind::kErf); }},
       {"Sqrt", [](Importer& m, const Node& n) { m.op_unary(n, OpKind::kSqrt); }},
       {"Exp", [](Importer& m, const Node& n) { m.op_unary(n, OpKind::kExp); }},
+      {"Softplus", [](Importer& m, const Node& n) { m.op_unary(n, OpKind::kSoftplus); }},
       {"Neg", [](Importer& m, const Node& n) { m.op_with_scalar(n, OpKind::kMul, -1.0f, false); }},  // x * -1
       {"Reciprocal", [](Importer& m, const Node& n) { m.op_with_scalar(n, OpKind::kDiv, 1.0f, true); }},  // 1 / x
       {"Add", [](Importer& m, const Node& n) { m.op_binary(n, OpKind::kAdd); }},

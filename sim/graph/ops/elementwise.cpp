@@ -59,6 +59,8 @@ float tanh_fn(float x) { return std::tanh(x); }
 float sqrt_fn(float x) { return std::sqrt(x); }
 float erf_fn(float x) { return std::erf(x); }
 float exp_fn(float x) { return std::exp(x); }
+// log(1 + e^x) without overflow for large x: max(x, 0) + log1p(e^-|x|).
+float softplus(float x) { return std::max(x, 0.0f) + std::log1p(std::exp(-std::fabs(x))); }
 float gelu(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)); }  // erf form
 
 float add(float a, float b) { return a + b; }
@@ -108,6 +110,9 @@ void add_elementwise_ops(OpRegistry& r) {
   OpDef gelu_def = unary(OpKind::kGelu, "gelu", gelu);
   gelu_def.work_per_output = two_ops;
   r.add(gelu_def);
+  OpDef softplus_def = unary(OpKind::kSoftplus, "softplus", softplus);
+  softplus_def.work_per_output = two_ops;  // exp, then log1p
+  r.add(softplus_def);
   // The IR carries no attributes for these (clip's bounds, leaky_relu's alpha), so
   // functional mode has no reference for them.
   r.add(unary(OpKind::kClip, "clip", nullptr));

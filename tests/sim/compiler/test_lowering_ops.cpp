@@ -240,3 +240,26 @@ TEST(YamlOps, ShippedBertLayerMatchesOneTwelfthOfBertBase) {
   EXPECT_EQ(ub_tiles, 2 * 12);  // per head one 64x128 K^T tile and one 128x64 V tile (256x256 array)
   EXPECT_EQ(p.weight_bytes_read, static_cast<uint64_t>(g.total_weights()));
 }
+
+// softplus (added through the op registry): 2 element operations per output (exp, then
+// log1p), listed under its own name.
+TEST(Lowering, SoftplusCostsTwoOperationsPerElement) {
+  const graph::Graph g = parse(R"(
+name: sp
+inputs: [{name: x, shape: [4, 8]}]
+layers:
+  - {name: sp, op: softplus}
+)");
+  ASSERT_EQ(g.layers.size(), 1u);
+  EXPECT_EQ(g.layers[0].op, graph::OpKind::kSoftplus);
+  const Program p = compile(g, TinyArch{}.build());
+  int64_t elements = 0;
+  for (const auto& in : p.instructions)
+    if (in.op == Opcode::kVector && in.layer == 0) {
+      elements += in.elements;
+      EXPECT_EQ(in.vector_function, "softplus");
+    }
+  EXPECT_EQ(elements, 2 * 32);
+  EXPECT_EQ(p.layers[0].mapping, "vector");
+  EXPECT_NE(p.listing().find("vector softplus elements=64 "), std::string::npos) << p.listing();
+}

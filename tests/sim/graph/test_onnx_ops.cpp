@@ -103,3 +103,17 @@ TEST(OnnxOps, UnsupportedMessageListsEveryHandledOp) {
   }
   EXPECT_TRUE(std::is_sorted(ops.begin(), ops.end()));
 }
+
+// Softplus (added through the op registry): ONNX Softplus -> IR softplus, whose fp32
+// reference is log(1 + e^x): [1.3132617, 2.1269280, 0.0485873, 0.9740770] (by hand, in double).
+TEST(OnnxOps, SoftplusIsLogOnePlusExp) {
+  const Graph g = load_onnx(one_node_model("Softplus", "softplus.onnx"), {});
+  ASSERT_EQ(g.layers.size(), 1u);
+  EXPECT_EQ(g.layers[0].op, OpKind::kSoftplus);
+  EXPECT_EQ(op_name(g.layers[0].op), "softplus");
+  EXPECT_EQ(g.tensors[g.layers[0].output].shape, (Shape{4}));
+  const std::vector<float> y = reference_of(g);
+  const std::vector<double> want = {1.3132616875182228, 2.1269280110429727, 0.04858735157374206, 0.9740769841801067};
+  ASSERT_EQ(y.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(y[i], want[i], 1e-6) << i;
+}
