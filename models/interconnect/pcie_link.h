@@ -13,7 +13,7 @@
 #include "models/common/clock.h"
 #include "models/common/stats.h"
 #include "models/common/bandwidth_server.h"
-#include "sim/config/arch_config.h"
+#include "models/interconnect/params.h"
 
 namespace tessera::models {
 

@@ -21,7 +21,7 @@
 #include "models/common/interval_log.h"
 #include "models/common/stats.h"
 #include "models/memory/technologies.h"
-#include "sim/config/arch_config.h"
+#include "models/memory/params.h"
 
 namespace tessera::models {
 

@@ -14,7 +14,7 @@ using isa::Opcode;
 namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-int queue_depth(const UnitContext& ctx) { return static_cast<int>(ctx.arch.controller.queue_depth); }
+int queue_depth(const UnitContext& ctx) { return static_cast<int>(ctx.controller.queue_depth); }
 
 int64_t busy(const IntervalLog& log) {
   int64_t n = 0;
@@ -120,9 +120,9 @@ MatrixUnit::MatrixUnit(sc_core::sc_module_name name, UnitContext& ctx, WeightFif
       ctx_(ctx),
       fifo_(fifo),
       ub_(ub),
-      dataflow_(array::dataflow_model(ctx.arch.array.dataflow)),
-      pipeline_(ctx.arch.array.dataflow, array::ArrayDims{ctx.arch.array.rows, ctx.arch.array.cols},
-                ctx.arch.array.double_buffered) {
+      dataflow_(array::dataflow_model(ctx.array.dataflow)),
+      pipeline_(ctx.array.dataflow, array::ArrayDims{ctx.array.rows, ctx.array.cols},
+                ctx.array.double_buffered) {
   stats_.add("macs", "MACs", "multiply-accumulates of all matmul tiles", [this] { return macs_; });
   stats_.add("tiles", "tiles", "matmul tiles run", [this] { return tiles_; });
   add_kind_cycles(stats_, log_, kKindNames, "array cycles");
@@ -132,7 +132,7 @@ MatrixUnit::MatrixUnit(sc_core::sc_module_name name, UnitContext& ctx, WeightFif
 }
 
 void MatrixUnit::run() {
-  const auto& arr = ctx_.arch.array;
+  const auto& arr = ctx_.array;
   const array::ArrayDims dims{arr.rows, arr.cols};
   for (;;) {
     int32_t idx = -1;
@@ -147,7 +147,7 @@ void MatrixUnit::run() {
     const MacMode* mode = arr.find_mode(in.a_dtype, in.b_dtype);
     const array::MatmulStreamCost cost =
         array::matmul_stream_cost(natural.stream_cycles, mode ? mode->rate : 1.0, static_cast<int64_t>(in.ub_read_bytes),
-                                  ctx_.arch.unified_buffer.read_bytes_per_cycle);
+                                  ctx_.unified_buffer.read_bytes_per_cycle);
     const int64_t mac_cycles = cost.mac_cycles, ub_cycles = cost.ub_read_cycles;
 
     const array::OperandReadiness ready = dataflow_.readiness(tile.ready_cycle, requested);
@@ -184,13 +184,13 @@ int64_t VectorUnit::compute_cycles(const VectorUnitConfig& cfg, const Instructio
 }
 
 void VectorUnit::run() {
-  const auto& ubc = ctx_.arch.unified_buffer;
+  const auto& ubc = ctx_.unified_buffer;
   for (;;) {
     int32_t idx = -1;
     queue.read(idx);
     const Instruction& in = ctx_.program.instructions[static_cast<size_t>(idx)];
     const int64_t start = ctx_.clock.now();
-    int64_t end = saturating_add(start, compute_cycles(ctx_.arch.vector_unit, in));
+    int64_t end = saturating_add(start, compute_cycles(ctx_.vector_unit, in));
     if (in.ub_read_bytes > 0) {
       end = std::max(end, ub_.read.serve(start, ceil_div(static_cast<int64_t>(in.ub_read_bytes), ubc.read_bytes_per_cycle), in.layer, idx));
     }
@@ -234,7 +234,7 @@ void Controller::run() {
     const auto idx = static_cast<int32_t>(i);
     const Instruction& in = instrs[i];
     const int64_t issue_start = ctx_.clock.now();
-    ctx_.clock.wait_until(saturating_add(issue_start, ctx_.arch.controller.issue_cycles));
+    ctx_.clock.wait_until(saturating_add(issue_start, ctx_.controller.issue_cycles));
     log_.add(issue_start, ctx_.clock.now(), kIssue, in.layer, idx);
 
     if (in.op == Opcode::kHalt || in.op == Opcode::kSync) {

@@ -9,13 +9,15 @@
 #include <cstdint>
 #include <vector>
 
+#include "models/array/params.h"
 #include "models/array/systolic_timing.h"
 #include "models/common/bandwidth_server.h"
 #include "models/common/clock.h"
 #include "models/common/stats.h"
 #include "models/isa/program.h"
+#include "models/memory/params.h"
 #include "models/memory/weight_fifo.h"
-#include "sim/config/arch_config.h"
+#include "models/units/params.h"
 
 namespace tessera::models {
 
@@ -41,7 +43,10 @@ class CompletionTracker {
 
 // Everything the units share.
 struct UnitContext {
-  const ArchConfig& arch;
+  const ArrayConfig& array;
+  const UnifiedBufferConfig& unified_buffer;
+  const VectorUnitConfig& vector_unit;
+  const ControllerConfig& controller;
   const isa::Program& program;
   const CoreClock& clock;
   CompletionTracker& tracker;

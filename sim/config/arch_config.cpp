@@ -288,17 +288,6 @@ void check_time_bounds(const YamlNode& root, const ArchConfig& cfg) {
 
 }  // namespace
 
-const MacMode* ArrayConfig::find_mode(Dtype a, Dtype b) const {
-  for (const MacMode& m : mac_modes) {
-    if (m.a == a && m.b == b) return &m;
-  }
-  return nullptr;
-}
-
-double PcieConfig::link_bytes_per_s() const {
-  return static_cast<double>(lanes) * transfer_rate_gt_per_s * 1e9 * encoding_efficiency / 8.0;
-}
-
 double ArchConfig::peak_tops(Dtype a, Dtype b) const {
   const MacMode* mode = array.find_mode(a, b);
   if (!mode) {

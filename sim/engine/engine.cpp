@@ -43,11 +43,11 @@ struct Accelerator : sc_core::sc_module {
   models::VectorUnit vector;
   models::Controller controller;
 
-  Accelerator(sc_core::sc_module_name name, models::UnitContext& ctx)
+  Accelerator(sc_core::sc_module_name name, const ArchConfig& arch, models::UnitContext& ctx)
       : sc_module(name),
-        fifo(ctx.arch.weight_fifo.depth_tiles, ctx.clock),
-        pcie("pcie", ctx.arch.pcie, ctx.clock),
-        weight_memory(models::make_weight_memory("weight_memory", ctx.arch.weight_memory, ctx.clock)),
+        fifo(arch.weight_fifo.depth_tiles, ctx.clock),
+        pcie("pcie", arch.pcie, ctx.clock),
+        weight_memory(models::make_weight_memory("weight_memory", arch.weight_memory, ctx.clock)),
         dma("host_dma", ctx, pcie),
         fetcher("weight_fetcher", ctx, fifo, *weight_memory),
         matrix("matrix_unit", ctx, fifo, ub),
@@ -207,8 +207,8 @@ RunStats simulate(const ArchConfig& arch, const compiler::Program& program) {
 
   models::CoreClock clock(arch.clock_mhz);
   models::CompletionTracker tracker(program.instructions.size());
-  models::UnitContext ctx{arch, program, clock, tracker};
-  auto top = std::make_unique<Accelerator>("tessera", ctx);
+  models::UnitContext ctx{arch.array, arch.unified_buffer, arch.vector_unit, arch.controller, program, clock, tracker};
+  auto top = std::make_unique<Accelerator>("tessera", arch, ctx);
   sc_core::sc_start();
   const auto time_overflow = [&] {
     return InputError("arch '" + arch.name + "' (" + arch.source + "): simulated time passes the bound of " +

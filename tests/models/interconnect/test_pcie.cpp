@@ -2,6 +2,7 @@
 
 #include "models/interconnect/pcie_link.h"
 #include "sim/common/yaml_reader.h"
+#include "sim/config/arch_config.h"
 
 using tessera::PcieConfig;
 using tessera::models::PcieTiming;

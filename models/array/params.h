@@ -1,0 +1,37 @@
+#pragma once
+// Parameters of the systolic array: what ArchConfig::array holds.
+// sim/config/arch_config.cpp fills them from YAML and validates every field.
+#include <cstdint>
+#include <vector>
+
+#include "models/array/dataflow.h"
+#include "sim/common/dtype.h"
+
+namespace tessera {
+
+// MAC throughput for one operand-precision pair, as a fraction of the int8 x int8 peak.
+struct MacMode {
+  Dtype a = Dtype::kInt8;  // activation (streamed) operand
+  Dtype b = Dtype::kInt8;  // weight operand
+  double rate = 1.0;       // 1.0 = one MAC per PE per cycle; TPU v1 int16 x int16 = 0.25
+};
+
+struct ArrayConfig {
+  int64_t rows = 0;  // PEs along the reduction (K) dimension for ws/is, along M for os
+  int64_t cols = 0;
+  array::Dataflow dataflow = array::Dataflow::kWeightStationary;
+  // A shadow copy of the stationary operand lets the next tile load while the
+  // current one computes (the TPU's double-buffered weight tile).
+  bool double_buffered = true;
+  std::vector<MacMode> mac_modes;  // always contains int8 x int8
+
+  // The mode for (a, b) or nullptr if the array cannot run that pair.
+  const MacMode* find_mode(Dtype a, Dtype b) const {
+    for (const MacMode& m : mac_modes) {
+      if (m.a == a && m.b == b) return &m;
+    }
+    return nullptr;
+  }
+};
+
+}  // namespace tessera
