@@ -726,7 +726,14 @@ TEST(OnnxHostile, ManySmallConstantsStayWithinAMemoryBudget) {
     a->mutable_t()->add_int64_data(7);
   }
   EXPECT_EQ(outcome(m.save("many_constants.onnx")), "");
+#if defined(__SANITIZE_ADDRESS__)
+  // Under ASan peak RSS measures its quarantine of freed blocks and shadow memory
+  // (463 MB here with the budget in force), not the importer: the bound holds for the
+  // plain build, which CI's README command runs.
+  GTEST_SKIP() << "peak RSS is not the importer's under AddressSanitizer";
+#else
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
   EXPECT_LT(u.ru_maxrss, 320 * 1024) << "peak RSS " << u.ru_maxrss / 1024 << " MB";
+#endif
 }
