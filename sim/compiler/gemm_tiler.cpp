@@ -1,0 +1,116 @@
+// GEMM tiling: one GemmJob into read_weights / matmul / activate tiles for the dataflow.
+#include "sim/compiler/lowering.h"
+
+#include "sim/common/error.h"
+
+namespace tessera::compiler::detail {
+
+namespace {
+
+// The ISA's activate function for a layer's fused activation.
+ActivationFn activation_fn(graph::Activation a) {
+  switch (a) {
+    case graph::Activation::kNone: return ActivationFn::kNone;
+    case graph::Activation::kRelu: return ActivationFn::kRelu;
+    case graph::Activation::kSigmoid: return ActivationFn::kSigmoid;
+    case graph::Activation::kTanh: return ActivationFn::kTanh;
+    case graph::Activation::kRelu6: return ActivationFn::kRelu6;
+  }
+  return ActivationFn::kNone;
+}
+
+}  // namespace
+
+// The largest matmul tile: m within half the accumulator entries (the other half
+// drains while this one fills), n within one accumulator row (array.cols partial
+// sums), k one array height per step; the dataflow then caps its stationary extents.
+array::GemmTile Lowering::max_gemm_tile() const {
+  const auto& a = arch_.array;
+  const int64_t acc_half = std::max<int64_t>(1, arch_.accumulators.entries / 2);
+  return array::dataflow_model(a.dataflow).max_tile(array::ArrayDims{a.rows, a.cols}, {acc_half, a.rows, a.cols});
+}
+
+void Lowering::emit_gemm(const GemmJob& job) {
+  const array::GemmTile max = max_gemm_tile();
+  const int64_t mt = max.m, kt = max.k, nt = max.n;
+  const int64_t a_bytes = dtype_bytes(job.a_dtype);
+  const int64_t b_bytes = dtype_bytes(job.b_dtype);
+  const int64_t y_bytes = dtype_bytes(job.y_dtype);
+  LayerInfo& info = p_.layers[static_cast<size_t>(job.li)];
+  // Per (m, n) tile: one weight read and one matmul per k tile, then one activate.
+  const auto tiles = [](int64_t total, int64_t step) { return static_cast<double>((total + step - 1) / step); };
+  const double planned = tiles(job.M, mt) * tiles(job.N, nt) * (2.0 * tiles(job.K, kt) + 1.0);
+  if (static_cast<double>(body_.size() + weight_reads_.size()) + planned > static_cast<double>(kMaxInstructions)) {
+    too_many_instructions(job.li);
+  }
+  for (int64_t m0 = 0; m0 < job.M; m0 += mt) {
+    const int64_t m1 = std::min(job.M, m0 + mt);
+    for (int64_t n0 = 0; n0 < job.N; n0 += nt) {
+      const int64_t n1 = std::min(job.N, n0 + nt);
+      const int half = acc_half_;
+      acc_half_ ^= 1;
+      const Region acc{Space::kAccumulators, half, 0, m1 - m0, 0, n1 - n0};
+      for (int64_t k0 = 0; k0 < job.K; k0 += kt) {
+        const int64_t k1 = std::min(job.K, k0 + kt);
+        const uint64_t tile_bytes = static_cast<uint64_t>((k1 - k0) * (n1 - n0) * b_bytes);
+        Instruction rw;
+        rw.op = Opcode::kReadWeights;
+        rw.layer = job.li;
+        if (job.b_from_ub) {
+          rw.weight_source = WeightSource::kUnifiedBuffer;
+          rw.bytes = 0;
+          rw.ub_read_bytes = tile_bytes;
+          rw.reads.push_back(job.b_region(k0, k1, n0, n1));
+          weight_reads_.push_back({rw, layer_body_start_});
+        } else {
+          rw.bytes = tile_bytes;
+          rw.weight_address = job.weight_base + static_cast<uint64_t>((k0 * job.weight_row_stride + n0) * b_bytes);
+          info.weight_bytes += rw.bytes;
+          weight_reads_.push_back({rw, 0});
+        }
+
+        Instruction mm;
+        mm.op = Opcode::kMatmul;
+        mm.layer = job.li;
+        mm.tile = array::GemmTile{m1 - m0, k1 - k0, n1 - n0};
+        mm.a_dtype = job.a_dtype;
+        mm.b_dtype = job.b_dtype;
+        mm.accumulate = k0 > 0;
+        mm.weight_tiles = 1;
+        mm.ub_read_bytes = static_cast<uint64_t>((m1 - m0) * (k1 - k0) * a_bytes) + (job.b_from_ub ? tile_bytes : 0);
+        mm.reads.push_back(job.a_region(m0, m1, k0, k1));
+        mm.writes.push_back(acc);
+        emit(std::move(mm), false);
+      }
+      Instruction act;
+      act.op = Opcode::kActivate;
+      act.layer = job.li;
+      act.rows = m1 - m0;
+      act.cols = n1 - n0;
+      act.function = job.overlap_add ? ActivationFn::kNone : activation_fn(job.activation);
+      act.reads.push_back(acc);
+      const Region out = job.out_region(m0, m1, n0, n1);
+      if (job.overlap_add) act.reads.push_back(out);
+      act.writes.push_back(out);
+      act.ub_write_bytes = static_cast<uint64_t>(act.rows * act.cols * y_bytes);
+      if (job.overlap_add) act.ub_read_bytes = act.ub_write_bytes;  // read-modify-write of the overlap
+      act.ub_address = job.out_address(m0, n0);
+      emit(std::move(act));
+    }
+  }
+}
+
+void Lowering::check_mac_mode(const Layer& layer) const {
+  const Dtype a_dtype = g_.tensors[layer.inputs[0]].dtype;
+  if (!arch_.array.find_mode(a_dtype, layer.weight_dtype)) {
+    std::string modes;
+    for (const auto& m : arch_.array.mac_modes) {
+      modes += (modes.empty() ? "" : ", ") + std::string(dtype_name(m.a)) + " x " + std::string(dtype_name(m.b));
+    }
+    throw InputError(g_.source + ": layer '" + layer.name + "' multiplies " + std::string(dtype_name(a_dtype)) +
+                     " activations by " + std::string(dtype_name(layer.weight_dtype)) + " weights, but '" +
+                     arch_.name + "' has no such entry in array.mac_modes (it has: " + modes + ")");
+  }
+}
+
+}  // namespace tessera::compiler::detail

@@ -1,0 +1,228 @@
+// Matrix layers on the systolic array: fc, conv2d / conv_transpose2d, matmul.
+#include "sim/compiler/lowering.h"
+
+#include "sim/graph/ops/registry.h"
+
+namespace tessera::compiler::detail {
+
+// Output head `flat` (over the output's leading axes) -> the operand's head index under broadcasting.
+int64_t head_index(int64_t flat, const graph::Shape& lead_y, const graph::Shape& lead) {
+  int64_t idx = 0, stride = 1;
+  int64_t rem = flat;
+  std::vector<int64_t> digits(lead_y.size());
+  for (size_t d = lead_y.size(); d-- > 0;) {
+    digits[d] = rem % lead_y[d];
+    rem /= lead_y[d];
+  }
+  for (size_t d = lead.size(); d-- > 0;) {
+    const size_t yd = d + lead_y.size() - lead.size();
+    idx += (lead[d] == 1 ? 0 : digits[yd]) * stride;
+    stride *= lead[d];
+  }
+  return idx;
+}
+
+void Lowering::lower_matrix(int li) {
+  const Layer& layer = g_.layers[li];
+  LayerInfo& info = p_.layers[li];
+  info.mapping = "array";
+  check_mac_mode(layer);
+  switch (layer.op) {
+    case OpKind::kConv2d:
+    case OpKind::kConvTranspose2d: lower_conv(li); return;
+    case OpKind::kMatmul: lower_matmul(li); return;
+    case OpKind::kLstm:
+    case OpKind::kGru: lower_recurrent(li); return;
+    default: break;
+  }
+  lower_fc(li);
+}
+
+// fc over the last axis; rows = batch x the leading axes.
+void Lowering::lower_fc(int li) {
+  const Layer& layer = g_.layers[li];
+  LayerInfo& info = p_.layers[li];
+  const int x = layer.inputs[0];
+  const int y = layer.output;
+  const Tensor& xt = g_.tensors[x];
+  const int64_t M = batch_ * layer.gemm_m_per_sample, K = layer.gemm_k, N = layer.gemm_n;
+  const int64_t y_bytes = dtype_bytes(g_.tensors[y].dtype);
+  GemmJob job;
+  job.li = li;
+  job.M = M, job.K = K, job.N = N;
+  job.a_dtype = xt.dtype;
+  job.b_dtype = layer.weight_dtype;
+  job.y_dtype = g_.tensors[y].dtype;
+  job.activation = layer.activation;
+  job.weight_base = weight_cursor_;
+  job.weight_row_stride = N;
+  weight_cursor_ += static_cast<uint64_t>(K * N * dtype_bytes(layer.weight_dtype));
+  job.a_region = [&](int64_t m0, int64_t m1, int64_t k0, int64_t k1) { return rows_region(x, m0, m1, k0, k1); };
+  job.out_region = [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) { return rows_region(y, m0, m1, n0, n1); };
+  job.out_address = [&](int64_t m0, int64_t n0) {
+    return place_[y].offset + static_cast<uint64_t>((m0 * place_[y].cols + n0) * y_bytes);
+  };
+  emit_gemm(job);
+  info.gemm_m += M;
+  info.gemm_k = K;
+  info.gemm_n = N;
+  info.macs += M * K * N;
+  info.weights = K * N;
+  info.a_dtype = xt.dtype;
+  info.b_dtype = layer.weight_dtype;
+}
+
+// conv2d (implicit im2col; groups run one after another on the array) and
+// conv_transpose2d (input pixels x (kernel x filters), overlap-added into the output).
+void Lowering::lower_conv(int li) {
+  const Layer& layer = g_.layers[li];
+  const int x = layer.inputs[0];
+  const int y = layer.output;
+  const Tensor& xt = g_.tensors[x];
+  const bool transposed = layer.op == OpKind::kConvTranspose2d;
+  const int64_t G = layer.gemm_groups;
+  const int64_t M = batch_ * layer.gemm_m_per_sample, K = layer.gemm_k, N = layer.gemm_n;
+  const int64_t in_channels = place_[x].cols;
+  const int64_t cin_g = in_channels / G;
+  const int64_t cout_g = layer.out_features / G;
+  const int64_t rows_per_sample = layer.gemm_m_per_sample;  // conv: output rows; transposed: input rows
+  const int64_t y_bytes = dtype_bytes(g_.tensors[y].dtype);
+  LayerInfo& info = p_.layers[li];
+  const uint64_t layer_weight_base = weight_cursor_;
+  weight_cursor_ += static_cast<uint64_t>(G * K * N * dtype_bytes(layer.weight_dtype));
+
+  const int64_t acc_half = std::max<int64_t>(1, arch_.accumulators.entries / 2);
+  // Groups share the M chunks: each chunk of input rows runs every group before the next.
+  const int64_t chunk = G > 1 ? std::max<int64_t>(acc_half, 1) : M;
+  for (int64_t c0 = 0; c0 < M; c0 += chunk) {
+    const int64_t c1 = std::min(M, c0 + chunk);
+    for (int64_t g = 0; g < G; ++g) {
+      GemmJob job;
+      job.li = li;
+      job.M = c1 - c0, job.K = K, job.N = N;
+      job.a_dtype = xt.dtype;
+      job.b_dtype = layer.weight_dtype;
+      job.y_dtype = g_.tensors[y].dtype;
+      job.activation = layer.activation;
+      job.weight_base = layer_weight_base + static_cast<uint64_t>(g * K * N * dtype_bytes(layer.weight_dtype));
+      job.weight_row_stride = N;
+      job.overlap_add = transposed;
+      const int64_t ch_base = g * cin_g;
+      job.a_region = [&, c0, ch_base](int64_t m0, int64_t m1, int64_t k0, int64_t k1) {
+        m0 += c0, m1 += c0;
+        if (transposed) return rows_region(x, m0, m1, ch_base + k0, ch_base + k1);
+        // Implicit im2col: a K tile covers kernel positions x input channels.
+        const int64_t s0 = m0 / rows_per_sample, s1 = ceil_div(m1, rows_per_sample);
+        int64_t lo = 0, hi = cin_g;
+        if (k1 - k0 < cin_g && k0 % cin_g < (k1 - 1) % cin_g + 1) lo = k0 % cin_g, hi = (k1 - 1) % cin_g + 1;
+        return region(x, s0, s1, ch_base + lo, ch_base + hi);
+      };
+      const int64_t out_base = g * cout_g;
+      job.out_region = [&, c0, out_base](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+        m0 += c0, m1 += c0;
+        if (transposed) {
+          // The products of these input pixels land around them: the samples' whole output, this group's columns.
+          const int64_t s0 = m0 / rows_per_sample, s1 = ceil_div(m1, rows_per_sample);
+          return region(y, s0, s1, out_base, out_base + cout_g);
+        }
+        return rows_region(y, m0, m1, out_base + n0, out_base + n1);
+      };
+      job.out_address = [&, c0, out_base](int64_t m0, int64_t n0) {
+        if (transposed) return place_[y].offset + static_cast<uint64_t>(out_base * y_bytes);
+        return place_[y].offset + static_cast<uint64_t>(((m0 + c0) * place_[y].cols + out_base + n0) * y_bytes);
+      };
+      emit_gemm(job);
+    }
+  }
+  if (transposed && layer.activation != graph::Activation::kNone) {
+    // The nonlinearity can only run once every overlap has been added: one more pass.
+    const int64_t per_chunk = samples_per_chunk(y);
+    for (int64_t s0 = 0; s0 < batch_; s0 += per_chunk) {
+      const int64_t s1 = std::min(batch_, s0 + per_chunk);
+      Instruction v;
+      v.op = Opcode::kVector;
+      v.layer = li;
+      const OpKind fn = layer.activation == graph::Activation::kSigmoid ? OpKind::kSigmoid
+                        : layer.activation == graph::Activation::kTanh  ? OpKind::kTanh
+                        : layer.activation == graph::Activation::kRelu6 ? OpKind::kClip
+                                                                        : OpKind::kRelu;
+      v.vector_function = graph::op_def(fn).listing_name();
+      v.elements = (s1 - s0) * graph::shape_elements(g_.tensors[y].shape);
+      v.reads.push_back(region(y, s0, s1));
+      v.writes.push_back(region(y, s0, s1));
+      v.ub_read_bytes = v.ub_write_bytes = tensor_bytes(y, s1 - s0);
+      v.ub_address = place_[y].offset;
+      emit(std::move(v));
+    }
+  }
+  info.gemm_m += M * G;
+  info.gemm_k = K;
+  info.gemm_n = N;
+  info.groups = G;
+  info.macs += G * M * K * N;
+  info.weights = G * K * N;
+  info.a_dtype = xt.dtype;
+  info.b_dtype = layer.weight_dtype;
+}
+
+// Activation x activation (attention): for every sample and head, B is loaded into the
+// array from the unified buffer as if it were a weight tile.
+void Lowering::lower_matmul(int li) {
+  const Layer& layer = g_.layers[li];
+  const int a = layer.inputs[0], b = layer.inputs[1], y = layer.output;
+  const auto& as = g_.tensors[a].shape;
+  const auto& bs = g_.tensors[b].shape;
+  const auto& ys = g_.tensors[y].shape;
+  const int64_t M = layer.gemm_m_per_sample, K = layer.gemm_k, N = layer.gemm_n;
+  // Leading (head) axes: output index -> A and B group index under broadcasting.
+  const graph::Shape lead_y(ys.begin(), ys.end() - 2);
+  const graph::Shape lead_a(as.begin(), as.end() - 2), lead_b(bs.begin(), bs.end() - 2);
+  auto group_index = [&](int64_t flat, const graph::Shape& lead) { return head_index(flat, lead_y, lead); };
+  const int64_t rows_a = place_[a].rows_per_sample, rows_b = place_[b].rows_per_sample;
+  const int64_t rows_y = place_[y].rows_per_sample;
+  const int64_t y_bytes = dtype_bytes(g_.tensors[y].dtype);
+  const int64_t G = layer.gemm_groups;
+  LayerInfo& info = p_.layers[li];
+  info.mapping = "array_ub";
+  for (int64_t s = 0; s < batch_; ++s) {
+    for (int64_t h = 0; h < G; ++h) {
+      const int64_t ga = group_index(h, lead_a), gb = group_index(h, lead_b);
+      const int64_t a_row0 = s * rows_a + ga * M, b_row0 = s * rows_b + gb * K, y_row0 = s * rows_y + h * M;
+      GemmJob job;
+      job.li = li;
+      job.M = M, job.K = K, job.N = N;
+      job.a_dtype = g_.tensors[a].dtype;
+      job.b_dtype = g_.tensors[b].dtype;
+      job.y_dtype = g_.tensors[y].dtype;
+      job.activation = layer.activation;
+      job.b_from_ub = true;
+      job.a_region = [&, a_row0](int64_t m0, int64_t m1, int64_t k0, int64_t k1) {
+        return rows_region(a, a_row0 + m0, a_row0 + m1, k0, k1);
+      };
+      job.b_region = [&, b_row0](int64_t k0, int64_t k1, int64_t n0, int64_t n1) {
+        return rows_region(b, b_row0 + k0, b_row0 + k1, n0, n1);
+      };
+      job.out_region = [&, y_row0](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+        return rows_region(y, y_row0 + m0, y_row0 + m1, n0, n1);
+      };
+      job.out_address = [&, y_row0](int64_t m0, int64_t n0) {
+        return place_[storage(y)].offset + static_cast<uint64_t>(((y_row0 + m0) * place_[y].cols + n0) * y_bytes);
+      };
+      emit_gemm(job);
+    }
+  }
+  info.gemm_m += batch_ * G * M;
+  info.gemm_k = K;
+  info.gemm_n = N;
+  info.groups = G;
+  info.macs += batch_ * G * M * K * N;
+  info.weights = 0;
+  info.a_dtype = g_.tensors[a].dtype;
+  info.b_dtype = g_.tensors[b].dtype;
+}
+
+// LSTM / GRU: one GEMM projects the inputs of every step at once; then, step by step,
+// the recurrent matmul on h(t-1), its activate into the gate buffer, and one vector
+// instruction for the cell. Directions interleave so that one direction's matmul can
+
+}  // namespace tessera::compiler::detail

@@ -1,0 +1,125 @@
+// Vector-unit layers, and the array-or-vector choice for grouped convs.
+#include "sim/compiler/lowering.h"
+
+#include "sim/graph/ops/registry.h"
+
+namespace tessera::compiler::detail {
+
+// A grouped (e.g. depthwise) conv runs either group by group on the array or as
+// multiply-accumulates on the vector unit; the estimate of each picks the faster.
+bool Lowering::grouped_conv_on_vector(const Layer& layer) const {
+  if (layer.op != OpKind::kConv2d || layer.gemm_groups <= 1) return false;
+  const auto& a = arch_.array;
+  const array::ArrayDims dims{a.rows, a.cols};
+  const int64_t M = batch_ * layer.gemm_m_per_sample, K = layer.gemm_k, N = layer.gemm_n, G = layer.gemm_groups;
+  const array::GemmTile max = max_gemm_tile();
+  const MacMode* mode = a.find_mode(g_.tensors[layer.inputs[0]].dtype, layer.weight_dtype);
+  const double rate = mode ? mode->rate : 1.0;
+  // Array: one group's tiles through the array's own pipeline model (fill, drain and
+  // double buffering per dataflow), paced by the MAC mode and the UB read port; the
+  // activates run on the vector unit alongside. Every group is alike.
+  array::ArrayPipeline pipe(a.dataflow, dims, a.double_buffered);
+  const int64_t a_bytes = dtype_bytes(g_.tensors[layer.inputs[0]].dtype);
+  double activate_cycles = 0;
+  for (int64_t m0 = 0; m0 < M; m0 += max.m) {
+    const int64_t m = std::min(max.m, M - m0);
+    for (int64_t n0 = 0; n0 < N; n0 += max.n) {
+      const int64_t n = std::min(max.n, N - n0);
+      for (int64_t k0 = 0; k0 < K; k0 += max.k) {
+        const int64_t k = std::min(max.k, K - k0);
+        const array::GemmTile tile{m, k, n};
+        const auto t = array::tile_timing(a.dataflow, dims, tile);
+        pipe.issue(tile, 0, 0, array::matmul_stream_cycles(t.stream_cycles, rate, m * k * a_bytes,
+                                                            arch_.unified_buffer.read_bytes_per_cycle));
+      }
+      activate_cycles += static_cast<double>(ceil_div(m * n, arch_.vector_unit.lanes) + arch_.vector_unit.pipeline_latency_cycles);
+    }
+  }
+  double array_cycles = static_cast<double>(pipe.last_done());
+  array_cycles = std::max(array_cycles, activate_cycles) * static_cast<double>(G);
+  // Vector unit: the MACs on its lanes, or the unified-buffer traffic if that is slower.
+  const int64_t in_bytes = batch_ * graph::shape_elements(g_.tensors[layer.inputs[0]].shape) * a_bytes;
+  const int64_t out_bytes = batch_ * graph::shape_elements(g_.tensors[layer.output].shape) * dtype_bytes(g_.tensors[layer.output].dtype);
+  const int64_t chunks = ceil_div(batch_, std::max<int64_t>(1, samples_per_chunk(layer.output)));
+  // Each MAC takes as many 8-bit lanes as its widest operand has bytes (as emit() sets element_bytes).
+  const int64_t element_bytes = std::max({a_bytes, dtype_bytes(layer.weight_dtype), dtype_bytes(g_.tensors[layer.output].dtype)});
+  const double vector_cycles = static_cast<double>(
+      std::max({ceil_div(G * M * K * N * element_bytes, arch_.vector_unit.lanes), ceil_div(in_bytes, arch_.unified_buffer.read_bytes_per_cycle),
+                ceil_div(out_bytes, arch_.unified_buffer.write_bytes_per_cycle)}) +
+      chunks * arch_.vector_unit.pipeline_latency_cycles);
+  return vector_cycles < array_cycles;
+}
+
+void Lowering::lower_grouped_conv_on_vector(int li) {
+  const Layer& layer = g_.layers[li];
+  const int x = layer.inputs[0], y = layer.output;
+  LayerInfo& info = p_.layers[li];
+  info.mapping = "vector";
+  const int64_t macs_per_sample = layer.macs_per_sample();
+  const int64_t chunk = samples_per_chunk(y);
+  for (int64_t s0 = 0; s0 < batch_; s0 += chunk) {
+    const int64_t s1 = std::min(batch_, s0 + chunk);
+    Instruction v;
+    v.op = Opcode::kVector;
+    v.layer = li;
+    v.vector_function = graph::op_def(OpKind::kConv2d).listing_name();  // grouped_conv
+    v.elements = (s1 - s0) * macs_per_sample;
+    v.element_bytes = dtype_bytes(layer.weight_dtype);  // the weights are an operand too (emit widens to the tensors')
+    v.reads.push_back(region(x, s0, s1));
+    v.writes.push_back(region(y, s0, s1));
+    v.ub_read_bytes = tensor_bytes(x, s1 - s0);
+    v.ub_write_bytes = tensor_bytes(y, s1 - s0);
+    v.ub_address = place_[y].offset;
+    emit(std::move(v));
+  }
+  // The weights (kernel x channels, a few KiB) are not modelled as weight-memory traffic here.
+  info.gemm_m += batch_ * layer.gemm_m_per_sample * layer.gemm_groups;
+  info.gemm_k = layer.gemm_k;
+  info.gemm_n = layer.gemm_n;
+  info.groups = layer.gemm_groups;
+  info.macs += batch_ * macs_per_sample;
+  info.weights = layer.weight_count();
+  info.a_dtype = g_.tensors[x].dtype;
+  info.b_dtype = layer.weight_dtype;
+}
+
+// Element operations per output element of a vector layer (the vector unit does one
+// element operation per lane per cycle): from the op's OpDef.
+int64_t Lowering::vector_work_per_output(const Layer& layer) const {
+  const graph::OpDef& def = graph::op_def(layer.op);
+  return def.work_per_output ? def.work_per_output(g_, layer) : 1;
+}
+
+void Lowering::lower_vector(int li) {
+  const Layer& layer = g_.layers[li];
+  const int y = layer.output;
+  LayerInfo& info = p_.layers[li];
+  if (graph::is_layout_op(layer.op)) {  // flatten / reshape: an alias, nothing moves
+    info.mapping = "alias";
+    return;
+  }
+  info.mapping = "vector";
+  info.a_dtype = info.b_dtype = g_.tensors[y].dtype;
+  const std::string_view vop = graph::op_def(layer.op).listing_name();
+  const int64_t out_per_sample = graph::shape_elements(g_.tensors[y].shape);
+  const int64_t work_per_output = vector_work_per_output(layer);
+  const int64_t chunk = samples_per_chunk(y);
+  for (int64_t s0 = 0; s0 < batch_; s0 += chunk) {
+    const int64_t s1 = std::min(batch_, s0 + chunk);
+    Instruction v;
+    v.op = Opcode::kVector;
+    v.layer = li;
+    v.vector_function = vop;
+    v.elements = (s1 - s0) * out_per_sample * work_per_output;
+    for (int in : layer.inputs) {
+      v.reads.push_back(region(in, s0, s1));
+      v.ub_read_bytes += tensor_bytes(in, s1 - s0);
+    }
+    v.writes.push_back(region(y, s0, s1));
+    v.ub_write_bytes = tensor_bytes(y, s1 - s0);
+    v.ub_address = place_[storage(y)].offset;
+    emit(std::move(v));
+  }
+}
+
+}  // namespace tessera::compiler::detail

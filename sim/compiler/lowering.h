@@ -1,0 +1,205 @@
+#pragma once
+// Private to the compiler: the lowering of one graph onto one architecture, shared by the
+// files of sim/compiler/ (memory plan, GEMM tiler, matrix / recurrent / vector lowering,
+// host transfers and spills, row tiling, weight prefetch, the emitting pass).
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "models/array/matmul_cost.h"
+#include "sim/compiler/compiler.h"
+
+namespace tessera::compiler::detail {
+
+using graph::Graph;
+using graph::Layer;
+using graph::OpKind;
+using graph::Tensor;
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// First-fit allocator over the unified buffer's byte range.
+class BufferAllocator {
+ public:
+  explicit BufferAllocator(uint64_t capacity) : capacity_(capacity) {}
+
+  std::optional<uint64_t> allocate(uint64_t bytes) {
+    uint64_t cursor = 0;
+    for (auto it = used_.begin(); it != used_.end(); ++it) {
+      if (it->first - cursor >= bytes) return take(cursor, bytes);
+      cursor = it->first + it->second;
+    }
+    if (capacity_ - cursor >= bytes && cursor <= capacity_) return take(cursor, bytes);
+    return std::nullopt;
+  }
+  void release(uint64_t offset) { used_.erase(offset); }
+  uint64_t in_use() const {
+    uint64_t n = 0;
+    for (const auto& [o, b] : used_) n += b;
+    return n;
+  }
+  uint64_t peak() const { return peak_; }
+
+ private:
+  uint64_t take(uint64_t offset, uint64_t bytes) {
+    used_[offset] = bytes;
+    peak_ = std::max(peak_, offset + bytes);
+    return offset;
+  }
+  uint64_t capacity_;
+  std::map<uint64_t, uint64_t> used_;  // offset -> bytes
+  uint64_t peak_ = 0;
+};
+
+// The most instructions one program may have (at about 700 bytes each in the compiler,
+// plus the simulator's per-instruction state: about 3 GB).
+constexpr size_t kMaxInstructions = size_t{1} << 22;
+
+struct TensorPlace {
+  int64_t rows = 0;  // batch x spatial positions
+  int64_t cols = 0;  // features / channels
+  int64_t rows_per_sample = 1;
+  uint64_t bytes = 0;
+  int alias_of = -1;  // flatten/reshape: shares the source's storage
+  uint64_t offset = 0;
+  bool allocated = false;       // resident in the unified buffer now
+  bool on_host = false;         // a valid copy is in host memory (graph inputs; spilled or streamed tensors)
+  bool loaded = false;          // graph inputs: read from the host at least once
+  int64_t element_bytes = 0;    // scratch buffers (graph tensors: their dtype)
+  std::vector<Region> reused;  // regions of dead or evicted tensors whose bytes this one overwrites
+};
+
+// Bytes a tensor gave up (it died or was evicted to host memory): whoever is placed
+// over them next must wait for the old contents' readers.
+struct Vacated {
+  Region region;
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+};
+
+// How a row-tiled layer reads one input for a band of its output rows (within a sample).
+enum class RowMap {
+  kWhole,     // every row of the sample (broadcast operands, layouts that do not map rows)
+  kSame,      // the same rows (row-local ops: element-wise, fc, ops along the last axis)
+  kConvBand,  // the input lines under the output lines' windows (conv, pooling), halo included
+};
+
+// Output head `flat` (over the output's leading axes) -> the operand's head index under broadcasting.
+int64_t head_index(int64_t flat, const graph::Shape& lead_y, const graph::Shape& lead);
+
+// One GEMM C[M x N] = A[M x K] * B[K x N] for the tiler, with callbacks that name the
+// unified-buffer regions each tile touches.
+struct GemmJob {
+  int li = -1;
+  int64_t M = 0, K = 0, N = 0;
+  Dtype a_dtype = Dtype::kInt8, b_dtype = Dtype::kInt8, y_dtype = Dtype::kInt8;
+  graph::Activation activation = graph::Activation::kNone;
+  bool b_from_ub = false;          // B is an activation in the unified buffer
+  uint64_t weight_base = 0;        // weight-memory address of B (row-major K x N)
+  int64_t weight_row_stride = 0;   // elements between B rows in weight memory (N of the whole layer)
+  bool overlap_add = false;        // conv_transpose2d: activates read-modify-write the output
+  std::function<Region(int64_t m0, int64_t m1, int64_t k0, int64_t k1)> a_region;
+  std::function<Region(int64_t k0, int64_t k1, int64_t n0, int64_t n1)> b_region;  // b_from_ub only
+  std::function<Region(int64_t m0, int64_t m1, int64_t n0, int64_t n1)> out_region;
+  std::function<uint64_t(int64_t m0, int64_t n0)> out_address;
+};
+
+class Lowering {
+ public:
+  Lowering(const Graph& g, const ArchConfig& arch, int64_t batch)
+      : g_(g), arch_(arch), total_batch_(batch), batch_(batch), ub_(arch.unified_buffer.capacity_bytes) {}
+
+  Program run();
+
+ private:
+  int storage(int t) const { return place_[t].alias_of >= 0 ? storage(place_[t].alias_of) : t; }
+  // Region of tensor `t` covering samples [s0, s1) and columns [c0, c1) of its own layout.
+  Region region(int t, int64_t s0, int64_t s1, int64_t c0 = 0, int64_t c1 = -1) const;
+  Region rows_region(int t, int64_t r0, int64_t r1, int64_t c0, int64_t c1) const;
+  void allocate(int t, int layer_index);
+  void vacate(int t);
+  [[noreturn]] void too_many_instructions(int layer) const;
+  int add_scratch(int li, int64_t rows, int64_t cols, int64_t rows_per_sample, Dtype dtype, bool allocate_now = true);
+  void allocate_scratch(int li, bool allocate_now = true);
+  void emit(Instruction in, bool writes_tensor_storage = true);
+  int64_t element_bytes(int buffer) const;
+  int64_t samples_per_chunk(int t) const;
+  uint64_t tensor_bytes(int t, int64_t samples) const;
+
+  void emit_gemm(const GemmJob& job);
+  array::GemmTile max_gemm_tile() const;
+  void lower_matrix(int li);
+  void check_mac_mode(const Layer& layer) const;
+  void lower_fc(int li);
+  void lower_conv(int li);
+  void lower_matmul(int li);
+  void lower_recurrent(int li);
+  void lower_vector(int li);
+  void lower_grouped_conv_on_vector(int li);
+  bool grouped_conv_on_vector(const Layer& layer) const;
+  // Lays out and (unless dry_run) lowers the whole graph for `batch` samples.
+  void lower_pass(int64_t batch, bool dry_run);
+  bool fits(int64_t batch);
+
+  const Graph& g_;
+  const ArchConfig& arch_;
+  int64_t total_batch_;
+  int64_t batch_;  // samples in the current pass
+  BufferAllocator ub_;
+  std::vector<TensorPlace> place_;       // graph tensors, then scratch buffers of the pass
+  std::vector<int> last_use_;
+  std::vector<std::vector<int>> dying_;  // per layer: graph tensors whose last use it is, in id order
+  std::vector<bool> dead_;
+  std::vector<std::vector<int>> scratch_;  // per layer: scratch buffer ids (into place_)
+  Program p_;
+  std::vector<Instruction> body_;  // without read_weights; those are merged in at the end
+  struct WeightRead {
+    Instruction in;
+    size_t earliest_body = 0;  // a UB-sourced read may not move above its layer's first instruction
+  };
+  std::vector<WeightRead> weight_reads_;
+  size_t layer_body_start_ = 0;
+  int acc_half_ = 0;
+  uint64_t weight_cursor_ = 0;
+  // Graph inputs are normally all read from the host before the first layer. When even one
+  // sample does not fit that way (e.g. a decoder step's per-layer KV cache), each input is
+  // read just before its first consumer instead.
+  bool lazy_inputs_ = false;
+  void read_input(int in);
+  void write_output(int out);
+
+  // Spills (only when one sample does not fit the unified buffer otherwise). Before a
+  // layer runs, its inputs are made resident (read back from host memory if they were
+  // evicted) and room is made for its output by evicting the resident tensor whose next
+  // use is furthest away (Belady); a layer whose own working set does not fit runs in
+  // row tiles that stream its big tensors through host memory.
+  bool spill_ = false;
+  std::vector<char> pinned_;               // tensors the current layer reads or writes: not evictable
+  std::vector<std::vector<int>> readers_;  // per storage tensor: layers that read it (ascending)
+  std::vector<char> output_storage_;       // storage of a graph output: its host copy is the result
+  std::vector<Vacated> vacated_;           // this pass
+  std::vector<Vacated> prev_vacated_;      // the previous pass's layout: its bytes are overwritten too
+  bool dry_run_ = false;                   // a sizing pass: emits nothing, so records no hazards
+  int next_use(int t, int li) const;
+  int pick_victim(int li) const;
+  void evict(int t, int li);
+  void reload(int t, int li);
+  void host_transfer(Opcode op, int t, int li, const Region& region, uint64_t bytes, uint64_t ub_address);
+  void make_room(int li, std::vector<int> needs);
+  void lower_layer(int li);
+  void lower_with_spills(int li);
+  uint64_t working_set_bytes(int li) const;
+  RowMap row_map(const Layer& layer, int input) const;
+  std::pair<int64_t, int64_t> input_rows(const Layer& layer, RowMap map, int input, int64_t r0, int64_t r1) const;
+  void lower_row_tiled(int li);
+  void account_layer(int li);
+  int64_t vector_work_per_output(const Layer& layer) const;
+  void merge_weight_reads();
+};
+
+}  // namespace tessera::compiler::detail
