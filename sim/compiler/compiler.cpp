@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <stdexcept>
 
 #include "sim/common/error.h"
 #include "sim/compiler/lowering.h"
@@ -49,78 +48,20 @@ void Lowering::emit(Instruction in, bool writes_tensor_storage) {
   body_.push_back(std::move(in));
 }
 
-void Lowering::lower_pass(int64_t batch, bool dry_run) {
-  batch_ = batch;
-  dry_run_ = dry_run;
+void Lowering::lower_pass(int64_t batch) {
+  lay_out(batch);
   ub_ = BufferAllocator(arch_.unified_buffer.capacity_bytes);
   weight_cursor_ = 0;
-  const size_t T = g_.tensors.size();
-  const int L = static_cast<int>(g_.layers.size());
-  place_.assign(T, TensorPlace{});
-  dead_.assign(T, false);
-  last_use_.assign(T, -1);
-  pinned_.assign(T, 0);
   vacated_.clear();
-  readers_.assign(T, {});
-  output_storage_.assign(T, 0);
-  scratch_.assign(static_cast<size_t>(L), {});
-  for (size_t t = 0; t < T; ++t) {
-    const Tensor& ten = g_.tensors[t];
-    TensorPlace& tp = place_[t];
-    tp.rows_per_sample = graph::shape_elements(ten.shape) / ten.shape.back();
-    tp.rows = batch_ * tp.rows_per_sample;
-    tp.cols = ten.shape.back();
-    tp.bytes = static_cast<uint64_t>(tp.rows * tp.cols * dtype_bytes(ten.dtype));
-  }
-  for (int in : g_.inputs) place_[static_cast<size_t>(in)].on_host = true;  // the host holds the inputs
-  for (int li = 0; li < L; ++li) {
-    const Layer& layer = g_.layers[li];
-    if (graph::is_layout_op(layer.op)) place_[layer.output].alias_of = layer.inputs[0];
-  }
-  for (int li = 0; li < L; ++li) {
-    for (int in : g_.layers[li].inputs) {
-      last_use_[storage(in)] = std::max(last_use_[storage(in)], li);
-      auto& r = readers_[static_cast<size_t>(storage(in))];
-      if (!graph::is_layout_op(g_.layers[li].op) && (r.empty() || r.back() != li)) r.push_back(li);
-    }
-  }
-  for (int out : g_.outputs) output_storage_[static_cast<size_t>(storage(out))] = 1;
-  // Outputs go to the host after the last layer; in streaming mode as soon as they are
-  // complete (after their producer and their last reader), which frees their bytes early.
-  std::vector<std::vector<int>> outputs_at(static_cast<size_t>(L) + 1);
-  for (int out : g_.outputs) {
-    const int s = storage(out);
-    int done = L;
-    if (lazy_inputs_) {
-      done = std::max(last_use_[s], g_.tensors[static_cast<size_t>(out)].producer);
-      if (done < 0) done = L;
-    }
-    last_use_[s] = std::max(last_use_[s], done);
-    outputs_at[static_cast<size_t>(done)].push_back(out);
-  }
-  dying_.assign(static_cast<size_t>(L), {});
-  for (size_t t = 0; t < T; ++t) {
-    if (last_use_[t] >= 0 && last_use_[t] < L) dying_[static_cast<size_t>(last_use_[t])].push_back(static_cast<int>(t));
-  }
+  const int L = static_cast<int>(g_.layers.size());
   auto write_outputs = [&](int at) {
-    if (dry_run) return;
-    for (int out : outputs_at[static_cast<size_t>(at)]) write_output(out);
+    for (int out : outputs_at_[static_cast<size_t>(at)]) write_output(out);
   };
 
   // Graph inputs arrive from the host in chunks so the first layer can start early.
   // With spills, each input is read when a layer first needs it (lower_with_spills).
-  std::vector<std::vector<int>> inputs_at(static_cast<size_t>(L) + 1);
-  for (int in : g_.inputs) {
-    int first = L;
-    for (int li = 0; li < L && first == L; ++li) {
-      for (int t : g_.layers[li].inputs) {
-        if (storage(t) == in) first = li;
-      }
-    }
-    inputs_at[static_cast<size_t>(lazy_inputs_ ? first : 0)].push_back(in);
-  }
   auto take_inputs = [&](int li) {
-    for (int in : inputs_at[static_cast<size_t>(li)]) {
+    for (int in : inputs_at_[static_cast<size_t>(li)]) {
       if (spill_) {
         if (li < L) continue;  // read by lower_with_spills before its first consumer
         make_room(L, {in});    // an input no layer reads still crosses the link
@@ -128,7 +69,7 @@ void Lowering::lower_pass(int64_t batch, bool dry_run) {
       }
       allocate(in, li < L && lazy_inputs_ ? li : -1);
       place_[in].loaded = true;
-      if (!dry_run) read_input(in);
+      read_input(in);
     }
   };
   if (!lazy_inputs_) take_inputs(0);
@@ -137,12 +78,11 @@ void Lowering::lower_pass(int64_t batch, bool dry_run) {
     const Layer& layer = g_.layers[li];
     if (lazy_inputs_) take_inputs(li);
     if (spill_) {
-      if (dry_run) throw std::logic_error("compiler: spills are planned by real passes only");
       lower_with_spills(li);
     } else {
       allocate(layer.output, li);
       allocate_scratch(li);
-      if (!dry_run) lower_layer(li);
+      lower_layer(li);
     }
     write_outputs(li);
     // Free tensors (and working buffers) whose last reader was this layer, in id order
@@ -162,7 +102,6 @@ void Lowering::lower_pass(int64_t batch, bool dry_run) {
   }
   if (lazy_inputs_) take_inputs(L);  // inputs no layer reads
   p_.ub_peak_bytes = std::max(p_.ub_peak_bytes, ub_.peak());
-  if (dry_run) return;
 
   write_outputs(L);
   // The next pass overwrites every byte this one used.
@@ -232,6 +171,7 @@ Program Lowering::run() {
   // largest sub-batch that does, pass after pass (weights are fetched again per
   // pass). A single sample that does not fit is an error.
   int64_t sub_batch = total_batch_;
+  const auto fits = [&](int64_t batch) { return !first_shortfall(batch).has_value(); };
   if (!fits(1)) {
     lazy_inputs_ = true;  // inputs up front do not fit even one sample: read each when needed
     // Not even so: spill activations to host memory and tile the layers that need it,
@@ -251,7 +191,7 @@ Program Lowering::run() {
   p_.ub_peak_bytes = 0;
   p_.sub_batch = sub_batch;
   for (int64_t done = 0; done < total_batch_; done += sub_batch) {
-    lower_pass(std::min(sub_batch, total_batch_ - done), false);
+    lower_pass(std::min(sub_batch, total_batch_ - done));
   }
 
   merge_weight_reads();

@@ -38,38 +38,78 @@ void Lowering::lower_matrix(int li) {
   lower_fc(li);
 }
 
+// Reserves weight memory for a weight layer's B matrices (every group), returning their base.
+uint64_t Lowering::reserve_weights(const Layer& layer) {
+  const uint64_t base = weight_cursor_;
+  weight_cursor_ += static_cast<uint64_t>(layer.gemm_groups * layer.gemm_k * layer.gemm_n * dtype_bytes(layer.weight_dtype));
+  return base;
+}
+
+// Group g of a weight layer (fc, conv2d, conv_transpose2d) over m rows of A: its first
+// input times its weights (row-major K x N per group, from `weights_base`).
+GemmJob Lowering::weight_gemm(int li, int64_t m, uint64_t weights_base, int64_t g) const {
+  const Layer& layer = g_.layers[static_cast<size_t>(li)];
+  GemmJob job;
+  job.li = li;
+  job.M = m, job.K = layer.gemm_k, job.N = layer.gemm_n;
+  job.a_dtype = g_.tensors[static_cast<size_t>(layer.inputs[0])].dtype;
+  job.b_dtype = layer.weight_dtype;
+  job.y_dtype = g_.tensors[static_cast<size_t>(layer.output)].dtype;
+  job.activation = layer.activation;
+  job.weight_base = weights_base + static_cast<uint64_t>(g * job.K * job.N * dtype_bytes(layer.weight_dtype));
+  job.weight_row_stride = job.N;
+  return job;
+}
+
+// One head of a matmul over m rows of A: B is the second input, loaded from the unified buffer.
+GemmJob Lowering::ub_gemm(int li, int64_t m) const {
+  const Layer& layer = g_.layers[static_cast<size_t>(li)];
+  GemmJob job;
+  job.li = li;
+  job.M = m, job.K = layer.gemm_k, job.N = layer.gemm_n;
+  job.a_dtype = g_.tensors[static_cast<size_t>(layer.inputs[0])].dtype;
+  job.b_dtype = g_.tensors[static_cast<size_t>(layer.inputs[1])].dtype;
+  job.y_dtype = g_.tensors[static_cast<size_t>(layer.output)].dtype;
+  job.activation = layer.activation;
+  job.b_from_ub = true;
+  return job;
+}
+
+std::pair<int64_t, int64_t> im2col_channels(int64_t k0, int64_t k1, int64_t cin_g) {
+  if (k1 - k0 < cin_g && k0 % cin_g < (k1 - 1) % cin_g + 1) return {k0 % cin_g, (k1 - 1) % cin_g + 1};
+  return {0, cin_g};
+}
+
+// The report's facts for a layer's matrix products (m counts every group's rows; accumulates
+// over passes).
+void Lowering::account_gemm(int li, int64_t m, int64_t k, int64_t n, int64_t groups, int64_t weights, Dtype a_dtype,
+                            Dtype b_dtype) {
+  LayerInfo& info = p_.layers[static_cast<size_t>(li)];
+  info.gemm_m += m;
+  info.gemm_k = k;
+  info.gemm_n = n;
+  info.groups = groups;
+  info.macs += m * k * n;
+  info.weights = weights;
+  info.a_dtype = a_dtype;
+  info.b_dtype = b_dtype;
+}
+
 // fc over the last axis; rows = batch x the leading axes.
 void Lowering::lower_fc(int li) {
   const Layer& layer = g_.layers[li];
-  LayerInfo& info = p_.layers[li];
   const int x = layer.inputs[0];
   const int y = layer.output;
-  const Tensor& xt = g_.tensors[x];
   const int64_t M = batch_ * layer.gemm_m_per_sample, K = layer.gemm_k, N = layer.gemm_n;
   const int64_t y_bytes = dtype_bytes(g_.tensors[y].dtype);
-  GemmJob job;
-  job.li = li;
-  job.M = M, job.K = K, job.N = N;
-  job.a_dtype = xt.dtype;
-  job.b_dtype = layer.weight_dtype;
-  job.y_dtype = g_.tensors[y].dtype;
-  job.activation = layer.activation;
-  job.weight_base = weight_cursor_;
-  job.weight_row_stride = N;
-  weight_cursor_ += static_cast<uint64_t>(K * N * dtype_bytes(layer.weight_dtype));
+  GemmJob job = weight_gemm(li, M, reserve_weights(layer), 0);
   job.a_region = [&](int64_t m0, int64_t m1, int64_t k0, int64_t k1) { return rows_region(x, m0, m1, k0, k1); };
   job.out_region = [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) { return rows_region(y, m0, m1, n0, n1); };
   job.out_address = [&](int64_t m0, int64_t n0) {
     return place_[y].offset + static_cast<uint64_t>((m0 * place_[y].cols + n0) * y_bytes);
   };
   emit_gemm(job);
-  info.gemm_m += M;
-  info.gemm_k = K;
-  info.gemm_n = N;
-  info.macs += M * K * N;
-  info.weights = K * N;
-  info.a_dtype = xt.dtype;
-  info.b_dtype = layer.weight_dtype;
+  account_gemm(li, M, K, N, 1, K * N, g_.tensors[x].dtype, layer.weight_dtype);
 }
 
 // conv2d (implicit im2col; groups run one after another on the array) and
@@ -78,7 +118,6 @@ void Lowering::lower_conv(int li) {
   const Layer& layer = g_.layers[li];
   const int x = layer.inputs[0];
   const int y = layer.output;
-  const Tensor& xt = g_.tensors[x];
   const bool transposed = layer.op == OpKind::kConvTranspose2d;
   const int64_t G = layer.gemm_groups;
   const int64_t M = batch_ * layer.gemm_m_per_sample, K = layer.gemm_k, N = layer.gemm_n;
@@ -87,9 +126,7 @@ void Lowering::lower_conv(int li) {
   const int64_t cout_g = layer.out_features / G;
   const int64_t rows_per_sample = layer.gemm_m_per_sample;  // conv: output rows; transposed: input rows
   const int64_t y_bytes = dtype_bytes(g_.tensors[y].dtype);
-  LayerInfo& info = p_.layers[li];
-  const uint64_t layer_weight_base = weight_cursor_;
-  weight_cursor_ += static_cast<uint64_t>(G * K * N * dtype_bytes(layer.weight_dtype));
+  const uint64_t layer_weight_base = reserve_weights(layer);
 
   const int64_t acc_half = std::max<int64_t>(1, arch_.accumulators.entries / 2);
   // Groups share the M chunks: each chunk of input rows runs every group before the next.
@@ -97,24 +134,14 @@ void Lowering::lower_conv(int li) {
   for (int64_t c0 = 0; c0 < M; c0 += chunk) {
     const int64_t c1 = std::min(M, c0 + chunk);
     for (int64_t g = 0; g < G; ++g) {
-      GemmJob job;
-      job.li = li;
-      job.M = c1 - c0, job.K = K, job.N = N;
-      job.a_dtype = xt.dtype;
-      job.b_dtype = layer.weight_dtype;
-      job.y_dtype = g_.tensors[y].dtype;
-      job.activation = layer.activation;
-      job.weight_base = layer_weight_base + static_cast<uint64_t>(g * K * N * dtype_bytes(layer.weight_dtype));
-      job.weight_row_stride = N;
+      GemmJob job = weight_gemm(li, c1 - c0, layer_weight_base, g);
       job.overlap_add = transposed;
       const int64_t ch_base = g * cin_g;
       job.a_region = [&, c0, ch_base](int64_t m0, int64_t m1, int64_t k0, int64_t k1) {
         m0 += c0, m1 += c0;
         if (transposed) return rows_region(x, m0, m1, ch_base + k0, ch_base + k1);
-        // Implicit im2col: a K tile covers kernel positions x input channels.
         const int64_t s0 = m0 / rows_per_sample, s1 = ceil_div(m1, rows_per_sample);
-        int64_t lo = 0, hi = cin_g;
-        if (k1 - k0 < cin_g && k0 % cin_g < (k1 - 1) % cin_g + 1) lo = k0 % cin_g, hi = (k1 - 1) % cin_g + 1;
+        const auto [lo, hi] = im2col_channels(k0, k1, cin_g);
         return region(x, s0, s1, ch_base + lo, ch_base + hi);
       };
       const int64_t out_base = g * cout_g;
@@ -136,33 +163,13 @@ void Lowering::lower_conv(int li) {
   }
   if (transposed && layer.activation != graph::Activation::kNone) {
     // The nonlinearity can only run once every overlap has been added: one more pass.
-    const int64_t per_chunk = samples_per_chunk(y);
-    for (int64_t s0 = 0; s0 < batch_; s0 += per_chunk) {
-      const int64_t s1 = std::min(batch_, s0 + per_chunk);
-      Instruction v;
-      v.op = Opcode::kVector;
-      v.layer = li;
-      const OpKind fn = layer.activation == graph::Activation::kSigmoid ? OpKind::kSigmoid
-                        : layer.activation == graph::Activation::kTanh  ? OpKind::kTanh
-                        : layer.activation == graph::Activation::kRelu6 ? OpKind::kClip
-                                                                        : OpKind::kRelu;
-      v.vector_function = graph::op_def(fn).listing_name();
-      v.elements = (s1 - s0) * graph::shape_elements(g_.tensors[y].shape);
-      v.reads.push_back(region(y, s0, s1));
-      v.writes.push_back(region(y, s0, s1));
-      v.ub_read_bytes = v.ub_write_bytes = tensor_bytes(y, s1 - s0);
-      v.ub_address = place_[y].offset;
-      emit(std::move(v));
-    }
+    const OpKind fn = layer.activation == graph::Activation::kSigmoid ? OpKind::kSigmoid
+                      : layer.activation == graph::Activation::kTanh  ? OpKind::kTanh
+                      : layer.activation == graph::Activation::kRelu6 ? OpKind::kClip
+                                                                      : OpKind::kRelu;
+    emit_vector_by_samples(li, graph::op_def(fn).listing_name(), {y}, y, graph::shape_elements(g_.tensors[y].shape));
   }
-  info.gemm_m += M * G;
-  info.gemm_k = K;
-  info.gemm_n = N;
-  info.groups = G;
-  info.macs += G * M * K * N;
-  info.weights = G * K * N;
-  info.a_dtype = xt.dtype;
-  info.b_dtype = layer.weight_dtype;
+  account_gemm(li, M * G, K, N, G, G * K * N, g_.tensors[x].dtype, layer.weight_dtype);
 }
 
 // Activation x activation (attention): for every sample and head, B is loaded into the
@@ -182,20 +189,12 @@ void Lowering::lower_matmul(int li) {
   const int64_t rows_y = place_[y].rows_per_sample;
   const int64_t y_bytes = dtype_bytes(g_.tensors[y].dtype);
   const int64_t G = layer.gemm_groups;
-  LayerInfo& info = p_.layers[li];
-  info.mapping = "array_ub";
+  p_.layers[static_cast<size_t>(li)].mapping = "array_ub";
   for (int64_t s = 0; s < batch_; ++s) {
     for (int64_t h = 0; h < G; ++h) {
       const int64_t ga = group_index(h, lead_a), gb = group_index(h, lead_b);
       const int64_t a_row0 = s * rows_a + ga * M, b_row0 = s * rows_b + gb * K, y_row0 = s * rows_y + h * M;
-      GemmJob job;
-      job.li = li;
-      job.M = M, job.K = K, job.N = N;
-      job.a_dtype = g_.tensors[a].dtype;
-      job.b_dtype = g_.tensors[b].dtype;
-      job.y_dtype = g_.tensors[y].dtype;
-      job.activation = layer.activation;
-      job.b_from_ub = true;
+      GemmJob job = ub_gemm(li, M);
       job.a_region = [&, a_row0](int64_t m0, int64_t m1, int64_t k0, int64_t k1) {
         return rows_region(a, a_row0 + m0, a_row0 + m1, k0, k1);
       };
@@ -211,18 +210,7 @@ void Lowering::lower_matmul(int li) {
       emit_gemm(job);
     }
   }
-  info.gemm_m += batch_ * G * M;
-  info.gemm_k = K;
-  info.gemm_n = N;
-  info.groups = G;
-  info.macs += batch_ * G * M * K * N;
-  info.weights = 0;
-  info.a_dtype = g_.tensors[a].dtype;
-  info.b_dtype = g_.tensors[b].dtype;
+  account_gemm(li, batch_ * G * M, K, N, G, 0, g_.tensors[a].dtype, g_.tensors[b].dtype);
 }
-
-// LSTM / GRU: one GEMM projects the inputs of every step at once; then, step by step,
-// the recurrent matmul on h(t-1), its activate into the gate buffer, and one vector
-// instruction for the cell. Directions interleave so that one direction's matmul can
 
 }  // namespace tessera::compiler::detail

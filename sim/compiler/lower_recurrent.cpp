@@ -24,7 +24,6 @@ void Lowering::lower_recurrent(int li) {
   auto cs = [&](int64_t d) { return scratch[static_cast<size_t>(3 + 3 * d)]; };
   const int h0 = layer.inputs.size() > 1 ? layer.inputs[1] : -1;
   const int c0_in = lstm && layer.inputs.size() > 2 ? layer.inputs[2] : -1;
-  LayerInfo& info = p_.layers[li];
 
   // Weight memory: per direction W (I x G*H) then R (H x G*H).
   std::vector<uint64_t> w_addr(static_cast<size_t>(D)), r_addr(static_cast<size_t>(D));
@@ -129,14 +128,7 @@ void Lowering::lower_recurrent(int li) {
       emit(std::move(cell));
     }
   }
-  info.gemm_m += batch_ * T * D;
-  info.gemm_k = I + H;
-  info.gemm_n = Gt * H;
-  info.groups = D;
-  info.macs += batch_ * T * D * (I + H) * Gt * H;
-  info.weights = layer.weight_count();
-  info.a_dtype = xt.dtype;
-  info.b_dtype = layer.weight_dtype;
+  account_gemm(li, batch_ * T * D, I + H, Gt * H, D, layer.weight_count(), xt.dtype, layer.weight_dtype);
 }
 
 }  // namespace tessera::compiler::detail

@@ -55,32 +55,12 @@ void Lowering::lower_grouped_conv_on_vector(int li) {
   const int x = layer.inputs[0], y = layer.output;
   LayerInfo& info = p_.layers[li];
   info.mapping = "vector";
-  const int64_t macs_per_sample = layer.macs_per_sample();
-  const int64_t chunk = samples_per_chunk(y);
-  for (int64_t s0 = 0; s0 < batch_; s0 += chunk) {
-    const int64_t s1 = std::min(batch_, s0 + chunk);
-    Instruction v;
-    v.op = Opcode::kVector;
-    v.layer = li;
-    v.vector_function = graph::op_def(OpKind::kConv2d).listing_name();  // grouped_conv
-    v.elements = (s1 - s0) * macs_per_sample;
-    v.element_bytes = dtype_bytes(layer.weight_dtype);  // the weights are an operand too (emit widens to the tensors')
-    v.reads.push_back(region(x, s0, s1));
-    v.writes.push_back(region(y, s0, s1));
-    v.ub_read_bytes = tensor_bytes(x, s1 - s0);
-    v.ub_write_bytes = tensor_bytes(y, s1 - s0);
-    v.ub_address = place_[y].offset;
-    emit(std::move(v));
-  }
+  // The weights are an operand too: their bytes set the element width (emit widens to the tensors').
+  emit_vector_by_samples(li, graph::op_def(OpKind::kConv2d).listing_name(), {x}, y, layer.macs_per_sample(),
+                         dtype_bytes(layer.weight_dtype));  // grouped_conv
   // The weights (kernel x channels, a few KiB) are not modelled as weight-memory traffic here.
-  info.gemm_m += batch_ * layer.gemm_m_per_sample * layer.gemm_groups;
-  info.gemm_k = layer.gemm_k;
-  info.gemm_n = layer.gemm_n;
-  info.groups = layer.gemm_groups;
-  info.macs += batch_ * macs_per_sample;
-  info.weights = layer.weight_count();
-  info.a_dtype = g_.tensors[x].dtype;
-  info.b_dtype = layer.weight_dtype;
+  account_gemm(li, batch_ * layer.gemm_m_per_sample * layer.gemm_groups, layer.gemm_k, layer.gemm_n,
+               layer.gemm_groups, layer.weight_count(), g_.tensors[x].dtype, layer.weight_dtype);
 }
 
 // Element operations per output element of a vector layer (the vector unit does one
@@ -100,18 +80,23 @@ void Lowering::lower_vector(int li) {
   }
   info.mapping = "vector";
   info.a_dtype = info.b_dtype = g_.tensors[y].dtype;
-  const std::string_view vop = graph::op_def(layer.op).listing_name();
-  const int64_t out_per_sample = graph::shape_elements(g_.tensors[y].shape);
-  const int64_t work_per_output = vector_work_per_output(layer);
+  emit_vector_by_samples(li, graph::op_def(layer.op).listing_name(), layer.inputs, y,
+                         graph::shape_elements(g_.tensors[y].shape) * vector_work_per_output(layer));
+}
+
+// One vector instruction per chunk of samples: `inputs`' samples in, y's out.
+void Lowering::emit_vector_by_samples(int li, std::string_view function, const std::vector<int>& inputs, int y,
+                                      int64_t elements_per_sample, int64_t element_bytes) {
   const int64_t chunk = samples_per_chunk(y);
   for (int64_t s0 = 0; s0 < batch_; s0 += chunk) {
     const int64_t s1 = std::min(batch_, s0 + chunk);
     Instruction v;
     v.op = Opcode::kVector;
     v.layer = li;
-    v.vector_function = vop;
-    v.elements = (s1 - s0) * out_per_sample * work_per_output;
-    for (int in : layer.inputs) {
+    v.vector_function = function;
+    v.elements = (s1 - s0) * elements_per_sample;
+    v.element_bytes = element_bytes;
+    for (int in : inputs) {
       v.reads.push_back(region(in, s0, s1));
       v.ub_read_bytes += tensor_bytes(in, s1 - s0);
     }

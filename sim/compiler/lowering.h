@@ -92,6 +92,10 @@ enum class RowMap {
 // Output head `flat` (over the output's leading axes) -> the operand's head index under broadcasting.
 int64_t head_index(int64_t flat, const graph::Shape& lead_y, const graph::Shape& lead);
 
+// Implicit im2col: the input channels [first, second) within a group of cin_g that the K
+// tile [k0, k1) of kernel positions x channels reads.
+std::pair<int64_t, int64_t> im2col_channels(int64_t k0, int64_t k1, int64_t cin_g);
+
 // One GEMM C[M x N] = A[M x K] * B[K x N] for the tiler, with callbacks that name the
 // unified-buffer regions each tile touches.
 struct GemmJob {
@@ -135,16 +139,38 @@ class Lowering {
   array::GemmTile max_gemm_tile() const;
   void lower_matrix(int li);
   void check_mac_mode(const Layer& layer) const;
+  uint64_t reserve_weights(const Layer& layer);
+  GemmJob weight_gemm(int li, int64_t m, uint64_t weights_base, int64_t g) const;
+  GemmJob ub_gemm(int li, int64_t m) const;
+  void account_gemm(int li, int64_t m, int64_t k, int64_t n, int64_t groups, int64_t weights, Dtype a_dtype,
+                    Dtype b_dtype);
   void lower_fc(int li);
   void lower_conv(int li);
   void lower_matmul(int li);
   void lower_recurrent(int li);
   void lower_vector(int li);
+  void emit_vector_by_samples(int li, std::string_view function, const std::vector<int>& inputs, int y,
+                              int64_t elements_per_sample, int64_t element_bytes = 1);
   void lower_grouped_conv_on_vector(int li);
   bool grouped_conv_on_vector(const Layer& layer) const;
-  // Lays out and (unless dry_run) lowers the whole graph for `batch` samples.
-  void lower_pass(int64_t batch, bool dry_run);
-  bool fits(int64_t batch);
+  // Lays out and lowers the whole graph for `batch` samples.
+  void lower_pass(int64_t batch);
+
+  // The memory plan: sizes and lifetimes of a pass, and whether its allocations fit.
+  struct Shortfall {          // an allocation the unified buffer cannot hold
+    int layer = -1;           // -1: the graph inputs read before the first layer
+    int tensor = -1;          // -1 or a scratch id: the layer's working buffers
+    uint64_t bytes = 0;
+    uint64_t live_bytes = 0;  // allocated when it was asked for
+  };
+  struct WorkingBuffer {
+    int64_t rows = 0, cols = 0, rows_per_sample = 1;
+    Dtype dtype = Dtype::kInt8;
+  };
+  void lay_out(int64_t batch);
+  std::optional<Shortfall> first_shortfall(int64_t batch);
+  std::string does_not_fit_message(const Shortfall& s) const;
+  std::vector<WorkingBuffer> working_buffers(int li) const;
 
   const Graph& g_;
   const ArchConfig& arch_;
@@ -156,6 +182,8 @@ class Lowering {
   std::vector<std::vector<int>> dying_;  // per layer: graph tensors whose last use it is, in id order
   std::vector<bool> dead_;
   std::vector<std::vector<int>> scratch_;  // per layer: scratch buffer ids (into place_)
+  std::vector<std::vector<int>> inputs_at_;   // per layer (and after the last): graph inputs read then
+  std::vector<std::vector<int>> outputs_at_;  // per layer (and after the last): graph outputs written then
   Program p_;
   std::vector<Instruction> body_;  // without read_weights; those are merged in at the end
   struct WeightRead {
@@ -170,6 +198,9 @@ class Lowering {
   // sample does not fit that way (e.g. a decoder step's per-layer KV cache), each input is
   // read just before its first consumer instead.
   bool lazy_inputs_ = false;
+  using ChunkFn = std::function<void(const Region& region, uint64_t bytes, uint64_t ub_address)>;
+  void for_each_chunk(int t, uint64_t ub_base, const ChunkFn& move) const;
+  void emit_host_io(Opcode op, int layer, bool spill, const Region& region, uint64_t bytes, uint64_t ub_address);
   void read_input(int in);
   void write_output(int out);
 
@@ -184,7 +215,6 @@ class Lowering {
   std::vector<char> output_storage_;       // storage of a graph output: its host copy is the result
   std::vector<Vacated> vacated_;           // this pass
   std::vector<Vacated> prev_vacated_;      // the previous pass's layout: its bytes are overwritten too
-  bool dry_run_ = false;                   // a sizing pass: emits nothing, so records no hazards
   int next_use(int t, int li) const;
   int pick_victim(int li) const;
   void evict(int t, int li);

@@ -1,5 +1,5 @@
 // The unified-buffer side of lowering: regions of tensors, placement with reuse hazards,
-// working buffers, and whether a pass fits.
+// working buffers, lifetimes, and the memory plan that says whether a pass fits.
 #include "sim/compiler/lowering.h"
 
 #include "sim/common/error.h"
@@ -34,26 +34,26 @@ uint64_t Lowering::tensor_bytes(int t, int64_t samples) const {
   return static_cast<uint64_t>(samples * graph::shape_elements(ten.shape) * dtype_bytes(ten.dtype));
 }
 
+std::string Lowering::does_not_fit_message(const Shortfall& s) const {
+  const std::string where = s.layer >= 0 ? "layer '" + g_.layers[static_cast<size_t>(s.layer)].name + "'" : "its inputs";
+  const std::string what = static_cast<size_t>(s.tensor) < g_.tensors.size()
+                               ? "tensor '" + g_.tensors[static_cast<size_t>(s.tensor)].name + "'"
+                               : std::string("its working buffers (gates and state)");
+  return g_.source + ": workload '" + g_.name + "' at batch " + std::to_string(batch_) +
+         " does not fit the unified buffer of '" + arch_.name + "' (" +
+         std::to_string(arch_.unified_buffer.capacity_bytes) + " bytes): " + where + " needs " +
+         std::to_string(s.bytes) + " more bytes for " + what + " with " + std::to_string(s.live_bytes) +
+         " bytes live; use a smaller --batch or a larger unified_buffer.capacity";
+}
+
 void Lowering::allocate(int t, int layer_index) {
   TensorPlace& tp = place_[t];
   if (tp.alias_of >= 0 || tp.allocated) return;
   auto offset = ub_.allocate(tp.bytes);
-  if (!offset) {
-    const std::string where = layer_index >= 0 ? "layer '" + g_.layers[layer_index].name + "'" : "its inputs";
-    const std::string what = static_cast<size_t>(t) < g_.tensors.size()
-                                 ? "tensor '" + g_.tensors[t].name + "'"
-                                 : std::string("its working buffers (gates and state)");
-    throw InputError(g_.source + ": workload '" + g_.name + "' at batch " + std::to_string(batch_) +
-                     " does not fit the unified buffer of '" + arch_.name + "' (" +
-                     std::to_string(arch_.unified_buffer.capacity_bytes) + " bytes): " + where + " needs " +
-                     std::to_string(tp.bytes) + " more bytes for " + what + " with " +
-                     std::to_string(ub_.in_use()) +
-                     " bytes live; use a smaller --batch or a larger unified_buffer.capacity");
-  }
+  if (!offset) throw InputError(does_not_fit_message(Shortfall{layer_index, t, tp.bytes, ub_.in_use()}));
   tp.offset = *offset;
   tp.allocated = true;
   tp.reused.clear();  // earlier writers of t (a previous residency) have been emitted already
-  if (dry_run_) return;  // nothing is emitted: no hazards to record
   // Bytes reused from dead or evicted tensors: writers of t must wait for their readers.
   for (const auto* list : {&vacated_, &prev_vacated_}) {
     for (const Vacated& v : *list) {
@@ -64,9 +64,7 @@ void Lowering::allocate(int t, int layer_index) {
 }
 
 // Records t's bytes as given up, for the hazards of whoever is placed over them next.
-// Sizing (dry-run) passes emit nothing and record nothing.
 void Lowering::vacate(int t) {
-  if (dry_run_) return;
   const TensorPlace& tp = place_[t];
   vacated_.push_back(Vacated{Region{Space::kUnifiedBuffer, t, 0, tp.rows, 0, tp.cols}, tp.offset, tp.bytes});
 }
@@ -88,18 +86,24 @@ int Lowering::add_scratch(int li, int64_t rows, int64_t cols, int64_t rows_per_s
   return id;
 }
 
-// Working buffers a layer needs besides its output (live only during the layer).
-void Lowering::allocate_scratch(int li, bool allocate_now) {
+// Working buffers a layer needs besides its output (live only during the layer): lstm/gru
+// gates and state.
+std::vector<Lowering::WorkingBuffer> Lowering::working_buffers(int li) const {
   const Layer& layer = g_.layers[static_cast<size_t>(li)];
-  if (layer.op != OpKind::kLstm && layer.op != OpKind::kGru) return;
+  if (layer.op != OpKind::kLstm && layer.op != OpKind::kGru) return {};
   const Dtype dt = g_.tensors[static_cast<size_t>(layer.output)].dtype;
   const int64_t T = layer.gemm_m_per_sample, H = layer.hidden, G = layer.gates(), D = layer.directions;
-  add_scratch(li, batch_ * T, D * G * H, T, dt, allocate_now);  // input projections of every step
+  std::vector<WorkingBuffer> buffers{{batch_ * T, D * G * H, T, dt}};  // input projections of every step
   for (int64_t d = 0; d < D; ++d) {
-    add_scratch(li, batch_, G * H, 1, dt, allocate_now);  // recurrent gate sums of the current step
-    add_scratch(li, batch_, H, 1, dt, allocate_now);      // h state
-    add_scratch(li, batch_, H, 1, dt, allocate_now);      // lstm: c state; gru: r * h
+    buffers.push_back({batch_, G * H, 1, dt});  // recurrent gate sums of the current step
+    buffers.push_back({batch_, H, 1, dt});      // h state
+    buffers.push_back({batch_, H, 1, dt});      // lstm: c state; gru: r * h
   }
+  return buffers;
+}
+
+void Lowering::allocate_scratch(int li, bool allocate_now) {
+  for (const WorkingBuffer& b : working_buffers(li)) add_scratch(li, b.rows, b.cols, b.rows_per_sample, b.dtype, allocate_now);
 }
 
 int64_t Lowering::element_bytes(int buffer) const {
@@ -107,13 +111,112 @@ int64_t Lowering::element_bytes(int buffer) const {
   return place_[static_cast<size_t>(buffer)].element_bytes;
 }
 
-bool Lowering::fits(int64_t batch) {
-  try {
-    lower_pass(batch, true);
-    return true;
-  } catch (const InputError&) {
-    return false;
+// Tensor sizes, aliases and lifetimes of a pass over `batch` samples, and when each graph
+// input is read and each output written.
+void Lowering::lay_out(int64_t batch) {
+  batch_ = batch;
+  const size_t T = g_.tensors.size();
+  const int L = static_cast<int>(g_.layers.size());
+  place_.assign(T, TensorPlace{});
+  dead_.assign(T, false);
+  last_use_.assign(T, -1);
+  pinned_.assign(T, 0);
+  readers_.assign(T, {});
+  output_storage_.assign(T, 0);
+  scratch_.assign(static_cast<size_t>(L), {});
+  for (size_t t = 0; t < T; ++t) {
+    const Tensor& ten = g_.tensors[t];
+    TensorPlace& tp = place_[t];
+    tp.rows_per_sample = graph::shape_elements(ten.shape) / ten.shape.back();
+    tp.rows = batch_ * tp.rows_per_sample;
+    tp.cols = ten.shape.back();
+    tp.bytes = static_cast<uint64_t>(tp.rows * tp.cols * dtype_bytes(ten.dtype));
   }
+  for (int in : g_.inputs) place_[static_cast<size_t>(in)].on_host = true;  // the host holds the inputs
+  for (int li = 0; li < L; ++li) {
+    const Layer& layer = g_.layers[li];
+    if (graph::is_layout_op(layer.op)) place_[layer.output].alias_of = layer.inputs[0];
+  }
+  for (int li = 0; li < L; ++li) {
+    for (int in : g_.layers[li].inputs) {
+      last_use_[storage(in)] = std::max(last_use_[storage(in)], li);
+      auto& r = readers_[static_cast<size_t>(storage(in))];
+      if (!graph::is_layout_op(g_.layers[li].op) && (r.empty() || r.back() != li)) r.push_back(li);
+    }
+  }
+  for (int out : g_.outputs) output_storage_[static_cast<size_t>(storage(out))] = 1;
+  // Outputs go to the host after the last layer; in streaming mode as soon as they are
+  // complete (after their producer and their last reader), which frees their bytes early.
+  outputs_at_.assign(static_cast<size_t>(L) + 1, {});
+  for (int out : g_.outputs) {
+    const int s = storage(out);
+    int done = L;
+    if (lazy_inputs_) {
+      done = std::max(last_use_[s], g_.tensors[static_cast<size_t>(out)].producer);
+      if (done < 0) done = L;
+    }
+    last_use_[s] = std::max(last_use_[s], done);
+    outputs_at_[static_cast<size_t>(done)].push_back(out);
+  }
+  dying_.assign(static_cast<size_t>(L), {});
+  for (size_t t = 0; t < T; ++t) {
+    if (last_use_[t] >= 0 && last_use_[t] < L) dying_[static_cast<size_t>(last_use_[t])].push_back(static_cast<int>(t));
+  }
+  // Graph inputs are read before the first layer, or (lazy) before their first consumer.
+  inputs_at_.assign(static_cast<size_t>(L) + 1, {});
+  for (int in : g_.inputs) {
+    int first = L;
+    for (int li = 0; li < L && first == L; ++li) {
+      for (int t : g_.layers[li].inputs) {
+        if (storage(t) == in) first = li;
+      }
+    }
+    inputs_at_[static_cast<size_t>(lazy_inputs_ ? first : 0)].push_back(in);
+  }
+}
+
+// The allocations of a pass without spills, in the order the pass makes them (first fit
+// over the same lifetimes), without emitting anything: the first that the unified buffer
+// cannot hold, or none when the pass fits.
+std::optional<Lowering::Shortfall> Lowering::first_shortfall(int64_t batch) {
+  lay_out(batch);
+  const int L = static_cast<int>(g_.layers.size());
+  BufferAllocator ub(arch_.unified_buffer.capacity_bytes);
+  std::vector<std::optional<uint64_t>> offset(place_.size());  // resident graph tensors
+  auto place = [&](int t, int layer) -> std::optional<Shortfall> {
+    if (place_[t].alias_of >= 0 || offset[t]) return std::nullopt;
+    offset[t] = ub.allocate(place_[t].bytes);
+    if (!offset[t]) return Shortfall{layer, t, place_[t].bytes, ub.in_use()};
+    return std::nullopt;
+  };
+  auto take_inputs = [&](int li) -> std::optional<Shortfall> {
+    for (int in : inputs_at_[static_cast<size_t>(li)]) {
+      if (auto s = place(in, li < L && lazy_inputs_ ? li : -1)) return s;
+    }
+    return std::nullopt;
+  };
+  if (!lazy_inputs_) {
+    if (auto s = take_inputs(0)) return s;
+  }
+  for (int li = 0; li < L; ++li) {
+    if (lazy_inputs_) {
+      if (auto s = take_inputs(li)) return s;
+    }
+    if (auto s = place(g_.layers[li].output, li)) return s;
+    std::vector<uint64_t> working;
+    for (const WorkingBuffer& b : working_buffers(li)) {
+      const uint64_t bytes = static_cast<uint64_t>(b.rows * b.cols * dtype_bytes(b.dtype));
+      const auto at = ub.allocate(bytes);
+      if (!at) return Shortfall{li, -1, bytes, ub.in_use()};
+      working.push_back(*at);
+    }
+    for (int t : dying_[static_cast<size_t>(li)]) {
+      if (place_[t].alias_of < 0 && offset[t]) ub.release(*offset[t]), offset[t].reset();
+    }
+    for (uint64_t at : working) ub.release(at);
+  }
+  if (lazy_inputs_) return take_inputs(L);  // inputs no layer reads
+  return std::nullopt;
 }
 
 }  // namespace tessera::compiler::detail

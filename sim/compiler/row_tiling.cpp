@@ -220,10 +220,7 @@ void Lowering::lower_row_tiled(int li) {
   const int64_t y_bytes = dtype_bytes(y_dtype);
   const int64_t y_cols = place_[y].cols;
   const int64_t rps_y = place_[y].rows_per_sample;
-  const uint64_t weight_base = weight_cursor_;
-  if (graph::is_matrix_op(layer.op) && !vector_conv) {
-    weight_cursor_ += static_cast<uint64_t>(layer.gemm_groups * layer.gemm_k * layer.gemm_n * dtype_bytes(layer.weight_dtype));
-  }
+  const uint64_t weight_base = graph::is_matrix_op(layer.op) && !vector_conv ? reserve_weights(layer) : weight_cursor_;
   const int64_t work_per_output = graph::is_matrix_op(layer.op) ? 0 : vector_work_per_output(layer);
   int64_t tile = 0;
   std::vector<std::pair<int64_t, int64_t>> bands(static_cast<size_t>(n_in));
@@ -265,7 +262,7 @@ void Lowering::lower_row_tiled(int li) {
       if (layer.op == OpKind::kMatmul) {
         // Heads whose rows fall in this tile; B (K^T or V) stays resident and is loaded per head.
         const int a = layer.inputs[0], b = layer.inputs[1];
-        const int64_t M = layer.gemm_m_per_sample, K = layer.gemm_k, N = layer.gemm_n;
+        const int64_t M = layer.gemm_m_per_sample, K = layer.gemm_k;
         const auto& ys = g_.tensors[y].shape;
         const auto& bs = g_.tensors[b].shape;
         const graph::Shape lead_y(ys.begin(), ys.end() - 2), lead_b(bs.begin(), bs.end() - 2);
@@ -274,14 +271,7 @@ void Lowering::lower_row_tiled(int li) {
           const int64_t m_lo = std::max(r0, h * M) - h * M, m_hi = std::min(r1, (h + 1) * M) - h * M;
           const int64_t gb = head_index(h, lead_y, lead_b);
           const int64_t row0 = h * M + m_lo;  // in A's and the output's rows (same heads) or the output's only
-          GemmJob job;
-          job.li = li;
-          job.M = m_hi - m_lo, job.K = K, job.N = N;
-          job.a_dtype = g_.tensors[a].dtype;
-          job.b_dtype = g_.tensors[b].dtype;
-          job.y_dtype = y_dtype;
-          job.activation = layer.activation;
-          job.b_from_ub = true;
+          GemmJob job = ub_gemm(li, m_hi - m_lo);
           const auto& as = g_.tensors[a].shape;
           const int64_t a_row0 = maps[0] == RowMap::kSame ? row0 : head_index(h, lead_y, graph::Shape(as.begin(), as.end() - 2)) * M + m_lo;
           job.a_region = [&, a_row0](int64_t m0, int64_t m1, int64_t k0, int64_t k1) {
@@ -297,28 +287,19 @@ void Lowering::lower_row_tiled(int li) {
           emit_gemm(job);
         }
       } else if (layer.op == OpKind::kFc || (layer.op == OpKind::kConv2d && !vector_conv)) {
-        const int64_t G = layer.gemm_groups, K = layer.gemm_k, N = layer.gemm_n;
+        const int64_t G = layer.gemm_groups;
         const int64_t cin_g = place_[layer.inputs[0]].cols / G, cout_g = layer.out_features / G;
         const bool conv = layer.op == OpKind::kConv2d;
         const int64_t step = conv && G > 1 ? acc_half : r1 - r0;  // groups share accumulator-sized chunks
         for (int64_t c0 = r0; c0 < r1; c0 += step) {
           const int64_t c1 = std::min(r1, c0 + step);
           for (int64_t g = 0; g < (conv ? G : 1); ++g) {
-            GemmJob job;
-            job.li = li;
-            job.M = c1 - c0, job.K = K, job.N = N;
-            job.a_dtype = g_.tensors[layer.inputs[0]].dtype;
-            job.b_dtype = layer.weight_dtype;
-            job.y_dtype = y_dtype;
-            job.activation = layer.activation;
-            job.weight_base = weight_base + static_cast<uint64_t>(g * K * N * dtype_bytes(layer.weight_dtype));
-            job.weight_row_stride = N;
+            GemmJob job = weight_gemm(li, c1 - c0, weight_base, g);
             const int64_t ch_base = g * cin_g, out_base = conv ? g * cout_g : 0;
             job.a_region = [&, c0, ch_base, conv](int64_t m0, int64_t m1, int64_t k0, int64_t k1) {
               if (!conv) return in_region(0, c0 + m0, c0 + m1, k0, k1);
               const auto [a, b] = input_rows(layer, maps[0], 0, c0 + m0, c0 + m1);
-              int64_t lo = 0, hi = cin_g;  // implicit im2col: a K tile covers kernel positions x input channels
-              if (k1 - k0 < cin_g && k0 % cin_g < (k1 - 1) % cin_g + 1) lo = k0 % cin_g, hi = (k1 - 1) % cin_g + 1;
+              const auto [lo, hi] = im2col_channels(k0, k1, cin_g);
               return in_region(0, a, b, ch_base + lo, ch_base + hi);
             };
             job.out_region = [&, c0, out_base](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
@@ -387,25 +368,11 @@ void Lowering::account_layer(int li) {
   const int64_t M = batch_ * layer.gemm_m_per_sample;
   if (layer.op == OpKind::kMatmul) {
     info.mapping = "array_ub";
-    info.gemm_m += G * M;
-    info.gemm_k = K;
-    info.gemm_n = N;
-    info.groups = G;
-    info.macs += G * M * K * N;
-    info.weights = 0;
-    info.a_dtype = x_dtype;
-    info.b_dtype = g_.tensors[static_cast<size_t>(layer.inputs[1])].dtype;
+    account_gemm(li, G * M, K, N, G, 0, x_dtype, g_.tensors[static_cast<size_t>(layer.inputs[1])].dtype);
     return;
   }
   info.mapping = grouped_conv_on_vector(layer) ? "vector" : "array";
-  info.gemm_m += M * G;
-  info.gemm_k = K;
-  info.gemm_n = N;
-  info.groups = G;
-  info.macs += G * M * K * N;
-  info.weights = layer.weight_count();
-  info.a_dtype = x_dtype;
-  info.b_dtype = layer.weight_dtype;
+  account_gemm(li, M * G, K, N, G, layer.weight_count(), x_dtype, layer.weight_dtype);
 }
 
 }  // namespace tessera::compiler::detail

@@ -34,13 +34,9 @@ int Lowering::pick_victim(int li) const {
 void Lowering::evict(int t, int li) {
   TensorPlace& tp = place_[t];
   if (!tp.on_host) {
-    const int64_t chunk = samples_per_chunk(t);
-    const uint64_t per_sample = tp.bytes / static_cast<uint64_t>(batch_);
-    for (int64_t s0 = 0; s0 < batch_; s0 += chunk) {
-      const int64_t s1 = std::min(batch_, s0 + chunk);
-      host_transfer(Opcode::kWriteHost, t, li, region(t, s0, s1), per_sample * static_cast<uint64_t>(s1 - s0),
-                    tp.offset + per_sample * static_cast<uint64_t>(s0));
-    }
+    for_each_chunk(t, tp.offset, [&](const Region& r, uint64_t bytes, uint64_t ub_address) {
+      host_transfer(Opcode::kWriteHost, t, li, r, bytes, ub_address);
+    });
     tp.on_host = true;
   }
   ub_.release(tp.offset);
@@ -55,13 +51,9 @@ void Lowering::reload(int t, int li) {
   if (static_cast<size_t>(t) < g_.tensors.size() && g_.tensors[static_cast<size_t>(t)].producer < 0 && !tp.loaded) {
     read_input(t);
   } else {
-    const int64_t chunk = samples_per_chunk(t);
-    const uint64_t per_sample = tp.bytes / static_cast<uint64_t>(batch_);
-    for (int64_t s0 = 0; s0 < batch_; s0 += chunk) {
-      const int64_t s1 = std::min(batch_, s0 + chunk);
-      host_transfer(Opcode::kReadHost, t, li, region(t, s0, s1), per_sample * static_cast<uint64_t>(s1 - s0),
-                    tp.offset + per_sample * static_cast<uint64_t>(s0));
-    }
+    for_each_chunk(t, tp.offset, [&](const Region& r, uint64_t bytes, uint64_t ub_address) {
+      host_transfer(Opcode::kReadHost, t, li, r, bytes, ub_address);
+    });
   }
   tp.loaded = true;
 }
