@@ -1,4 +1,5 @@
 #include "models/interconnect/pcie_link.h"
+#include "models/common/transfer.h"
 
 #include <cmath>
 
@@ -28,12 +29,13 @@ PcieLink::PcieLink(sc_core::sc_module_name name, const PcieConfig& cfg, const Co
 }
 
 void PcieLink::b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time& delay) {
-  const uint64_t bytes = payload.get_data_length();
+  const Transfer transfer = transfer_of(payload);
+  const uint64_t bytes = transfer.bytes;
   const int64_t arrival = clock_.cycle_of(sc_core::sc_time_stamp() + delay);
   // The link is occupied while the TLPs serialize; the latency overlaps with
   // other transfers (it is pipeline depth, not occupancy).
   const int64_t service = clock_.cycles_for_ns(timing_.serialization_ns(bytes));
-  const int64_t end = server_.serve(arrival, service, tag_layer_, tag_instruction_);
+  const int64_t end = server_.serve(arrival, service, transfer.layer, transfer.instruction);
   (payload.is_read() ? bytes_to_device_ : bytes_to_host_) += bytes;
   delay = clock_.at(saturating_add(end, latency_cycles_)) - sc_core::sc_time_stamp();
   payload.set_response_status(tlm::TLM_OK_RESPONSE);

@@ -40,8 +40,6 @@ class PcieLink : public sc_core::sc_module, public StatProvider {
   uint64_t bytes_to_host() const { return bytes_to_host_; }
   const PcieTiming& timing() const { return timing_; }
 
-  // Layer / instruction tags for the next transaction's busy interval.
-  void tag_next(int32_t layer, int32_t instruction) { tag_layer_ = layer, tag_instruction_ = instruction; }
 
  private:
   void b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time& delay);
@@ -51,7 +49,6 @@ class PcieLink : public sc_core::sc_module, public StatProvider {
   int64_t latency_cycles_;
   BandwidthServer server_;
   uint64_t bytes_to_device_ = 0, bytes_to_host_ = 0;
-  int32_t tag_layer_ = -1, tag_instruction_ = -1;
 };
 
 }  // namespace tessera::models

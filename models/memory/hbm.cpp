@@ -1,4 +1,5 @@
 #include "models/memory/hbm.h"
+#include "models/common/transfer.h"
 
 #include <algorithm>
 
@@ -37,18 +38,19 @@ int64_t HbmPseudoChannels::busy_cycles() const {
 }
 
 void HbmPseudoChannels::b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time& delay) {
-  const uint64_t bytes = payload.get_data_length();
+  const Transfer transfer = transfer_of(payload);
+  const uint64_t bytes = transfer.bytes;
   const int64_t arrival = clock_.cycle_of(sc_core::sc_time_stamp() + delay);
   const std::vector<uint64_t> share = bytes_per_pseudo_channel(payload.get_address(), bytes);
   int64_t first_start = INT64_MAX, end = arrival;
   for (size_t p = 0; p < pcs_.size(); ++p) {
     if (share[p] == 0) continue;
     const int64_t service = clock_.cycles_for_ns(static_cast<double>(share[p]) / pc_bytes_per_ns_);
-    const int64_t pc_end = pcs_[p].serve(arrival, service, tag_layer_, tag_instruction_);
+    const int64_t pc_end = pcs_[p].serve(arrival, service, transfer.layer, transfer.instruction);
     first_start = std::min(first_start, pc_end - service);
     end = std::max(end, pc_end);
   }
-  if (first_start != INT64_MAX) log_.add(first_start, end, 0, tag_layer_, tag_instruction_);
+  if (first_start != INT64_MAX) log_.add(first_start, end, 0, transfer.layer, transfer.instruction);
   bytes_read_ += bytes;
   delay = clock_.at(saturating_add(end, latency_cycles_)) - sc_core::sc_time_stamp();
   payload.set_response_status(tlm::TLM_OK_RESPONSE);

@@ -39,7 +39,6 @@ class HbmPseudoChannels final : public WeightMemoryModel {
   int64_t busy_cycles() const override;
   // One interval per request: from its first pseudo channel's start to its last one's end.
   const IntervalLog& busy_log() const override { return log_; }
-  void tag_next(int32_t layer, int32_t instruction) override { tag_layer_ = layer, tag_instruction_ = instruction; }
 
   int64_t pseudo_channels() const { return static_cast<int64_t>(pcs_.size()); }
   const BandwidthServer& pseudo_channel(size_t i) const { return pcs_[i]; }
@@ -56,7 +55,6 @@ class HbmPseudoChannels final : public WeightMemoryModel {
   std::vector<BandwidthServer> pcs_;
   IntervalLog log_;
   uint64_t bytes_read_ = 0;
-  int32_t tag_layer_ = -1, tag_instruction_ = -1;
 };
 
 }  // namespace tessera::models

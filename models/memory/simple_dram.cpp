@@ -1,4 +1,5 @@
 #include "models/memory/simple_dram.h"
+#include "models/common/transfer.h"
 
 #include <algorithm>
 
@@ -15,7 +16,8 @@ SimpleDram::SimpleDram(sc_core::sc_module_name name, const WeightMemoryConfig& c
 }
 
 void SimpleDram::b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time& delay) {
-  const uint64_t bytes = payload.get_data_length();
+  const Transfer transfer = transfer_of(payload);
+  const uint64_t bytes = transfer.bytes;
   const int64_t arrival = clock_.cycle_of(sc_core::sc_time_stamp() + delay);
   const double channel_bytes_per_ns = cfg_.bandwidth_gb_per_s / static_cast<double>(cfg_.channels);
   const uint64_t n = channels_.size();
@@ -24,7 +26,7 @@ void SimpleDram::b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time
     const uint64_t share = bytes / n + (c < bytes % n ? 1 : 0);
     if (share == 0) continue;
     const int64_t service = clock_.cycles_for_ns(static_cast<double>(share) / channel_bytes_per_ns);
-    end = std::max(end, channels_[c].serve(arrival, service, tag_layer_, tag_instruction_));
+    end = std::max(end, channels_[c].serve(arrival, service, transfer.layer, transfer.instruction));
   }
   bytes_read_ += bytes;
   delay = clock_.at(saturating_add(end, latency_cycles_)) - sc_core::sc_time_stamp();

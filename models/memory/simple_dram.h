@@ -20,7 +20,6 @@ class SimpleDram final : public WeightMemoryModel {
   // Channel 0 stands for all: every request is spread over every channel.
   int64_t busy_cycles() const override { return channels_[0].busy_cycles(); }
   const IntervalLog& busy_log() const override { return channels_[0].log(); }
-  void tag_next(int32_t layer, int32_t instruction) override { tag_layer_ = layer, tag_instruction_ = instruction; }
 
  private:
   void b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time& delay);
@@ -31,7 +30,6 @@ class SimpleDram final : public WeightMemoryModel {
   int64_t latency_cycles_;
   std::vector<BandwidthServer> channels_;
   uint64_t bytes_read_ = 0;
-  int32_t tag_layer_ = -1, tag_instruction_ = -1;
 };
 
 }  // namespace tessera::models

@@ -5,12 +5,13 @@
 // make_weight_memory() from the config's `technology:` (registry.cpp).
 //
 // Contract of an implementation:
-//  - b_transport on target_socket(): a read of data_length bytes at address; sets
+//  - b_transport on target_socket(): a read of transfer_of(payload).bytes at address; sets
 //    TLM_OK_RESPONSE and annotates `delay` so that sc_time_stamp() + delay is the
 //    cycle the last byte has arrived (the tile is usable from then on).
 //  - bytes_read(): bytes of all reads so far; busy_cycles() and busy_log(): the cycles
 //    the memory as a whole transferred data (for utilization and the trace track).
-//  - tag_next(layer, instruction) labels the next transaction's busy intervals.
+//  - the payload's Transfer extension (models/common/transfer.h) gives the byte count at
+//    full width and the layer / instruction that label the busy intervals.
 #include <systemc>
 #include <tlm>
 
@@ -36,7 +37,6 @@ class WeightMemoryModel : public sc_core::sc_module, public StatProvider {
   virtual uint64_t bytes_read() const = 0;
   virtual int64_t busy_cycles() const = 0;
   virtual const IntervalLog& busy_log() const = 0;
-  virtual void tag_next(int32_t layer, int32_t instruction) = 0;
 };
 
 // Builds the model for cfg.technology; throws std::invalid_argument for a technology

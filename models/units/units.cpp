@@ -3,8 +3,7 @@
 #include <algorithm>
 
 #include "models/array/matmul_cost.h"
-#include "models/interconnect/pcie_link.h"
-#include "models/memory/weight_memory_model.h"
+#include "models/common/transfer.h"
 
 namespace tessera::models {
 
@@ -47,8 +46,8 @@ Unit unit_of(Opcode op) {
 }
 
 // ---------------------------------------------------------------- HostDma
-HostDma::HostDma(sc_core::sc_module_name name, UnitContext& ctx, PcieLink& link)
-    : sc_module(name), socket("socket"), queue("queue", queue_depth(ctx)), ctx_(ctx), link_(link) {
+HostDma::HostDma(sc_core::sc_module_name name, UnitContext& ctx)
+    : sc_module(name), socket("socket"), queue("queue", queue_depth(ctx)), ctx_(ctx) {
   stats_.add("transfers", "instructions", "read_host and write_host instructions run",
              [this] { return static_cast<int64_t>(log_.intervals().size()); });
   stats_.add("busy_cycles", "cycles", "cycles from a transfer's start to its last byte", [this] { return busy(log_); });
@@ -64,13 +63,10 @@ void HostDma::run() {
     const int64_t start = ctx_.clock.now();
     tlm::tlm_generic_payload payload;
     // The accelerator reads host memory for read_host and writes it for write_host.
-    payload.set_command(in.op == Opcode::kReadHost ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
-    payload.set_address(in.ub_address);
-    payload.set_data_ptr(dummy.data());  // timing only: no data is carried
-    payload.set_data_length(static_cast<unsigned int>(in.bytes));
-    payload.set_streaming_width(static_cast<unsigned int>(in.bytes));
+    set_transfer(payload, in.op == Opcode::kReadHost ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND,
+                 in.ub_address, Transfer{static_cast<uint64_t>(in.bytes), in.layer, idx},
+                 dummy.data());
     sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
-    link_.tag_next(in.layer, idx);
     socket->b_transport(payload, delay);
     sc_core::wait(delay);
     const int64_t end = ctx_.clock.now();
@@ -80,8 +76,8 @@ void HostDma::run() {
 }
 
 // ---------------------------------------------------------------- WeightFetcher
-WeightFetcher::WeightFetcher(sc_core::sc_module_name name, UnitContext& ctx, WeightFifo& fifo, WeightMemoryModel& memory)
-    : sc_module(name), socket("socket"), queue("queue", queue_depth(ctx)), ctx_(ctx), fifo_(fifo), memory_(memory) {
+WeightFetcher::WeightFetcher(sc_core::sc_module_name name, UnitContext& ctx, WeightFifo& fifo)
+    : sc_module(name), socket("socket"), queue("queue", queue_depth(ctx)), ctx_(ctx), fifo_(fifo) {
   stats_.add("tiles", "tiles", "weight tiles requested from weight memory", [this] { return tiles_; });
   add_kind_cycles(stats_, log_, kKindNames, "cycles the fetcher waited");
   SC_THREAD(run);
@@ -98,13 +94,9 @@ void WeightFetcher::run() {
     log_.add(asked, slot, kFifoFull, in.layer, idx);
     tiles_++;
     tlm::tlm_generic_payload payload;
-    payload.set_command(tlm::TLM_READ_COMMAND);
-    payload.set_address(in.weight_address);
-    payload.set_data_ptr(dummy.data());
-    payload.set_data_length(static_cast<unsigned int>(in.bytes));
-    payload.set_streaming_width(static_cast<unsigned int>(in.bytes));
+    set_transfer(payload, tlm::TLM_READ_COMMAND, in.weight_address,
+                 Transfer{static_cast<uint64_t>(in.bytes), in.layer, idx}, dummy.data());
     sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
-    memory_.tag_next(in.layer, idx);
     socket->b_transport(payload, delay);
     // Requests are pipelined: the fetcher moves on while the tile is in flight.
     const int64_t ready = ctx_.clock.cycle_of(sc_core::sc_time_stamp() + delay);

@@ -66,13 +66,12 @@ class HostDma : public sc_core::sc_module, public StatProvider {
   tlm_utils::simple_initiator_socket<HostDma> socket;  // to the PCIe link
   sc_core::sc_fifo<int32_t> queue;
   SC_HAS_PROCESS(HostDma);
-  HostDma(sc_core::sc_module_name name, UnitContext& ctx, class PcieLink& link);
+  HostDma(sc_core::sc_module_name name, UnitContext& ctx);
   const IntervalLog& log() const { return log_; }
 
  private:
   void run();
   UnitContext& ctx_;
-  class PcieLink& link_;
   IntervalLog log_;
 };
 
@@ -83,14 +82,13 @@ class WeightFetcher : public sc_core::sc_module, public StatProvider {
   tlm_utils::simple_initiator_socket<WeightFetcher> socket;  // to weight memory
   sc_core::sc_fifo<int32_t> queue;
   SC_HAS_PROCESS(WeightFetcher);
-  WeightFetcher(sc_core::sc_module_name name, UnitContext& ctx, WeightFifo& fifo, class WeightMemoryModel& memory);
+  WeightFetcher(sc_core::sc_module_name name, UnitContext& ctx, WeightFifo& fifo);
   const IntervalLog& log() const { return log_; }  // kFifoFull: waiting for a FIFO slot
 
  private:
   void run();
   UnitContext& ctx_;
   WeightFifo& fifo_;
-  class WeightMemoryModel& memory_;
   IntervalLog log_;
   int64_t tiles_ = 0;
 };

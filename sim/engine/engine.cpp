@@ -48,8 +48,8 @@ struct Accelerator : sc_core::sc_module {
         fifo(arch.weight_fifo.depth_tiles, ctx.clock),
         pcie("pcie", arch.pcie, ctx.clock),
         weight_memory(models::make_weight_memory("weight_memory", arch.weight_memory, ctx.clock)),
-        dma("host_dma", ctx, pcie),
-        fetcher("weight_fetcher", ctx, fifo, *weight_memory),
+        dma("host_dma", ctx),
+        fetcher("weight_fetcher", ctx, fifo),
         matrix("matrix_unit", ctx, fifo, ub),
         vector("vector_unit", ctx, ub),
         controller("controller", ctx, {&dma.queue, &fetcher.queue, &matrix.queue, &vector.queue}) {

@@ -98,5 +98,22 @@ TEST(HbmPseudoChannels, UnalignedRequestSplitsAtBlockBoundaries) {
   EXPECT_EQ(wrap[2], 256u);
 }
 
+// Saturation: 64 weight tiles of 65,536 B all requested at cycle 0 queue on every
+// pseudo channel; the stack delivers its configured 256 B/ns and no more: the last tile
+// ends at 64 x 256 = 16,384 cycles (+ 80 ns latency), and every pseudo channel is busy
+// all that time. The same tiles spaced 256 cycles apart never queue.
+TEST(HbmPseudoChannels, BackToBackTilesSaturateAtTheConfiguredBandwidth) {
+  HbmBench b;
+  int64_t last = 0;
+  for (uint64_t t = 0; t < 64; ++t) last = b.read(t * 65536, 65536);
+  EXPECT_EQ(last, 64 * 256 + 80);
+  EXPECT_EQ(b.memory->busy_cycles(), 64 * 256);
+  EXPECT_EQ(b.memory->bytes_read(), 64u * 65536);
+  // Bytes per busy cycle: the configured 256 GB/s at 1 GHz.
+  EXPECT_EQ(b.memory->bytes_read() / static_cast<uint64_t>(b.memory->busy_cycles()), 256u);
+  // A tile arriving once the queue has drained is served at the idle-link time again.
+  EXPECT_EQ(b.read(0, 65536, 20000), 20000 + 256 + 80);
+}
+
 }  // namespace
 }  // namespace tessera::models

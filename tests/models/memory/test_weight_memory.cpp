@@ -8,6 +8,7 @@
 
 #include <memory>
 
+#include "models/common/transfer.h"
 #include "models/memory/weight_memory_model.h"
 
 namespace tessera::models {
@@ -45,6 +46,15 @@ struct Bench {
     EXPECT_EQ(p.get_response_status(), tlm::TLM_OK_RESPONSE);
     return clock.cycle_of(delay);
   }
+  // The same through the Transfer extension, as the weight fetcher sends it.
+  int64_t read(uint64_t address, const Transfer& transfer, int64_t arrival = 0) {
+    tlm::tlm_generic_payload p;
+    set_transfer(p, tlm::TLM_READ_COMMAND, address, transfer, data.data());
+    sc_core::sc_time delay = clock.at(arrival);
+    initiator->socket->b_transport(p, delay);
+    EXPECT_EQ(p.get_response_status(), tlm::TLM_OK_RESPONSE);
+    return clock.cycle_of(delay);
+  }
 };
 
 WeightMemoryConfig dram(std::string technology) {
@@ -70,6 +80,21 @@ TEST(SimpleDram, RequestSpreadOverAllChannelsThenLatency) {
   EXPECT_EQ(b.memory->bytes_read(), 3u * 4096 + 3);
   EXPECT_EQ(b.memory->busy_cycles(), 3 * 64 + 1);
   EXPECT_EQ(b.memory->busy_log().intervals().size(), 4u);
+}
+
+// TLM's data_length is 32-bit: a 5 GiB transfer sent through it alone would be served
+// as 5 GiB mod 2^32 = 1 GiB. The Transfer extension carries the full count and the
+// labels of the busy interval.
+TEST(SimpleDram, TransferOverFourGiBIsServedInFullAndLabelled) {
+  Bench b(dram("DDR4"));
+  const uint64_t bytes = 5ULL << 30;
+  // 2,684,354,560 B per channel at 32 B/ns = 83,886,080 cycles, + 100 ns latency.
+  EXPECT_EQ(b.read(0, Transfer{bytes, 3, 7}), 83886180);
+  EXPECT_EQ(b.memory->bytes_read(), bytes);
+  ASSERT_EQ(b.memory->busy_log().intervals().size(), 1u);
+  EXPECT_EQ(b.memory->busy_log().intervals()[0].layer, 3);
+  EXPECT_EQ(b.memory->busy_log().intervals()[0].instruction, 7);
+  EXPECT_EQ(b.memory->busy_log().intervals()[0].end, 83886080);
 }
 
 TEST(WeightMemoryFactory, TechnologyChoosesTheModel) {
