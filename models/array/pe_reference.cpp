@@ -53,6 +53,23 @@ int64_t cycle_bound(std::span<const ReferenceTile> tiles, const std::vector<Tile
   return bound;
 }
 
+// A forced schedule (run_with_schedule): whether the next tile's stream starts at cycle c.
+// Forced starts must come in order and must not overlap the previous stream window.
+bool forced_stream_starts(const Common& cx, const TileSchedule& want, int64_t c, int64_t window_end) {
+  if (want.stream_start < c) cx.hazard(c, -1, -1, "forced stream start out of order");
+  if (want.stream_start != c) return false;
+  if (c < window_end) cx.hazard(c, -1, -1, "stream window overlaps the previous one");
+  return true;
+}
+
+// Tile t's result: its schedule and MAC count; the run ends when its last tile is done.
+void record_tile(ReferenceRun& run, int64_t t, const TileSchedule& schedule, int64_t macs) {
+  ReferenceTileResult& res = run.tiles[t];
+  res.schedule = schedule;
+  res.macs = macs;
+  run.total_cycles = std::max(run.total_cycles, schedule.done);
+}
+
 // ----------------------------------------------------------------------------------------
 // ws / is: stationary W (k x w), streamed X (s x k), Y = X W (s x w).
 struct StatTile {
@@ -150,12 +167,7 @@ ReferenceRun simulate_stationary(const Common& cx, std::span<const ReferenceTile
       StatTile& st = tiles[next_stream];
       bool start = false;
       if (forced) {
-        const int64_t want = (*forced)[next_stream].stream_start;
-        if (want < c) cx.hazard(c, -1, -1, "forced stream start out of order");
-        if (want == c) {
-          if (c < window_end) cx.hazard(c, -1, -1, "stream window overlaps the previous one");
-          start = true;
-        }
+        start = forced_stream_starts(cx, (*forced)[next_stream], c, window_end);
       } else {
         start = c >= window_end && st.loaded && c >= st.stream_ready;
       }
@@ -320,10 +332,7 @@ ReferenceRun simulate_stationary(const Common& cx, std::span<const ReferenceTile
 
   for (int64_t t = 0; t < T; ++t) {
     const StatTile& st = tiles[t];
-    ReferenceTileResult& res = run.tiles[t];
-    res.schedule = TileSchedule{st.L, st.P, st.S, st.E, st.done};
-    res.macs = st.macs;
-    run.total_cycles = std::max(run.total_cycles, st.done);
+    record_tile(run, t, TileSchedule{st.L, st.P, st.S, st.E, st.done}, st.macs);
   }
   return run;
 }
@@ -403,12 +412,7 @@ ReferenceRun simulate_os(const Common& cx, std::span<const ReferenceTile> in,
       OsTile& st = tiles[next_stream];
       bool start = false;
       if (forced) {
-        const int64_t want = (*forced)[next_stream].stream_start;
-        if (want < c) cx.hazard(c, -1, -1, "forced stream start out of order");
-        if (want == c) {
-          if (c < window_end) cx.hazard(c, -1, -1, "stream window overlaps the previous one");
-          start = true;
-        }
+        start = forced_stream_starts(cx, (*forced)[next_stream], c, window_end);
       } else if (c >= window_end && c >= st.ready) {
         if (!any_started) {
           start = true;
@@ -561,10 +565,7 @@ ReferenceRun simulate_os(const Common& cx, std::span<const ReferenceTile> in,
 
   for (int64_t t = 0; t < T; ++t) {
     const OsTile& st = tiles[t];
-    ReferenceTileResult& res = run.tiles[t];
-    res.schedule = TileSchedule{st.S, st.S, st.S, st.E, st.done};
-    res.macs = st.macs;
-    run.total_cycles = std::max(run.total_cycles, st.done);
+    record_tile(run, t, TileSchedule{st.S, st.S, st.S, st.E, st.done}, st.macs);
   }
   return run;
 }

@@ -70,6 +70,16 @@ Timing time_calls(const std::function<void()>& fn, int warmup, int repeats) {
   return out;
 }
 
+// A layer's timing: the spread of the calls, and its time, the median call scaled up
+// from the rows run to the whole layer.
+void record_timing(const Timing& t, HostLayerMeasurement& r) {
+  r.median_s = t.median;
+  r.min_s = t.min;
+  r.max_s = t.max;
+  r.repeats = t.repeats;
+  r.seconds = t.median * r.scale;
+}
+
 // Deterministic non-trivial contents (no denormals, no zeros that a kernel could skip).
 void fill(std::vector<float>& v, float seed) {
   for (size_t i = 0; i < v.size(); ++i) v[i] = seed + 0.001f * static_cast<float>(i % 997);
@@ -123,11 +133,7 @@ HostLayerMeasurement measure_matrix(const LayerWork& l, const HostOptions& o, in
   fill(b, 0.25f);
   const Timing t = time_calls([&] { sgemm(rows, l.k, l.n, a.data(), b.data(), c.data()); }, o.warmup, repeats);
   g_sink = c[c.size() / 2];
-  r.median_s = t.median;
-  r.min_s = t.min;
-  r.max_s = t.max;
-  r.repeats = t.repeats;
-  r.seconds = t.median * r.scale;
+  record_timing(t, r);
   return r;
 }
 
@@ -209,11 +215,7 @@ HostLayerMeasurement measure_vector(const LayerWork& l, const HostOptions& o, in
   }
   const Timing t = time_calls(fn, o.warmup, repeats);
   g_sink = out[out.size() / 2];
-  r.median_s = t.median;
-  r.min_s = t.min;
-  r.max_s = t.max;
-  r.repeats = t.repeats;
-  r.seconds = t.median * r.scale;
+  record_timing(t, r);
   return r;
 }
 

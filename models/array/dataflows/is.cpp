@@ -5,7 +5,7 @@
 namespace tessera::array {
 namespace {
 
-class InputStationary final : public DataflowModel {
+class InputStationary final : public StationaryDataflow {
  public:
   Dataflow id() const override { return Dataflow::kInputStationary; }
   std::string_view name() const override { return "is"; }
@@ -17,10 +17,6 @@ class InputStationary final : public DataflowModel {
   // arrival in the FIFO gates the stream.
   OperandReadiness readiness(int64_t weights_ready, int64_t dispatched) const override {
     return {dispatched, weights_ready};
-  }
-  TileSchedule schedule(PipelineState& state, bool double_buffered, GemmTile, const TileTiming& timing,
-                        int64_t stream_cycles, OperandReadiness ready) const override {
-    return schedule_stationary(state, double_buffered, timing, stream_cycles, ready);
   }
   ReferenceMachine reference_machine() const override { return ReferenceMachine::kStationaryAT; }
 };

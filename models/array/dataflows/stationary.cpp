@@ -5,8 +5,9 @@
 
 namespace tessera::array {
 
-TileSchedule schedule_stationary(PipelineState& state, bool double_buffered, const TileTiming& timing,
-                                 int64_t stream_cycles, OperandReadiness ready) {
+TileSchedule StationaryDataflow::schedule(PipelineState& state, bool double_buffered, GemmTile,
+                                          const TileTiming& timing, int64_t stream_cycles,
+                                          OperandReadiness ready) const {
   int64_t load_free = 0;
   const int64_t prev_stream_end = state.first ? 0 : state.prev.stream_end;
   if (!state.first) {

@@ -5,7 +5,7 @@
 namespace tessera::array {
 namespace {
 
-class WeightStationary final : public DataflowModel {
+class WeightStationary final : public StationaryDataflow {
  public:
   Dataflow id() const override { return Dataflow::kWeightStationary; }
   std::string_view name() const override { return "ws"; }
@@ -19,10 +19,6 @@ class WeightStationary final : public DataflowModel {
   // The weights are the stationary operand; the rows of A stream once dispatched.
   OperandReadiness readiness(int64_t weights_ready, int64_t dispatched) const override {
     return {weights_ready, dispatched};
-  }
-  TileSchedule schedule(PipelineState& state, bool double_buffered, GemmTile, const TileTiming& timing,
-                        int64_t stream_cycles, OperandReadiness ready) const override {
-    return schedule_stationary(state, double_buffered, timing, stream_cycles, ready);
   }
   ReferenceMachine reference_machine() const override { return ReferenceMachine::kStationaryB; }
 };
