@@ -11,6 +11,7 @@
 #include <yaml-cpp/depthguard.h>
 
 #include "sim/common/error.h"
+#include "sim/common/utf8.h"
 
 namespace tessera {
 namespace {
@@ -149,38 +150,6 @@ std::vector<YamlNode> YamlNode::elements() const {
   }
   return out;
 }
-
-namespace {
-
-// Offset of the first byte that is not part of well-formed UTF-8 (overlongs, surrogates
-// and code points above U+10FFFF included), or npos.
-size_t invalid_utf8_at(const std::string& s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    size_t n = 0;
-    unsigned lo = 0x80, hi = 0xBF;  // allowed range of the second byte
-    if (c < 0x80) { ++i; continue; }
-    if (c >= 0xC2 && c <= 0xDF) n = 1;
-    else if (c == 0xE0) n = 2, lo = 0xA0;
-    else if (c >= 0xE1 && c <= 0xEC) n = 2;
-    else if (c == 0xED) n = 2, hi = 0x9F;
-    else if (c >= 0xEE && c <= 0xEF) n = 2;
-    else if (c == 0xF0) n = 3, lo = 0x90;
-    else if (c >= 0xF1 && c <= 0xF3) n = 3;
-    else if (c == 0xF4) n = 3, hi = 0x8F;
-    else return i;
-    for (size_t k = 1; k <= n; ++k) {
-      if (i + k >= s.size()) return i;
-      const auto b = static_cast<unsigned char>(s[i + k]);
-      if (b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xBF)) return i;
-    }
-    i += n + 1;
-  }
-  return std::string::npos;
-}
-
-}  // namespace
 
 std::string YamlNode::as_string() const {
   if (!node_.IsScalar()) fail("expected a string");

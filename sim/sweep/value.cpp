@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "sim/common/utf8.h"
+
 namespace tessera::sweep {
 namespace {
 
@@ -198,51 +200,23 @@ YAML::Node value_to_yaml(const Value& v) {
 }
 
 std::string utf8_problem(const std::string& text) {
+  const size_t k = invalid_utf8_at(text);
+  if (k == std::string::npos) return "";
   const auto* b = reinterpret_cast<const unsigned char*>(text.data());
   const size_t n = text.size();
-  for (size_t k = 0; k < n;) {
-    const unsigned char c = b[k];
-    size_t len = 0;
-    uint32_t cp = 0;
-    if (c < 0x80) {
-      ++k;
-      continue;
-    } else if ((c & 0xE0) == 0xC0) {
-      len = 2;
-      cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      len = 3;
-      cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      len = 4;
-      cp = c & 0x07;
+  std::string shown;
+  for (size_t j = 0; j < n && shown.size() < 80; ++j) {
+    char buf[8];
+    if (b[j] >= 0x20 && b[j] < 0x7F) {
+      shown += static_cast<char>(b[j]);
+    } else {
+      std::snprintf(buf, sizeof buf, "\\x%02x", b[j]);
+      shown += buf;
     }
-    bool ok = len > 0 && k + len <= n;
-    for (size_t j = 1; ok && j < len; ++j) {
-      ok = (b[k + j] & 0xC0) == 0x80;
-      cp = (cp << 6) | (b[k + j] & 0x3F);
-    }
-    // No overlong forms, no surrogates, nothing above U+10FFFF (what JSON encoders reject).
-    static const uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
-    ok = ok && cp >= kMin[len] && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
-    if (!ok) {
-      std::string shown;
-      for (size_t j = 0; j < n && shown.size() < 80; ++j) {
-        char buf[8];
-        if (b[j] >= 0x20 && b[j] < 0x7F) {
-          shown += static_cast<char>(b[j]);
-        } else {
-          std::snprintf(buf, sizeof buf, "\\x%02x", b[j]);
-          shown += buf;
-        }
-      }
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "byte 0x%02x at offset %zu", c, k);
-      return std::string(buf) + " of '" + shown + "'";
-    }
-    k += len;
   }
-  return "";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "byte 0x%02x at offset %zu", b[k], k);
+  return std::string(buf) + " of '" + shown + "'";
 }
 
 }  // namespace tessera::sweep

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace tessera_test {
 
@@ -60,6 +61,22 @@ inline std::string slurp(const std::filesystem::path& p) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+// The lines of `text` (without their newlines).
+inline std::vector<std::string> text_lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+// An empty folder <build>/test-out/<group>/<name> for one test's files.
+inline std::filesystem::path scratch_dir(const std::string& group, const std::string& name) {
+  const std::filesystem::path dir = std::filesystem::path(TESSERA_BINARY_DIR) / "test-out" / group / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
 }
 
 }  // namespace tessera_test

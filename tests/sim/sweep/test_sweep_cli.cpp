@@ -30,22 +30,11 @@ const std::string kBin = std::string(TESSERA_BINARY_DIR) + "/tessera";
 
 using Result = tessera_test::CliResult;
 using tessera_test::slurp;
+using tessera_test::text_lines;
 
 Result sh(const std::string& cmd) { return tessera_test::run_shell(cmd); }
 
-std::vector<std::string> lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string l; std::getline(in, l);) out.push_back(l);
-  return out;
-}
-
-fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::path(TESSERA_BINARY_DIR) / "test-out" / "sweep" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path scratch(const std::string& name) { return tessera_test::scratch_dir("sweep", name); }
 
 // An experiment file in `dir` (base and workload paths absolute).
 fs::path write_experiment(const fs::path& dir, const std::string& body) {
@@ -57,7 +46,7 @@ fs::path write_experiment(const fs::path& dir, const std::string& body) {
 // The rows of DIR/results.jsonl, in expansion order.
 std::vector<json> rows_by_index(const fs::path& out) {
   std::vector<json> rows;
-  for (const auto& l : lines(slurp(out / "results.jsonl"))) rows.push_back(json::parse(l));
+  for (const auto& l : text_lines(slurp(out / "results.jsonl"))) rows.push_back(json::parse(l));
   std::sort(rows.begin(), rows.end(), [](const json& a, const json& b) { return a["index"] < b["index"]; });
   return rows;
 }
@@ -106,7 +95,7 @@ fs::path write_tiny_onnx(const fs::path& dir) {
 }
 
 std::vector<std::string> sorted_lines(const fs::path& p, bool skip_header = false) {
-  auto l = lines(slurp(p));
+  auto l = text_lines(slurp(p));
   if (skip_header && !l.empty()) l.erase(l.begin());
   std::sort(l.begin(), l.end());
   return l;
@@ -119,7 +108,7 @@ TEST(SweepCli, SmokeRecordsFailedPointAndFinishes) {
   const Result r = sh(kBin + " sweep experiments/smoke.yaml -j 2 --out " + out.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("10/10 done, 2 failed"), std::string::npos) << r.output;
-  const auto rows = lines(slurp(out / "results.jsonl"));
+  const auto rows = text_lines(slurp(out / "results.jsonl"));
   ASSERT_EQ(rows.size(), 10u);
   std::set<std::string> ids;
   int ok = 0, failed = 0;
@@ -150,7 +139,7 @@ TEST(SweepCli, SmokeRecordsFailedPointAndFinishes) {
   EXPECT_EQ(ok, 8);
   EXPECT_EQ(failed, 2);
   EXPECT_EQ(ids.size(), 10u);
-  const auto csv = lines(slurp(out / "results.csv"));
+  const auto csv = text_lines(slurp(out / "results.csv"));
   ASSERT_EQ(csv.size(), 11u);
   EXPECT_EQ(csv[0],
             "point,index,workload,batch,status,error,array.rows,weight_memory.bandwidth_gb_per_s,array.dataflow,"
@@ -165,7 +154,7 @@ TEST(SweepCli, SmokeRecordsFailedPointAndFinishes) {
   const Result resumed = sh(kBin + " sweep experiments/smoke.yaml --resume --out " + out.string());
   EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("10 already done"), std::string::npos) << resumed.output;
-  EXPECT_EQ(lines(slurp(out / "results.jsonl")).size(), 10u);
+  EXPECT_EQ(text_lines(slurp(out / "results.jsonl")).size(), 10u);
 
   // Summary: the Pareto front over latency and SRAM per workload and batch.
   const Result sum = sh(kBin + " sweep experiments/smoke.yaml --summarize --out " + out.string());
@@ -228,7 +217,7 @@ TEST(SweepCli, ResumeAfterKill9LosesNothingRepeatsNothing) {
   const Result listed = sh(kBin + " sweep " + exp.string() + " --list");
   ASSERT_EQ(listed.exit_code, 0) << listed.output;
   std::set<std::string> expected;
-  for (const auto& l : lines(listed.output)) {
+  for (const auto& l : text_lines(listed.output)) {
     if (!l.empty() && l[0] == '{') expected.insert(json::parse(l)["point"].get<std::string>());
   }
   ASSERT_EQ(expected.size(), 36u);
@@ -243,7 +232,7 @@ TEST(SweepCli, ResumeAfterKill9LosesNothingRepeatsNothing) {
   size_t before = 0;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (std::chrono::steady_clock::now() < deadline) {
-    before = lines(slurp(out / "results.jsonl")).size();
+    before = text_lines(slurp(out / "results.jsonl")).size();
     if (before >= 4) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
@@ -252,7 +241,7 @@ TEST(SweepCli, ResumeAfterKill9LosesNothingRepeatsNothing) {
   ::waitpid(pid, &st, 0);
   ASSERT_TRUE(WIFSIGNALED(st)) << "the sweep finished before it could be killed";
   ASSERT_GE(before, 4u);
-  const size_t at_kill = lines(slurp(out / "results.jsonl")).size();
+  const size_t at_kill = text_lines(slurp(out / "results.jsonl")).size();
   ASSERT_LT(at_kill, 36u) << "the sweep finished before it could be killed";
   // And as if the kill had landed inside a write: a torn last line.
   { std::ofstream(out / "results.jsonl", std::ios::app) << "{\"point\":\"0123456789abcdef\",\"ind"; }
@@ -262,14 +251,14 @@ TEST(SweepCli, ResumeAfterKill9LosesNothingRepeatsNothing) {
   EXPECT_NE(r.output.find("dropped 1 incomplete line"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("(" + std::to_string(at_kill) + " already done)"), std::string::npos) << r.output;
   std::multiset<std::string> got;
-  for (const auto& l : lines(slurp(out / "results.jsonl"))) {
+  for (const auto& l : text_lines(slurp(out / "results.jsonl"))) {
     const json row = json::parse(l);  // every line complete
     EXPECT_EQ(row["status"], "ok") << l;
     got.insert(row["point"].get<std::string>());
   }
   EXPECT_EQ(got.size(), 36u);
   EXPECT_EQ(std::set<std::string>(got.begin(), got.end()), expected);
-  EXPECT_EQ(lines(slurp(out / "results.csv")).size(), 37u);
+  EXPECT_EQ(text_lines(slurp(out / "results.csv")).size(), 37u);
 }
 
 TEST(SweepCli, BadExperimentIsExit2WithLocation) {

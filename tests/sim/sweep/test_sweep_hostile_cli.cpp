@@ -28,22 +28,11 @@ const std::string kBin = std::string(TESSERA_BINARY_DIR) + "/tessera";
 
 using Result = tessera_test::CliResult;
 using tessera_test::slurp;
+using tessera_test::text_lines;
 
 Result sh(const std::string& cmd) { return tessera_test::run_shell(cmd); }
 
-std::vector<std::string> text_lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string l; std::getline(in, l);) out.push_back(l);
-  return out;
-}
-
-fs::path scratch_dir(const std::string& name) {
-  const fs::path dir = fs::path(TESSERA_BINARY_DIR) / "test-out" / "sweep-hostile" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path scratch_dir(const std::string& name) { return tessera_test::scratch_dir("sweep-hostile", name); }
 
 // Two quick MLP1 points.
 fs::path tiny_experiment(const fs::path& dir, const std::string& extra = "") {
