@@ -7,12 +7,13 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "models/array/systolic_timing.h"
 #include "sim/compiler/compiler.h"
 #include "sim/config/arch_config.h"
 #include "sim/graph/graph.h"
-#include "sim/graph/onnx_importer.h"
+#include "sim/run/pipeline.h"
 
 using namespace tessera;
 
@@ -22,9 +23,9 @@ const std::string kSrc = TESSERA_SOURCE_DIR;
 const std::string kOnnx = std::string(TESSERA_BINARY_DIR) + "/workloads/onnx";
 
 graph::Graph onnx_model(const std::string& name) {
-  graph::OnnxOptions opts;
-  if (name == "bert_base") opts.input_shapes = {{"input_ids", {1, 128}}};
-  return graph::load_onnx(kOnnx + "/" + name + ".onnx", opts);
+  const std::vector<std::string> shapes = name == "bert_base" ? std::vector<std::string>{"input_ids=1,128"}
+                                                               : std::vector<std::string>{};
+  return run::load_workload(kOnnx + "/" + name + ".onnx", shapes);
 }
 
 void BM_LoadArchConfig(benchmark::State& state) {

@@ -7,14 +7,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <map>
 #include <string>
 #include <vector>
 
 #include "sim/common/error.h"
 #include "sim/compiler/compiler.h"
 #include "sim/config/arch_config.h"
-#include "sim/graph/onnx_importer.h"
+#include "sim/run/pipeline.h"
 
 using namespace tessera;
 using Clock = std::chrono::steady_clock;
@@ -23,7 +22,7 @@ namespace {
 
 struct Model {
   std::string name;
-  std::map<std::string, std::vector<int64_t>> shapes;
+  std::vector<std::string> input_shapes;  // --input-shape's NAME=d0,d1,...
 };
 
 double ms(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
@@ -48,10 +47,10 @@ int main(int argc, char** argv) {
     else wanted.push_back(a);
   }
   const std::vector<Model> all = {{"resnet50", {}},
-                                  {"bert_base", {{"input_ids", {1, 128}}}},
+                                  {"bert_base", {"input_ids=1,128"}},
                                   {"mobilenet_v2", {}},
-                                  {"gpt2_prefill", {{"input_ids", {1, 128}}}},
-                                  {"gpt2_decode", {{"sequence", {1}}, {"past", {128}}}},
+                                  {"gpt2_prefill", {"input_ids=1,128"}},
+                                  {"gpt2_decode", {"sequence=1", "past=128"}},
                                   {"lstm_seq2seq", {}}};
   try {
     const ArchConfig arch = load_arch_config(arch_path);
@@ -60,13 +59,11 @@ int main(int argc, char** argv) {
     for (const Model& m : all) {
       if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), m.name) == wanted.end()) continue;
       const std::filesystem::path file = std::filesystem::path(dir) / (m.name + ".onnx");
-      graph::OnnxOptions opts;
-      opts.input_shapes = m.shapes;
       std::vector<double> imp, comp, total;
       size_t layers = 0, instructions = 0;
       for (int r = 0; r <= repeat; ++r) {
         const auto t0 = Clock::now();
-        const graph::Graph g = graph::load_onnx(file, opts);
+        const graph::Graph g = run::load_workload(file.string(), m.input_shapes);
         const auto t1 = Clock::now();
         const compiler::Program p = compiler::compile(g, arch);
         const auto t2 = Clock::now();

@@ -20,6 +20,7 @@
 #include <set>
 
 #include "sim/common/error.h"
+#include "sim/common/exit_code.h"
 #include "sim/sweep/cli.h"
 #include "sim/sweep/experiment.h"
 #include "sim/sweep/results.h"
@@ -223,13 +224,5 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : 2;
   }
   o.mpi = true;
-  try {
-    return tessera::sweep::run_sweep_command(o, argc, argv, &tessera::sweep::run_mpi);
-  } catch (const tessera::InputError& e) {
-    std::cerr << "tessera: error: " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "tessera: internal error: " << e.what() << "\n";
-    return 1;
-  }
+  return tessera::exit_code_of([&] { return tessera::sweep::run_sweep_command(o, argc, argv, &tessera::sweep::run_mpi); });
 }

@@ -1,0 +1,117 @@
+#include "sim/run/pipeline.h"
+
+#include <sstream>
+#include <utility>
+
+#include "sim/common/error.h"
+#include "sim/compiler/compiler.h"
+#include "sim/graph/onnx_importer.h"
+#include "sim/precision/precision.h"
+#include "sim/report/baselines.h"
+#include "sim/report/report.h"
+#include "sim/report/trace.h"
+
+namespace tessera::run {
+
+graph::Graph load_workload(const std::string& workload, const std::vector<std::string>& input_shapes) {
+  if (graph::is_onnx_path(workload)) {
+    graph::OnnxOptions onnx;
+    for (const auto& text : input_shapes) {
+      auto [name, dims] = graph::parse_input_shape(text);
+      if (!onnx.input_shapes.emplace(name, dims).second) {
+        throw InputError("--input-shape " + name + " is given more than once");
+      }
+    }
+    return graph::load_onnx(workload, onnx);
+  }
+  if (!input_shapes.empty()) {
+    throw InputError("--input-shape applies to ONNX models only; '" + workload + "' is a YAML graph");
+  }
+  return graph::load_graph_yaml(workload);
+}
+
+void apply_precision(graph::Graph& graph, const ArchConfig& arch, const std::string& precision) {
+  const auto policy = precision::parse_policy(precision);
+  std::vector<std::string> low_sqnr;
+  if (policy.sqnr_below_db) {
+    // The sqnr rule measures each layer's error with everything else as the policy
+    // says (the low layers at int8) in functional mode, then promotes those below.
+    graph::Graph probe = graph;
+    precision::apply(probe, precision::assign(probe, policy), policy.defaults.activations);
+    const auto measured = functional::run_functional(probe, arch, {});
+    for (const auto& l : measured.layers) {
+      if (l.sqnr_db < *policy.sqnr_below_db) low_sqnr.push_back(l.name);
+    }
+  }
+  precision::apply(graph, precision::assign(graph, policy, low_sqnr), policy.defaults.activations);
+}
+
+CompiledRun compile(const CompileRequest& request) {
+  CompiledRun c;
+  c.arch = load_arch_config(request.arch);
+  c.graph = load_workload(request.workload, request.input_shapes);
+  apply_precision(c.graph, c.arch, request.precision);
+  c.program = compiler::compile(c.graph, c.arch, {.batch = request.batch});
+  return c;
+}
+
+void refuse_overwriting_inputs(const std::vector<OutputFile>& outputs, const CompileRequest& inputs) {
+  const std::pair<const char*, std::string> named[] = {
+      {"--arch", inputs.arch}, {"--workload", inputs.workload}, {"--precision", inputs.precision}};
+  for (const auto& out : outputs) {
+    for (const auto& [flag, in] : named) {
+      std::error_code ec;
+      if (!in.empty() && std::filesystem::equivalent(out.path, in, ec) && !ec) {
+        throw InputError(out.path.string() + ": is the " + std::string(flag) +
+                         " input of this run; refusing to overwrite it with an output");
+      }
+    }
+  }
+}
+
+RunResult run(const RunRequest& request) {
+  RunResult r;
+  r.compiled = compile(request.inputs);
+  const ArchConfig& arch = r.compiled.arch;
+  const compiler::Program& program = r.compiled.program;
+  r.stats = engine::simulate(arch, program);
+  const report::RunRecord record{arch, r.compiled.graph, program, r.stats, request.inputs.precision};
+  r.report = report::build_report(record);
+  if (!request.baselines.empty()) {
+    const auto names = report::split_baseline_list(request.baselines);
+    if (names.empty()) throw InputError("--baseline: no baseline named in '" + request.baselines + "'");
+    r.report["baselines"] = report::baselines_json(names, record, r.report);
+  }
+  if (request.functional) {
+    const auto fr = functional::run_functional(r.compiled.graph, arch, *request.functional);
+    r.report["functional"] = functional::to_json(fr);
+    r.functional_line = functional::summary_line(fr);
+  }
+  // Render the trace and check where it goes before writing anything: no partial set of outputs.
+  std::string trace_json;
+  if (!request.trace_file.empty()) {
+    const auto parent = std::filesystem::absolute(request.trace_file).parent_path();
+    if (!std::filesystem::is_directory(parent)) {
+      throw InputError("--trace " + request.trace_file + ": directory " + parent.string() + " does not exist");
+    }
+    trace_json = report::chrome_trace_json(r.stats, program, arch.clock_mhz);
+  }
+  // The trace and the report files are one set: all of them appear, or none does and
+  // every file that was there before (an earlier trace, earlier reports) is kept.
+  r.outputs = report::report_files(request.out_dir, r.report);
+  if (!request.trace_file.empty()) r.outputs.insert(r.outputs.begin(), OutputFile{request.trace_file, trace_json, true});
+  refuse_overwriting_inputs(r.outputs, request.inputs);
+  return r;
+}
+
+void write_outputs(const RunResult& result) { write_files_atomically(result.outputs); }
+
+std::string console_text(const RunResult& result, const RunRequest& request) {
+  std::ostringstream out;
+  out << report::console_summary(result.report) << report::baselines_console(result.report);
+  if (!result.functional_line.empty()) out << "  " << result.functional_line << "\n";
+  out << "  report: " << request.out_dir << "/report.json\n";
+  return out.str();
+}
+
+}  // namespace tessera::run

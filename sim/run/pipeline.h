@@ -1,0 +1,82 @@
+#pragma once
+// The run pipeline (docs/architecture.md): config + workload -> precision -> compile ->
+// simulate -> report (+ baselines, functional) -> one set of output files. The CLI only
+// parses options into these requests; the stages themselves stay in their own libraries.
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/common/atomic_file.h"
+#include "sim/compiler/compiled.h"
+#include "sim/config/arch_config.h"
+#include "sim/engine/engine.h"
+#include "sim/functional/functional.h"
+#include "sim/graph/graph.h"
+
+namespace tessera::run {
+
+// What `tessera compile` and `tessera run` share: the inputs of one compiled workload.
+struct CompileRequest {
+  std::string arch;      // architecture config (YAML)
+  std::string workload;  // a YAML graph or an ONNX model (*.onnx)
+  int64_t batch = 0;     // 0: the workload's own batch
+  std::string precision = "int8";         // a policy name or a policy YAML file
+  std::vector<std::string> input_shapes;  // ONNX only: NAME=d0,d1,...
+};
+
+// A workload loaded, its precision policy applied and compiled for an architecture.
+struct CompiledRun {
+  ArchConfig arch;
+  graph::Graph graph;
+  compiler::Program program;
+};
+
+// A YAML graph or an ONNX model; `input_shapes` (NAME=d0,d1,...) bind an ONNX model's
+// dynamic dimensions and are refused for a YAML graph.
+graph::Graph load_workload(const std::string& workload, const std::vector<std::string>& input_shapes = {});
+
+// Applies the precision policy named by `precision` to `graph`. A policy with an sqnr rule
+// first measures every layer in functional mode (which is why it needs `arch`).
+void apply_precision(graph::Graph& graph, const ArchConfig& arch, const std::string& precision);
+
+// Loads the config and the workload, applies the precision policy, compiles.
+CompiledRun compile(const CompileRequest& request);
+
+struct RunRequest {
+  CompileRequest inputs;
+  std::string out_dir;            // report.json, layers.csv, summary.md go here
+  std::string baselines;          // --baseline's comma-separated list; empty: none
+  std::optional<functional::FunctionalOptions> functional;  // set: also run functional mode
+  std::string trace_file;         // empty: no trace
+};
+
+struct RunResult {
+  CompiledRun compiled;
+  engine::RunStats stats;
+  nlohmann::ordered_json report;
+  std::string functional_line;  // functional mode's one-line summary; empty without it
+  // The trace (first, when asked for) and the report files, rendered and checked: write
+  // them with write_outputs so they appear as one set or not at all.
+  std::vector<OutputFile> outputs;
+};
+
+// Compiles, simulates (once per process: SystemC elaborates once), builds the report and
+// renders every output. Writes nothing but the output directory itself.
+RunResult run(const RunRequest& request);
+
+// All outputs of a run, or none: every file that was there before is kept on failure.
+void write_outputs(const RunResult& result);
+
+// What `tessera run` prints unless --quiet.
+std::string console_text(const RunResult& result, const RunRequest& request);
+
+// An output that names one of the run's inputs (a --trace given the config's path by
+// mistake) would destroy it: InputError before anything is written.
+void refuse_overwriting_inputs(const std::vector<OutputFile>& outputs, const CompileRequest& inputs);
+
+}  // namespace tessera::run
