@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
+#include <utility>
 
 #include "sim/common/error.h"
 #include "sim/report/format.h"
@@ -99,6 +100,24 @@ ordered_json roof_point(const bl::LayerWork& l, double weight_bytes, double late
           {"bound", oi < roof.ridge_ops_per_byte() ? "memory" : "compute"}};
 }
 
+// Every layer's entry (layer_head, what `body(i, entry)` adds, then its speedup over the
+// accelerator) and the roofline points of the matrix layers; `body` returns the layer's
+// latency in seconds.
+template <class Body>
+std::pair<ordered_json, ordered_json> layer_entries(const bl::Workload& work, const ordered_json& acc, double elem,
+                                                    const Roofline& roof, Body body) {
+  ordered_json layers = ordered_json::array(), points = ordered_json::array();
+  for (size_t i = 0; i < work.layers.size(); ++i) {
+    const bl::LayerWork& l = work.layers[i];
+    ordered_json j = layer_head(i, l);
+    const double latency_s = body(i, j);
+    j["speedup_of_accelerator"] = speedup(latency_s, acc_layer_latency(acc, i));
+    layers.push_back(j);
+    if (l.matrix) points.push_back(roof_point(l, static_cast<double>(l.weights) * elem, latency_s, roof));
+  }
+  return {layers, points};
+}
+
 ordered_json summary_json(int64_t batch, double latency_s, double macs, double peak_tops) {
   ordered_json s;
   const double tops = safe_div(2 * macs, latency_s) / 1e12;
@@ -176,11 +195,8 @@ ordered_json modelled_json(const bl::BaselineSpec& spec, bl::Precision precision
   b["summary"] = s;
   b["speedup_of_accelerator"] = speedup(est.latency_s, acc_s);
 
-  ordered_json layers = ordered_json::array(), points = ordered_json::array();
-  for (size_t i = 0; i < work.layers.size(); ++i) {
-    const bl::LayerWork& l = work.layers[i];
+  auto [layers, points] = layer_entries(work, acc, elem, roof, [&](size_t i, ordered_json& j) {
     const bl::LayerEstimate& e = est.layers[i];
-    ordered_json j = layer_head(i, l);
     j["efficiency"] = e.efficiency;
     if (e.tile >= 0) {
       const auto& t = spec.efficiency.tiles[static_cast<size_t>(e.tile)];
@@ -195,12 +211,10 @@ ordered_json modelled_json(const bl::BaselineSpec& spec, bl::Precision precision
     j["on_chip_s"] = e.on_chip_s;
     j["overhead_s"] = e.overhead_s;
     j["latency_s"] = e.latency_s;
-    j["tops"] = safe_div(2 * layer_macs(l), e.latency_s) / 1e12;
+    j["tops"] = safe_div(2 * layer_macs(work.layers[i]), e.latency_s) / 1e12;
     j["bound"] = e.bound;
-    j["speedup_of_accelerator"] = speedup(e.latency_s, acc_layer_latency(acc, i));
-    layers.push_back(j);
-    if (l.matrix) points.push_back(roof_point(l, static_cast<double>(l.weights) * elem, e.latency_s, roof));
-  }
+    return e.latency_s;
+  });
   b["host_link_transfers"] = {{"to_device_bytes", est.host_link.to_device_bytes},
                               {"to_device_s", est.host_link.to_device_s},
                               {"to_host_bytes", est.host_link.to_host_bytes},
@@ -270,13 +284,10 @@ ordered_json host_json(const bl::Workload& work, const ordered_json& acc, const 
   b["summary"] = s;
   b["speedup_of_accelerator"] = speedup(total, acc_s);
 
-  ordered_json layers = ordered_json::array(), points = ordered_json::array();
-  for (size_t i = 0; i < work.layers.size(); ++i) {
-    const bl::LayerWork& l = work.layers[i];
+  auto [layers, points] = layer_entries(work, acc, elem, roof, [&](size_t i, ordered_json& j) {
     const bl::HostLayerMeasurement& h = m.layers[i];
-    ordered_json j = layer_head(i, l);
     j["latency_s"] = h.seconds;
-    j["tops"] = safe_div(2 * layer_macs(l), h.seconds) / 1e12;
+    j["tops"] = safe_div(2 * layer_macs(work.layers[i]), h.seconds) / 1e12;
     j["measured"] = h.measured;
     j["median_s"] = h.median_s;
     j["min_s"] = h.min_s;
@@ -285,10 +296,8 @@ ordered_json host_json(const bl::Workload& work, const ordered_json& acc, const 
     j["run_rows"] = h.run_rows;
     j["full_rows"] = h.full_rows;
     j["scale"] = h.scale;
-    j["speedup_of_accelerator"] = speedup(h.seconds, acc_layer_latency(acc, i));
-    layers.push_back(j);
-    if (l.matrix) points.push_back(roof_point(l, static_cast<double>(l.weights) * elem, h.seconds, roof));
-  }
+    return h.seconds;
+  });
   // Off-chip traffic is not measured; the dram flavour assumes every tensor and weight moves once.
   double dram = weight_bytes;
   for (const auto& l : work.layers) {

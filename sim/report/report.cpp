@@ -9,6 +9,7 @@
 #include "sim/common/error.h"
 #include "sim/report/baselines.h"
 #include "sim/report/format.h"
+#include "sim/report/layer_columns.h"
 
 namespace tessera::report {
 
@@ -19,8 +20,6 @@ double Roofline::attainable_tops(double ops_per_byte) const {
 }
 
 namespace {
-
-const char* kBuckets[] = {"array_active", "weight_shift", "weight_stall", "input_stall", "raw_stall", "non_matrix", "pcie"};
 
 ordered_json cycles_json(const engine::CycleBreakdown& c) {
   ordered_json j;
@@ -152,39 +151,13 @@ ordered_json build_report(const RunRecord& run) {
     const double lpeak = li.macs > 0 ? peak_rate1 * (mode ? mode->rate : 1.0) : 0.0;
     const double ltops = safe_div(lops, lat) / 1e12;
     const double l_oi = safe_div(static_cast<double>(li.macs), static_cast<double>(li.weight_bytes));
-    ordered_json l;
-    l["index"] = i;
-    l["name"] = li.name;
-    l["op"] = li.op;
-    l["output_shape"] = li.output_shape;
-    l["mapping"] = li.mapping;
-    l["groups"] = li.groups;
-    l["a_dtype"] = std::string(dtype_name(li.a_dtype));
-    l["b_dtype"] = std::string(dtype_name(li.b_dtype));
-    l["gemm"] = {{"m", li.gemm_m}, {"k", li.gemm_k}, {"n", li.gemm_n}};
-    l["macs"] = li.macs;
-    l["ops"] = lops;
-    l["weights"] = li.weights;
-    l["weight_bytes"] = li.weight_bytes;
-    l["latency_s"] = lat;
-    l["latency_cycles"] = attributed;
-    l["start_s"] = ls.first_dispatch_cycle >= 0 ? static_cast<double>(ls.first_dispatch_cycle) / clock_hz : 0.0;
-    l["end_s"] = ls.last_finish_cycle >= 0 ? static_cast<double>(ls.last_finish_cycle) / clock_hz : 0.0;
-    l["tops"] = ltops;
-    l["peak_tops"] = lpeak;
-    l["utilization"] = safe_div(ltops, lpeak);
-    l["oi_macs_per_weight_byte"] = l_oi;
-    l["oi_ops_per_weight_byte"] = 2 * l_oi;
-    // Off-chip bytes a layer moves itself: weights plus its spills over PCIe (the batch's
-    // host input/output transfers belong to no layer and count only in the workload point).
+    // Off-chip bytes a layer moves itself: weights plus its spills over PCIe (the batch's host
+    // input/output transfers belong to no layer and count only in the workload point).
     const double l_oi_dram =
         safe_div(lops, static_cast<double>(li.weight_bytes + li.spill_bytes_out + li.spill_bytes_in));
-    l["oi_ops_per_dram_byte"] = l_oi_dram;
-    l["cycles"] = cycles_json(ls.cycles);
-    l["spill_bytes_out"] = li.spill_bytes_out;
-    l["spill_bytes_in"] = li.spill_bytes_in;
-    l["row_tiles"] = li.row_tiles;
-    layers.push_back(l);
+    layers.push_back(layer_json({.index = i, .info = li, .stats = ls, .clock_hz = clock_hz, .latency_cycles = attributed,
+                                 .latency_s = lat, .ops = lops, .peak_tops = lpeak, .tops = ltops,
+                                 .oi_macs_per_weight_byte = l_oi, .oi_ops_per_dram_byte = l_oi_dram}));
     if (li.macs > 0) {
       const Roofline lroof{lpeak, arch.weight_memory.bandwidth_gb_per_s};
       const Roofline lroof_dram{lpeak, arch.weight_memory.bandwidth_gb_per_s + pcie_gb_per_s};
@@ -240,14 +213,15 @@ ordered_json build_report(const RunRecord& run) {
 
 namespace {
 
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
+// "mlp0 on tpu-v1": what the summaries are about.
+std::string run_title(const ordered_json& r) {
+  return r["workload"]["name"].get<std::string>() + " on " + r["arch"]["name"].get<std::string>();
 }
 
-std::string num(const ordered_json& v) { return v.dump(); }
+// A cause's share of the cycles: "12.3%".
+std::string cycle_share(const ordered_json& cycles, const char* cause) {
+  return fmt("%.1f%%", 100 * safe_div(cycles[cause].get<double>(), cycles["total"].get<double>()));
+}
 
 // The roof of every MAC mode, then the workload's point on both flavours.
 std::string roofline_markdown(const ordered_json& r) {
@@ -274,33 +248,16 @@ std::string roofline_markdown(const ordered_json& r) {
 }  // namespace
 
 std::string layers_csv(const ordered_json& report) {
-  std::ostringstream out;
-  out << "index,name,op,output_shape,a_dtype,b_dtype,m,k,n,macs,weights,weight_bytes,latency_s,latency_cycles,"
-         "start_s,end_s,tops,peak_tops,utilization,oi_macs_per_weight_byte";
-  for (const char* b : kBuckets) out << ",cycles_" << b;
-  out << ",spill_bytes_out,spill_bytes_in";
-  out << "\n";
-  for (const auto& l : report["layers"]) {
-    out << num(l["index"]) << "," << csv_field(l["name"].get<std::string>()) << "," << l["op"].get<std::string>()
-        << "," << csv_field(l["output_shape"].get<std::string>()) << "," << l["a_dtype"].get<std::string>() << ","
-        << l["b_dtype"].get<std::string>() << "," << num(l["gemm"]["m"]) << "," << num(l["gemm"]["k"]) << ","
-        << num(l["gemm"]["n"]) << "," << num(l["macs"]) << "," << num(l["weights"]) << "," << num(l["weight_bytes"])
-        << "," << num(l["latency_s"]) << "," << num(l["latency_cycles"]) << "," << num(l["start_s"]) << ","
-        << num(l["end_s"]) << "," << num(l["tops"]) << "," << num(l["peak_tops"]) << "," << num(l["utilization"])
-        << "," << num(l["oi_macs_per_weight_byte"]);
-    for (const char* b : kBuckets) out << "," << num(l["cycles"][b]);
-    out << "," << num(l["spill_bytes_out"]) << "," << num(l["spill_bytes_in"]);
-    out << "\n";
-  }
-  return out.str();
+  std::string out = layers_csv_header() + "\n";
+  for (const auto& l : report["layers"]) out += layer_csv_row(l) + "\n";
+  return out;
 }
 
 std::string summary_markdown(const ordered_json& r) {
   const auto& s = r["summary"];
   const auto& c = s["cycles"];
-  const double total = c["total"].get<double>();
   std::ostringstream out;
-  out << "# " << r["workload"]["name"].get<std::string>() << " on " << r["arch"]["name"].get<std::string>() << "\n\n";
+  out << "# " << run_title(r) << "\n\n";
   out << "| metric | value |\n|---|---|\n";
   out << "| batch | " << r["workload"]["batch"].get<int64_t>() << " |\n";
   out << "| latency | " << human_seconds(s["latency_s"].get<double>()) << " (" << s["latency_cycles"].get<int64_t>()
@@ -314,23 +271,10 @@ std::string summary_markdown(const ordered_json& r) {
   out << "| roofline ceiling | " << fmt("%.2f", r["roofline"]["weight_memory"]["attainable_tops"].get<double>())
       << " TOPS |\n\n";
   out << "## Cycle breakdown\n\n| cause | cycles | share |\n|---|---:|---:|\n";
-  for (const char* b : kBuckets) {
-    const double v = c[b].get<double>();
-    out << "| " << b << " | " << c[b].get<int64_t>() << " | " << fmt("%.1f%%", 100 * safe_div(v, total)) << " |\n";
-  }
+  for (const char* b : kCycleCauses) out << "| " << b << " | " << c[b].get<int64_t>() << " | " << cycle_share(c, b) << " |\n";
   out << "| total | " << c["total"].get<int64_t>() << " | 100.0% |\n\n";
-  out << "## Layers\n\n| # | layer | op | MACs | latency | TOPS | util. | main cause |\n|---:|---|---|---:|---:|---:|---:|---|\n";
-  for (const auto& l : r["layers"]) {
-    std::string cause = "-";
-    int64_t best = 0;
-    for (const char* b : kBuckets) {
-      if (l["cycles"][b].get<int64_t>() > best) best = l["cycles"][b].get<int64_t>(), cause = b;
-    }
-    out << "| " << l["index"].get<int64_t>() << " | " << l["name"].get<std::string>() << " | " << l["op"].get<std::string>()
-        << " | " << l["macs"].get<int64_t>() << " | " << human_seconds(l["latency_s"].get<double>()) << " | "
-        << fmt("%.2f", l["tops"].get<double>()) << " | " << fmt("%.1f%%", 100 * l["utilization"].get<double>())
-        << " | " << cause << " |\n";
-  }
+  out << "## Layers\n\n" << layers_markdown_header();
+  for (const auto& l : r["layers"]) out << layer_markdown_row(l);
   if (s.value("spill_bytes", uint64_t{0}) > 0) {
     // Only when something did not fit, so reports of workloads that fit read as before.
     out << "\n## Spills to host memory\n\n" << s["spill_bytes_out"].get<uint64_t>() << " bytes written to and "
@@ -350,16 +294,14 @@ std::string summary_markdown(const ordered_json& r) {
 
 std::string console_summary(const ordered_json& r) {
   const auto& s = r["summary"];
-  const auto& c = s["cycles"];
-  const double total = c["total"].get<double>();
   std::ostringstream out;
-  out << r["workload"]["name"].get<std::string>() << " on " << r["arch"]["name"].get<std::string>() << ", batch "
+  out << run_title(r) << ", batch "
       << r["workload"]["batch"].get<int64_t>() << ": latency " << human_seconds(s["latency_s"].get<double>()) << ", "
       << fmt("%.1f", s["inferences_per_s"].get<double>()) << " inferences/s, " << fmt("%.2f", s["tops"].get<double>())
       << " TOPS (" << fmt("%.1f", 100 * s["utilization"].get<double>()) << "% of "
       << fmt("%.2f", s["peak_tops"].get<double>()) << "), roofline ceiling "
       << fmt("%.2f", r["roofline"]["weight_memory"]["attainable_tops"].get<double>()) << " TOPS\n  cycles:";
-  for (const char* b : kBuckets) out << " " << b << " " << fmt("%.1f%%", 100 * safe_div(c[b].get<double>(), total));
+  for (const char* b : kCycleCauses) out << " " << b << " " << cycle_share(s["cycles"], b);
   out << "\n";
   return out.str();
 }
