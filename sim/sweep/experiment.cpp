@@ -14,38 +14,14 @@
 #include "sim/config/arch_config.h"
 #include "sim/graph/graph.h"
 #include "sim/graph/onnx_importer.h"
+#include "sim/sweep/experiment_internal.h"
 
 namespace fs = std::filesystem;
 
 namespace tessera::sweep {
-namespace {
 
-// Above this many candidate points an experiment is almost certainly a mistake (and would
-// not fit in memory comfortably); split it or use random samples.
-constexpr uint64_t kMaxCandidates = 5'000'000;
-// Each kept point costs memory (its id, parameter keys and values: about 0.5 KB with three
-// parameters, docs/reliability.md), in every MPI rank: a bound with a clear message instead of
-// gigabytes. Pruned candidates cost nothing to keep.
-// (LoadOptions::max_points, default kMaxDesignPoints in experiment.h.)
-
-std::vector<std::string> split_dotted(const std::string& key) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : key) {
-    if (c == '.') {
-      out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  out.push_back(cur);
-  return out;
-}
-
-bool all_digits(const std::string& s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
+// Shared with the other experiment files (experiment_internal.h).
+namespace detail {
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
@@ -53,6 +29,23 @@ bool starts_with(const std::string& s, const std::string& prefix) { return s.rfi
 std::string input_shape_name(const std::string& key) {
   return starts_with(key, kInputShapePrefix) ? key.substr(std::string(kInputShapePrefix).size()) : "";
 }
+
+// A --precision value that names a policy file rather than a built-in policy.
+bool is_policy_path(const std::string& spec) {
+  const std::string ext = fs::path(spec).extension().string();
+  return spec.find('/') != std::string::npos || ext == ".yaml" || ext == ".yml";
+}
+
+fs::path resolve(const fs::path& dir, const std::string& p) {
+  fs::path path(p);
+  if (path.is_relative()) path = dir / path;
+  return fs::weakly_canonical(path);
+}
+}  // namespace detail
+
+namespace {
+
+using namespace detail;
 
 // Keys are walked and rebuilt one component at a time (set_dotted and the YAML emitter
 // recurse per component): bounded like expressions, far above any real key.
@@ -82,11 +75,6 @@ bool valid_key(const std::string& key) {
   });
 }
 
-// A --precision value that names a policy file rather than a built-in policy.
-bool is_policy_path(const std::string& spec) {
-  const std::string ext = fs::path(spec).extension().string();
-  return spec.find('/') != std::string::npos || ext == ".yaml" || ext == ".yml";
-}
 
 std::string read_file(const fs::path& path, const YamlNode& at) {
   std::ifstream in(path, std::ios::binary);
@@ -96,11 +84,6 @@ std::string read_file(const fs::path& path, const YamlNode& at) {
   return s.str();
 }
 
-fs::path resolve(const fs::path& dir, const std::string& p) {
-  fs::path path(p);
-  if (path.is_relative()) path = dir / path;
-  return fs::weakly_canonical(path);
-}
 
 constexpr const char* kBuildVar = "${build}";
 
@@ -117,99 +100,6 @@ fs::path resolve_path(const fs::path& dir, const LoadOptions& opts, const YamlNo
     at.fail("'" + text + "': the only variable in paths is ${build} (the build directory), at the start");
   }
   return resolve(dir, text);
-}
-
-void emit_node(YAML::Emitter& out, const YAML::Node& n) {
-  switch (n.Type()) {
-    case YAML::NodeType::Map:
-      out << YAML::BeginMap;
-      for (const auto& kv : n) {
-        out << YAML::Key;
-        emit_node(out, kv.first);
-        out << YAML::Value;
-        emit_node(out, kv.second);
-      }
-      out << YAML::EndMap;
-      break;
-    case YAML::NodeType::Sequence:
-      out << YAML::BeginSeq;
-      for (const auto& e : n) emit_node(out, e);
-      out << YAML::EndSeq;
-      break;
-    case YAML::NodeType::Scalar:
-      if (n.Tag() == "!") {
-        out << YAML::DoubleQuoted << n.Scalar();
-      } else {
-        out << n.Scalar();
-      }
-      break;
-    default:
-      out << YAML::Null;
-      break;
-  }
-}
-
-void set_path(YAML::Node node, const std::vector<std::string>& comps, size_t k, const YAML::Node& value,
-              const std::string& key) {
-  const std::string& c = comps[k];
-  const bool last = k + 1 == comps.size();
-  std::string so_far;
-  for (size_t i = 0; i <= k; ++i) so_far += (i ? "." : "") + comps[i];
-  if (node.IsSequence()) {
-    if (!all_digits(c) || std::stoul(c) >= node.size()) {
-      throw std::invalid_argument(so_far + ": the base config has a list of " + std::to_string(node.size()) +
-                                  " entries here; use an index 0.." + std::to_string(node.size() - 1));
-    }
-    const size_t idx = std::stoul(c);
-    if (last) {
-      node[idx] = value;
-    } else {
-      set_path(node[idx], comps, k + 1, value, key);
-    }
-    return;
-  }
-  if (node.IsDefined() && !node.IsNull() && !node.IsMap()) {
-    throw std::invalid_argument(so_far.substr(0, so_far.rfind('.')) + " is a single value in the base config, not a mapping");
-  }
-  if (last) {
-    node[c] = value;
-    return;
-  }
-  YAML::Node child = node[c];
-  if (!child.IsDefined() || child.IsNull()) node[c] = YAML::Node(YAML::NodeType::Map);
-  set_path(node[c], comps, k + 1, value, key);
-}
-
-std::optional<YAML::Node> find_path(const YAML::Node& root, const std::string& key) {
-  // Walk through const references: a non-const operator[] would add the missing keys.
-  YAML::Node cur;
-  cur.reset(root);
-  for (const auto& c : split_dotted(key)) {
-    const YAML::Node& n = cur;
-    if (!n.IsMap() && !(n.IsSequence() && all_digits(c) && std::stoul(c) < n.size())) return std::nullopt;
-    const YAML::Node child = n.IsMap() ? n[c] : n[std::stoul(c)];
-    if (!child.IsDefined()) return std::nullopt;  // (reset() would throw on a missing node)
-    cur.reset(child);
-  }
-  return cur;
-}
-
-Params merge(const std::vector<const Params*>& parts) {
-  Params out;
-  for (const Params* p : parts) {
-    for (const auto& kv : *p) out.push_back(kv);
-  }
-  return out;
-}
-
-std::string describe(const Params& params) {
-  std::string s;
-  for (const auto& [k, v] : params) {
-    if (v.is_null()) continue;
-    if (!s.empty()) s += ", ";
-    s += k + "=" + v.text();
-  }
-  return s.empty() ? "(base config)" : s;
 }
 
 // Every key and scalar of the document must be UTF-8: names and values end up in point ids,
@@ -303,7 +193,7 @@ class Loader {
     }
     load_metrics(e);
     if (auto p = root_.get("pareto")) load_pareto(*p, e);
-    expand(e);
+    detail::expand_points(e, root_, opts_, key_location_, constraint_nodes_);
     return e;
   }
 
@@ -694,327 +584,14 @@ class Loader {
     if (e.pareto.size() == 1) p.fail("a Pareto front needs at least two axes");
   }
 
-  // String values come from this file (checked), the base config or templates over them.
-  // They must be UTF-8 (they go into JSON), and a precision policy file must lie inside the
-  // experiment's directory: tessera run quotes a bad policy file's first line in its error,
-  // which the sweep stores in results.jsonl, so a value such as ../../etc/shadow would copy
-  // another user's data into the results.
-  void check_string_value(const Experiment& e, const std::string& key, const std::string& text) {
-    if (!checked_values_.insert(key + '\n' + text).second) return;
-    const std::string where = key_location_.count(key) ? key_location_[key] + ": " : root_.location() + ": ";
-    if (const std::string bad = utf8_problem(text); !bad.empty()) {
-      throw InputError(where + key + ": the value is not valid UTF-8 (" + bad + ")");
-    }
-    if (key == kPrecisionKey && is_policy_path(text)) {
-      const fs::path dir = fs::weakly_canonical(e.dir);
-      const fs::path file = resolve(e.dir, text);  // symbolic links resolved
-      const fs::path rel = file.lexically_relative(dir);
-      if (fs::path(text).is_absolute() || rel.empty() || *rel.begin() == "..") {
-        throw InputError(where + key + ": '" + text + "' names a policy file outside the experiment's directory " +
-                         dir.string() + " (resolved: " + file.string() +
-                         "); precision policy files of an experiment must lie inside its directory");
-      }
-    }
-  }
-
-  // Keys absent from the base config must still be config keys: try each once.
-  void check_new_key(const Experiment& e, const std::string& key, const Value& v) {
-    if (is_run_option_key(key) || checked_.count(key)) return;
-    checked_.insert(key);
-    if (e.base_value(key) || find_path(e.base_tree, key)) return;
-    YAML::Node tree = YAML::Clone(e.base_tree);
-    try {
-      set_dotted(tree, key, v);
-    } catch (const std::invalid_argument& err) {
-      throw InputError(key_location_[key] + ": " + key + ": " + err.what());
-    }
-    try {
-      parse_arch_config(YamlNode::load_string(emit_yaml(tree), "(base config + " + key + ")"));
-    } catch (const InputError& err) {
-      const std::string msg = err.what();
-      if (msg.find("unknown key") != std::string::npos) {
-        throw InputError(key_location_[key] + ": " + key + ": not a key of the architecture config (" + msg + ")");
-      }
-    }
-  }
-
-  void expand(Experiment& e) {
-    if (e.blocks.empty()) e.blocks.push_back(ParamBlock{});
-    // Keys the base sets to a mapping or list cannot take a single value.
-    for (const auto& key : e.param_keys) {
-      if (auto n = find_path(e.base_tree, key)) {
-        if (n->IsMap() || n->IsSequence()) {
-          throw InputError(key_location_[key] + ": " + key + ": is a " + (n->IsMap() ? "mapping" : "list") +
-                           " in the base config; a parameter sets a single value (name a key inside it)");
-        }
-      }
-    }
-    uint64_t per_workload = 0;
-    for (const auto& b : e.blocks) {
-      uint64_t n = 1;
-      for (const auto& axis : b.axes) {
-        if (n > kMaxCandidates) break;
-        n *= axis.size();
-      }
-      per_workload += n;
-    }
-    uint64_t batches = 0;
-    for (const auto& w : e.workloads) batches += w.batches.size();
-    if (per_workload > kMaxCandidates || per_workload * batches > kMaxCandidates) {
-      root_.fail("the experiment expands to more than " + std::to_string(kMaxCandidates) +
-                 " candidate points; split it or sample with random:");
-    }
-    if (e.constraints.empty() && per_workload * batches > opts_.max_points) too_many_points(per_workload * batches);
-    std::vector<std::string> swept;
-    for (const auto& k : e.param_keys) {
-      if (std::none_of(e.derived.begin(), e.derived.end(), [&](const Derived& d) { return d.key == k; })) swept.push_back(k);
-    }
-    std::unordered_set<uint64_t> seen;  // point hashes: 8 bytes each instead of a string
-    std::vector<Value> base_values;
-    for (const auto& k : swept) base_values.push_back(e.base_value(k).value_or(Value::null()));
-
-    for (const auto& w : e.workloads) {
-      for (int64_t batch : w.batches) {
-        for (const auto& block : e.blocks) {
-          std::vector<size_t> pos(block.axes.size(), 0);
-          while (true) {
-            std::vector<const Params*> parts;
-            for (size_t a = 0; a < block.axes.size(); ++a) parts.push_back(&block.axes[a][pos[a]]);
-            add_candidate(e, w, batch, swept, base_values, merge(parts), seen);
-            // Odometer: the last axis varies fastest.
-            bool done = true;
-            for (size_t a = block.axes.size(); a-- > 0;) {
-              if (++pos[a] < block.axes[a].size()) {
-                done = false;
-                break;
-              }
-              pos[a] = 0;
-            }
-            if (done) break;
-          }
-        }
-      }
-    }
-  }
-
-  [[noreturn]] void too_many_points(uint64_t n) const {
-    const uint64_t cap = opts_.max_points;
-    root_.fail("the experiment has " +
-               (n > cap + 1 ? std::to_string(n) + " design points (no constraints prune them)"
-                            : "more than " + std::to_string(cap) + " design points after constraints") +
-               "; at most " + std::to_string(cap) +
-               " fit in one sweep (about 0.5 KB of memory each in every process): split it into several experiments, "
-               "prune with constraints: or sample with random:");
-  }
-
-  void add_candidate(Experiment& e, const WorkloadSpec& w, int64_t batch, const std::vector<std::string>& swept,
-                     const std::vector<Value>& base_values, const Params& assignment,
-                     std::unordered_set<uint64_t>& seen) {
-    ++e.stats.candidates;
-    Params params;
-    params.reserve(e.param_keys.size());
-    for (size_t k = 0; k < swept.size(); ++k) {
-      auto it = std::find_if(assignment.begin(), assignment.end(), [&](const auto& kv) { return kv.first == swept[k]; });
-      params.emplace_back(swept[k], it != assignment.end() ? it->second : base_values[k]);
-    }
-    size_t derived_done = 0;
-    const Lookup lookup = [&](const std::string& name) -> std::optional<Value> {
-      if (name == "batch") return Value::of_int(batch);
-      if (name == "workload") return Value::of_string(w.name);
-      for (const auto& [k, v] : params) {
-        if (k == name) return v;
-      }
-      for (size_t i = derived_done; i < e.derived.size(); ++i) {
-        if (e.derived[i].key == name) {
-          throw ExprError("'" + name + "' is derived further down; derived keys may use only those above them");
-        }
-      }
-      return e.base_value(name);
-    };
-    for (const auto& d : e.derived) {
-      try {
-        params.emplace_back(d.key, d.value.eval(lookup));
-      } catch (const ExprError& err) {
-        throw InputError(d.location + ": derived " + d.key + ": " + err.what() + " (point: " + w.name + ", batch " +
-                         std::to_string(batch) + ", " + describe(params) + ")");
-      }
-      ++derived_done;
-    }
-    for (size_t c = 0; c < e.constraints.size(); ++c) {
-      Value ok;
-      try {
-        ok = e.constraints[c].expr.eval(lookup);
-      } catch (const ExprError& err) {
-        constraint_nodes_[c].fail(std::string("constraint: ") + err.what() + " (point: " + describe(params) + ")");
-      }
-      if (ok.kind != Value::Kind::kBool) {
-        constraint_nodes_[c].fail("constraint must be true or false, got " + ok.kind_name() + " '" + ok.text() + "'");
-      }
-      if (!ok.b) {
-        ++e.stats.pruned;
-        return;
-      }
-    }
-    for (const auto& [k, v] : params) {
-      if (v.is_null()) continue;
-      if (v.kind == Value::Kind::kString) check_string_value(e, k, v.s);
-      check_new_key(e, k, v);
-      if (!w.onnx && starts_with(k, kInputShapePrefix)) {
-        // Not a per-point failure: every point of this workload would fail the same way.
-        throw InputError(key_location_[k] + ": " + k + ": input shapes bind the inputs of ONNX models (*.onnx); workload '" +
-                         w.name + "' is a YAML graph (sweep input shapes in an experiment of ONNX workloads)");
-      }
-    }
-    const uint64_t hash = point_hash(w.name, batch, params);
-    if (!seen.insert(hash).second) {
-      ++e.stats.duplicates;
-      return;
-    }
-    if (e.points.size() >= opts_.max_points) too_many_points(opts_.max_points + 1);
-    Point p;
-    p.id = hash_text(hash);
-    p.index = e.points.size();
-    p.workload = w.name;
-    p.workload_index = static_cast<uint32_t>(&w - e.workloads.data());
-    p.batch = batch;
-    p.params = std::move(params);
-    e.points.push_back(std::move(p));
-  }
-
   const YamlNode& root_;
   fs::path dir_;
   LoadOptions opts_;
   std::map<std::string, std::string> key_location_;
   std::vector<YamlNode> constraint_nodes_;
-  std::set<std::string> checked_;
-  std::unordered_set<std::string> checked_values_;
 };
 
 }  // namespace
-
-uint64_t Rng::next() {
-  uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-double Rng::uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
-
-int64_t Rng::uniform_int(int64_t lo, int64_t hi) {
-  const uint64_t span = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) + 1;
-  if (span == 0) return static_cast<int64_t>(next());  // the full 64-bit range
-  const uint64_t limit = UINT64_MAX - UINT64_MAX % span;  // reject to avoid modulo bias
-  uint64_t x;
-  do {
-    x = next();
-  } while (x >= limit);
-  return static_cast<int64_t>(static_cast<uint64_t>(lo) + x % span);
-}
-
-std::string canonical_point_text(const std::string& workload, int64_t batch, const Params& params) {
-  std::vector<std::pair<std::string, std::string>> sorted;
-  // Strings are checked for UTF-8 on load; `replace` only keeps a bug from becoming an exception.
-  for (const auto& [k, v] : params) sorted.emplace_back(k, v.json().dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
-  std::sort(sorted.begin(), sorted.end());
-  std::string text = "workload=" + workload + "\nbatch=" + std::to_string(batch) + "\n";
-  for (const auto& [k, v] : sorted) text += k + "=" + v + "\n";
-  return text;
-}
-
-uint64_t point_hash(const std::string& workload, int64_t batch, const Params& params) {
-  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a 64
-  for (unsigned char c : canonical_point_text(workload, batch, params)) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
-
-std::string hash_text(uint64_t hash) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(hash));
-  return buf;
-}
-
-std::string point_id(const std::string& workload, int64_t batch, const Params& params) {
-  return hash_text(point_hash(workload, batch, params));
-}
-
-void set_dotted(YAML::Node& root, const std::string& key, const Value& v) {
-  set_path(root, split_dotted(key), 0, value_to_yaml(v), key);
-}
-
-std::string emit_yaml(const YAML::Node& root, const std::string& header_comment) {
-  YAML::Emitter out;
-  out.SetIndent(2);
-  emit_node(out, root);
-  std::string text;
-  if (!header_comment.empty()) {
-    std::istringstream lines(header_comment);
-    for (std::string line; std::getline(lines, line);) text += "# " + line + "\n";
-  }
-  return text + out.c_str() + "\n";
-}
-
-bool is_run_option_key(const std::string& key) { return key == kPrecisionKey || starts_with(key, kInputShapePrefix); }
-
-std::optional<Value> Experiment::base_value(const std::string& key) const {
-  if (key == kPrecisionKey) return Value::of_string(kDefaultPrecision);
-  if (is_run_option_key(key)) return std::nullopt;  // input shapes: the workload's own bindings
-  auto n = find_path(base_tree, key);
-  if (!n || !(n->IsScalar() || n->IsNull())) return std::nullopt;
-  return value_from_yaml(*n);
-}
-
-std::string Experiment::config_yaml(const Point& p) const {
-  YAML::Node tree = YAML::Clone(base_tree);
-  Params config_params;
-  for (const auto& [k, v] : p.params) {
-    if (is_run_option_key(k)) continue;  // tessera run options (run_arguments), not config keys
-    config_params.emplace_back(k, v);
-    if (!v.is_null()) set_dotted(tree, k, v);
-  }
-  std::string run_options;
-  for (const auto& a : run_arguments(p)) run_options += " " + a;
-  return emit_yaml(tree, "Generated by tessera sweep (experiment " + name + ", point " + p.id + ", " + p.workload +
-                             " batch " + std::to_string(p.batch) + ")\nfrom " + base_config.string() +
-                             " with: " + describe(config_params) +
-                             (run_options.empty() ? "" : "\nrun with:" + run_options));
-}
-
-std::vector<std::string> Experiment::run_arguments(const Point& p) const {
-  std::vector<std::string> args;
-  const WorkloadSpec* w = nullptr;
-  for (const auto& spec : workloads) {
-    if (spec.name == p.workload) w = &spec;
-  }
-  std::vector<std::pair<std::string, std::string>> shapes;
-  if (w) shapes = w->input_shapes;
-  for (const auto& [k, v] : p.params) {
-    if (v.is_null()) continue;
-    if (k == kPrecisionKey) {
-      // Invalid values are passed on as written: tessera run rejects them, and the point
-      // is recorded as failed with its message.
-      const std::string spec = v.text();
-      args.push_back("--precision");
-      args.push_back(v.kind == Value::Kind::kString && is_policy_path(spec) ? resolve(dir, spec).string() : spec);
-    } else if (starts_with(k, kInputShapePrefix)) {
-      const std::string name = input_shape_name(k);
-      auto it = std::find_if(shapes.begin(), shapes.end(), [&](const auto& b) { return b.first == name; });
-      if (it != shapes.end()) {
-        it->second = v.text();
-      } else {
-        shapes.emplace_back(name, v.text());
-      }
-    }
-  }
-  for (const auto& [name, dims] : shapes) {
-    args.push_back("--input-shape");
-    args.push_back(name + "=" + dims);
-  }
-  return args;
-}
 
 Experiment parse_experiment(const YamlNode& root, const fs::path& dir, const LoadOptions& options) {
   return Loader(root, dir, options).load();
