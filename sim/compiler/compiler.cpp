@@ -45,6 +45,7 @@ void Lowering::emit(Instruction in, bool writes_tensor_storage) {
     }
     in.writes.insert(in.writes.end(), extra.begin(), extra.end());
   }
+  note_units(in);
   body_.push_back(std::move(in));
 }
 
@@ -191,6 +192,7 @@ Program Lowering::run() {
   p_.ub_peak_bytes = 0;
   p_.sub_batch = sub_batch;
   for (int64_t done = 0; done < total_batch_; done += sub_batch) {
+    last_pass_ = done + sub_batch >= total_batch_;
     lower_pass(std::min(sub_batch, total_batch_ - done));
   }
 

@@ -61,6 +61,7 @@ void Lowering::emit_gemm(const GemmJob& job) {
           rw.bytes = 0;
           rw.ub_read_bytes = tile_bytes;
           rw.reads.push_back(job.b_region(k0, k1, n0, n1));
+          note_units(rw);
           weight_reads_.push_back({rw, layer_body_start_});
         } else {
           rw.bytes = tile_bytes;

@@ -215,6 +215,20 @@ class Lowering {
   std::vector<char> output_storage_;       // storage of a graph output: its host copy is the result
   std::vector<Vacated> vacated_;           // this pass
   std::vector<Vacated> prev_vacated_;      // the previous pass's layout: its bytes are overwritten too
+
+  // Hazard regions that cannot change the schedule (docs/reliability.md, D6). The
+  // controller skips hazards between instructions of the same unit, so the region of a
+  // vacated buffer d in the writes of a vector-unit instruction orders it only against
+  // instructions of other units that touch d. When no instruction of another unit has
+  // touched d (in any pass), d is dead (no later access by that id), and no later
+  // instruction of another unit can carry d's region (the last pass, no spills, inputs
+  // read up front: only the vector unit writes tensor storage from now on), the region
+  // is dropped and its entry with it; otherwise it is kept, exactly as before.
+  std::vector<char> touched_off_vector_;   // per UB buffer id: a region of it in a non-vector instruction
+  bool last_pass_ = false;
+  void note_units(const Instruction& in);
+  void note_buffer_off_vector(int buffer);
+  bool inert_hazard(int buffer) const;
   int next_use(int t, int li) const;
   int pick_victim(int li) const;
   void evict(int t, int li);

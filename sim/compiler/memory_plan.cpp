@@ -55,12 +55,39 @@ void Lowering::allocate(int t, int layer_index) {
   tp.allocated = true;
   tp.reused.clear();  // earlier writers of t (a previous residency) have been emitted already
   // Bytes reused from dead or evicted tensors: writers of t must wait for their readers.
-  for (const auto* list : {&vacated_, &prev_vacated_}) {
+  for (auto* list : {&vacated_, &prev_vacated_}) {
+    std::erase_if(*list, [&](const Vacated& v) { return inert_hazard(v.region.buffer); });
     for (const Vacated& v : *list) {
       if (list == &vacated_ && v.region.buffer == t) continue;
       if (v.offset < tp.offset + tp.bytes && tp.offset < v.offset + v.bytes) tp.reused.push_back(v.region);
     }
   }
+}
+
+void Lowering::note_buffer_off_vector(int buffer) {
+  if (buffer < 0) return;
+  if (static_cast<size_t>(buffer) >= touched_off_vector_.size()) touched_off_vector_.resize(static_cast<size_t>(buffer) + 1, 0);
+  touched_off_vector_[static_cast<size_t>(buffer)] = 1;
+}
+
+// Every UB buffer an instruction of another unit than the vector unit reads or writes
+// (its hazard regions included).
+void Lowering::note_units(const Instruction& in) {
+  if (in.op == Opcode::kActivate || in.op == Opcode::kVector) return;
+  for (const auto* list : {&in.reads, &in.writes}) {
+    for (const Region& r : *list) {
+      if (r.space == Space::kUnifiedBuffer) note_buffer_off_vector(r.buffer);
+    }
+  }
+}
+
+// A vacated buffer whose region, in the writes of the tensors placed over its bytes from
+// now on, could order nothing: see touched_off_vector_.
+bool Lowering::inert_hazard(int buffer) const {
+  if (spill_ || lazy_inputs_ || !last_pass_) return false;
+  const auto b = static_cast<size_t>(buffer);
+  if (b >= dead_.size() || !dead_[b]) return false;
+  return b >= touched_off_vector_.size() || !touched_off_vector_[b];
 }
 
 // Records t's bytes as given up, for the hazards of whoever is placed over them next.

@@ -1,0 +1,79 @@
+// Hazard regions of reused unified-buffer bytes (docs/reliability.md, D6): a chain of
+// vector layers must not carry the regions of every tensor that ever lived in the same
+// bytes (the N-th layer carried N/2 of them: compile memory quadratic in the layer count),
+// while a region that an instruction of another unit touched stays.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "sim/common/yaml_reader.h"
+#include "sim/compiler/compiler.h"
+#include "sim/config/arch_config.h"
+#include "tests/support/tiny_arch.h"
+
+using namespace tessera;
+using namespace tessera::compiler;
+using tessera::test_support::TinyArch;
+
+namespace {
+
+// x [16] -> r0 -> r1 -> ... -> r{n-1}, all relu, batch 1.
+graph::Graph relu_chain(int n) {
+  std::string y = "name: chain\nbatch: 1\ninputs: [{name: x, shape: [16]}]\nlayers:\n";
+  std::string prev = "x";
+  for (int i = 0; i < n; ++i) {
+    y += "  - {name: r" + std::to_string(i) + ", op: relu, input: " + prev + "}\n";
+    prev = "r" + std::to_string(i);
+  }
+  y += "outputs: [" + prev + "]\n";
+  return graph::parse_graph_yaml(YamlNode::load_string(y, "chain.yaml"));
+}
+
+size_t ub_writes(const Instruction& in) {
+  size_t n = 0;
+  for (const Region& r : in.writes) n += r.space == Space::kUnifiedBuffer ? 1 : 0;
+  return n;
+}
+
+}  // namespace
+
+// x@0 and r0@16; x dies after r0, so r1 lands on x's bytes, r2 on r0's, r3 on x's (and
+// r1's) again. x was written by read_host (the host DMA, another unit than the vector
+// unit that writes every r): its region stays in the writes of every tensor placed over
+// it. r0, r1, ... were only ever touched by the vector unit, which runs its instructions
+// in order, so their regions would order nothing and are not carried.
+TEST(HazardRegions, OnlyRegionsTouchedByAnotherUnitAreCarried) {
+  const graph::Graph g = relu_chain(6);
+  const Program p = compile(g, TinyArch{}.build());
+  const int x = 0;  // the input is tensor 0, r_i is tensor i + 1
+  std::vector<const Instruction*> writer(6, nullptr);
+  for (const Instruction& in : p.instructions) {
+    if (in.op == Opcode::kVector) writer[static_cast<size_t>(in.layer)] = &in;
+  }
+  for (int i = 0; i < 6; ++i) {
+    ASSERT_NE(writer[static_cast<size_t>(i)], nullptr) << "layer r" << i;
+    const Instruction& in = *writer[static_cast<size_t>(i)];
+    EXPECT_EQ(in.writes.front().buffer, i + 1) << "layer r" << i;
+    // The odd r lie over x's bytes: their own region and x's; the even ones only their own.
+    const size_t expected = i % 2 == 1 ? 2 : 1;
+    ASSERT_EQ(ub_writes(in), expected) << "layer r" << i;
+    if (expected == 2) {
+      EXPECT_EQ(in.writes[1].buffer, x) << "layer r" << i;
+    }
+  }
+}
+
+// The compile of a long chain stays linear: every instruction carries at most two
+// unified-buffer regions in its writes (its own and the input's), not one per earlier
+// tensor in the same bytes.
+TEST(HazardRegions, LongChainCarriesABoundedNumberOfRegionsPerInstruction) {
+  const int n = 3000;
+  const Program p = compile(relu_chain(n), TinyArch{}.build());
+  size_t most = 0, total = 0;
+  for (const Instruction& in : p.instructions) {
+    most = std::max(most, ub_writes(in));
+    total += in.reads.size() + in.writes.size();
+  }
+  EXPECT_LE(most, 2u);
+  EXPECT_LE(total, static_cast<size_t>(4 * n + 8));
+}
