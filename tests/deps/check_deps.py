@@ -32,12 +32,15 @@ STAGES = {
     "sim/sweep": {"sim/config", "sim/graph"},
     "sim/run": {"sim/config", "sim/graph", "sim/precision", "sim/functional", "sim/compiler", "sim/engine",
                 "sim/report"} | MODELS,
+    # serving: a queueing simulation in plain C++ whose service times come from `tessera run`
+    # children started through the sweep's runner; it never includes a SystemC stage.
+    "sim/serve": {"sim/config", "sim/graph", "sim/sweep"},
     "sim/cli": {"sim/config", "sim/graph", "sim/precision", "sim/functional", "sim/compiler", "sim/engine",
-                "sim/report", "sim/run", "sim/sweep"} | MODELS,
+                "sim/report", "sim/run", "sim/sweep", "sim/serve"} | MODELS,
 }
 # Libraries of sim/ stages that models/ must not link (tessera_common is allowed).
 SIM_LIBRARIES = {"tessera_config", "tessera_graph", "tessera_precision", "tessera_functional", "tessera_compiler",
-                 "tessera_engine", "tessera_report", "tessera_sweep", "tessera_run"}
+                 "tessera_engine", "tessera_report", "tessera_sweep", "tessera_run", "tessera_serve"}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"((?:sim|models)/[^"]+)"', re.M)
 LINK = re.compile(r"target_link_libraries\s*\(([^)]*)\)", re.S)
