@@ -201,6 +201,12 @@ int run_mpi(const Experiment& e, const RunSettings& s, const SweepOptions& o) {
   }
   try {
     return world.rank() == 0 ? coordinator(world, e, s, o, *store) : worker(world, e, s);
+  } catch (const InputError& err) {
+    // A bad output directory found mid-sweep (a planted link where a point's files go) is the
+    // user's input, as in a local sweep: one located message and exit 2 from every rank.
+    std::cerr << "tessera: error: " << err.what() << "\n";
+    std::cerr.flush();
+    world.abort(2);
   } catch (const std::exception& err) {
     std::cerr << "tessera-mpi: rank " << world.rank() << ": " << err.what() << "\n";
     world.abort(1);

@@ -171,6 +171,45 @@ TEST(SweepHostileCli, LinksWhereTheSweepAppendsOrDescendStopIt) {
   EXPECT_EQ(text_lines(slurp(dir / "real" / "results.jsonl")).size(), 2u);
 }
 
+// The same links under an MPI sweep: rank 0 finds them while descending into the output
+// directory, and the job ends with the local sweep's message and exit 2, not an internal error.
+TEST(SweepHostileCli, LinksWhereAnMpiSweepDescendsStopItWithExit2) {
+#ifndef TESSERA_MPIRUN
+  GTEST_SKIP() << "tessera-mpi not built (install libboost-mpi-dev openmpi-bin)";
+#else
+  const fs::path base = scratch_dir("mpi-link-stop");
+  std::ofstream(base / "victim") << "precious\n";
+  fs::create_directories(base / "victim-dir");
+  struct Case {
+    std::string name;
+    std::string link;  // relative to the output directory; "{id}" = the first point's id
+    fs::path target;
+  };
+  const std::vector<Case> cases = {{"log", "sweep.log", base / "victim"},
+                                   {"points", "points", base / "victim-dir"},
+                                   {"point", "points/{id}", base / "victim-dir"}};
+  for (const auto& c : cases) {
+    const fs::path dir = base / c.name;
+    fs::create_directories(dir);
+    const fs::path exp = tiny_experiment(dir);
+    const auto ids = point_ids(exp);
+    ASSERT_EQ(ids.size(), 2u);
+    std::string rel = c.link;
+    if (rel.find("{id}") != std::string::npos) rel.replace(rel.find("{id}"), 4, ids[0]);
+    const fs::path out = dir / "out";
+    fs::create_directories((out / rel).parent_path());
+    fs::create_symlink(c.target, out / rel);
+    const Result r =
+        sh(tessera_test::mpi_launcher(2) + " " + kBin + " sweep " + exp.string() + " --mpi -j 1 -q --out " + out.string());
+    EXPECT_EQ(r.exit_code, 2) << c.name << ": " << r.output;
+    EXPECT_TRUE(has(r.output, "tessera: error: " + (out / rel).string() + ": is a symbolic link"))
+        << c.name << ": " << r.output;
+    EXPECT_EQ(slurp(base / "victim"), "precious\n") << c.name;
+    EXPECT_TRUE(fs::is_empty(base / "victim-dir")) << c.name;
+  }
+#endif
+}
+
 // ---------------------------------------------------------------------------------------- D18
 
 // Temporary files of a killed write (`NAME.tmp.XXXXXX`, kill -9 between create and rename) are
