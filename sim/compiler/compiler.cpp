@@ -37,13 +37,19 @@ void Lowering::emit(Instruction in, bool writes_tensor_storage) {
     }
   }
   if (writes_tensor_storage) {
+    const bool vector_unit = in.op == Opcode::kActivate || in.op == Opcode::kVector;
     std::vector<Region> extra;
     for (const Region& w : in.writes) {
       if (w.space != Space::kUnifiedBuffer) continue;
-      const auto& reused = place_[w.buffer].reused;
-      extra.insert(extra.end(), reused.begin(), reused.end());
+      for (const Region& r : place_[w.buffer].reused) {
+        if (vector_unit && inert_hazard(r.buffer)) continue;  // orders nothing (see settled_)
+        extra.push_back(r);
+      }
     }
     in.writes.insert(in.writes.end(), extra.begin(), extra.end());
+    if (vector_unit) {
+      for (const Region& r : extra) settle(r.buffer);
+    }
   }
   note_units(in);
   body_.push_back(std::move(in));
@@ -54,6 +60,7 @@ void Lowering::lower_pass(int64_t batch) {
   ub_ = BufferAllocator(arch_.unified_buffer.capacity_bytes);
   weight_cursor_ = 0;
   vacated_.clear();
+  settled_.clear();
   const int L = static_cast<int>(g_.layers.size());
   auto write_outputs = [&](int at) {
     for (int out : outputs_at_[static_cast<size_t>(at)]) write_output(out);
@@ -193,6 +200,7 @@ Program Lowering::run() {
   p_.sub_batch = sub_batch;
   for (int64_t done = 0; done < total_batch_; done += sub_batch) {
     last_pass_ = done + sub_batch >= total_batch_;
+    only_pass_ = last_pass_ && done == 0;
     lower_pass(std::min(sub_batch, total_batch_ - done));
   }
 

@@ -226,6 +226,13 @@ class Lowering {
   // is dropped and its entry with it; otherwise it is kept, exactly as before.
   std::vector<char> touched_off_vector_;   // per UB buffer id: a region of it in a non-vector instruction
   bool last_pass_ = false;
+  // Dead buffers whose region a vector-unit instruction has carried since they died, in a
+  // program of one pass (only_pass_): every instruction of another unit that touched them has
+  // finished before that carrier was dispatched, so their regions are inert from then on even
+  // though a matmul, weight read or host transfer touched them (a chain of matrix layers).
+  std::vector<char> settled_;
+  bool only_pass_ = false;
+  void settle(int buffer);
   void note_units(const Instruction& in);
   void note_buffer_off_vector(int buffer);
   bool inert_hazard(int buffer) const;

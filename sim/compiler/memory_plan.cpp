@@ -87,7 +87,21 @@ bool Lowering::inert_hazard(int buffer) const {
   if (spill_ || lazy_inputs_ || !last_pass_) return false;
   const auto b = static_cast<size_t>(buffer);
   if (b >= dead_.size() || !dead_[b]) return false;
+  if (b < settled_.size() && settled_[b]) return true;
   return b >= touched_off_vector_.size() || !touched_off_vector_[b];
+}
+
+// A vector-unit instruction has just carried dead buffer d's whole region: it waits for every
+// instruction of another unit that touched d, so once it is dispatched, all of them have
+// finished; nothing of another unit touches d again (the conditions of inert_hazard), so the
+// region orders nothing from then on. Only in a program of one pass: a pass with a smaller
+// batch lays d out over fewer rows than the previous pass's accesses covered.
+void Lowering::settle(int buffer) {
+  if (spill_ || lazy_inputs_ || !only_pass_) return;
+  const auto b = static_cast<size_t>(buffer);
+  if (b >= dead_.size() || !dead_[b]) return;
+  if (b >= settled_.size()) settled_.resize(b + 1, 0);
+  settled_[b] = 1;
 }
 
 // Records t's bytes as given up, for the hazards of whoever is placed over them next.
