@@ -190,7 +190,7 @@ std::vector<std::string> available_specs(const std::filesystem::path& dir) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) return out;
   for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-    if (e.is_regular_file() && e.path().extension() == ".yaml") out.push_back(e.path().stem().string());
+    if (e.is_regular_file(ec) && e.path().extension() == ".yaml") out.push_back(e.path().stem().string());
   }
   std::sort(out.begin(), out.end());
   return out;

@@ -71,9 +71,12 @@ PrecisionPolicy parse_policy(const std::string& spec) {
     p.first_last = uniform(Dtype::kInt16);
     return p;
   }
-  if (!std::filesystem::exists(spec)) {
+  std::error_code ec;
+  if (!std::filesystem::exists(spec, ec)) {
+    // A name the system cannot examine (longer than NAME_MAX, a loop of links) says why.
     throw InputError("--precision '" + spec +
-                     "': not a policy name (int8, int16, fp16, bf16, first-last-int16) nor an existing policy file");
+                     "': not a policy name (int8, int16, fp16, bf16, first-last-int16) nor an existing policy file" +
+                     (ec && ec != std::errc::no_such_file_or_directory ? " (" + ec.message() + ")" : ""));
   }
   const YamlNode root = YamlNode::load_file(spec);
   root.expect_keys({"name", "default", "first_last", "layers", "sqnr_below_db", "sqnr_fallback"});

@@ -309,7 +309,7 @@ std::string console_summary(const ordered_json& r) {
 std::vector<OutputFile> report_files(const std::filesystem::path& dir, const ordered_json& report) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec || !std::filesystem::is_directory(dir)) {
+  if (ec || !std::filesystem::is_directory(dir, ec)) {
     throw InputError(dir.string() + ": cannot create output directory" + (ec ? ": " + ec.message() : ""));
   }
   // Render everything before writing anything, so a failure leaves no partial set.

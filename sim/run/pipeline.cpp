@@ -91,7 +91,8 @@ RunResult run(const RunRequest& request) {
   std::string trace_json;
   if (!request.trace_file.empty()) {
     const auto parent = std::filesystem::absolute(request.trace_file).parent_path();
-    if (!std::filesystem::is_directory(parent)) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(parent, ec)) {
       throw InputError("--trace " + request.trace_file + ": directory " + parent.string() + " does not exist");
     }
     trace_json = report::chrome_trace_json(r.stats, program, arch.clock_mhz);

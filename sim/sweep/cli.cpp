@@ -105,7 +105,8 @@ int run_sweep_command(const SweepOptions& o, int argc, char** argv, MpiRunner mp
 
   if (o.summarize) {
     const fs::path jsonl = out / "results.jsonl";
-    if (!fs::exists(jsonl)) throw InputError(jsonl.string() + ": no results yet (run the sweep first, or pass --out)");
+    std::error_code ec;
+    if (!fs::exists(jsonl, ec)) throw InputError(jsonl.string() + ": no results yet (run the sweep first, or pass --out)");
     const auto existing = read_results(jsonl);
     std::vector<ParetoAxis> axes = o.pareto.empty() ? e.pareto : parse_pareto_axes(o.pareto, e);
     if (axes.empty()) {

@@ -69,8 +69,12 @@ class Expander {
       throw InputError(where + key + ": the value is not valid UTF-8 (" + bad + ")");
     }
     if (key == kPrecisionKey && is_policy_path(text)) {
-      const fs::path dir = fs::weakly_canonical(e.dir);
-      const fs::path file = resolve(e.dir, text);  // symbolic links resolved
+      std::string problem;
+      const fs::path dir = resolve(fs::path(), e.dir.string(), &problem);
+      const fs::path file = resolve(e.dir, text, &problem);  // symbolic links resolved
+      if (!problem.empty()) {
+        throw InputError(where + key + ": '" + text + "': cannot resolve the path (" + problem + ")");
+      }
       const fs::path rel = file.lexically_relative(dir);
       if (fs::path(text).is_absolute() || rel.empty() || *rel.begin() == "..") {
         throw InputError(where + key + ": '" + text + "' names a policy file outside the experiment's directory " +

@@ -19,8 +19,10 @@ bool starts_with(const std::string& s, const std::string& prefix);
 std::string input_shape_name(const std::string& key);
 // A --precision value that names a policy file rather than a built-in policy.
 bool is_policy_path(const std::string& spec);
-// `p` relative to `dir`, symbolic links resolved.
-std::filesystem::path resolve(const std::filesystem::path& dir, const std::string& p);
+// `p` relative to `dir`, symbolic links resolved. A path the system cannot examine (a
+// component longer than NAME_MAX, a loop of links) comes back unresolved, with the reason in
+// `*problem` when asked for (never an exception: the caller names the key).
+std::filesystem::path resolve(const std::filesystem::path& dir, const std::string& p, std::string* problem = nullptr);
 // The node at a dotted key of `root`, if there is one (nothing is added to `root`).
 std::optional<YAML::Node> find_path(const YAML::Node& root, const std::string& key);
 

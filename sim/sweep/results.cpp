@@ -334,7 +334,7 @@ void ResultStore::open(bool resume, bool retry_failed) {
     if (!existing.rows.empty() || existing.torn || existing.unreadable) {
       throw InputError(jsonl.string() + ": already holds results; pass --resume to continue that sweep, or choose another --out");
     }
-  } else if (fs::exists(manifest)) {
+  } else if (std::error_code ec; fs::exists(manifest, ec)) {
     ojson old;
     try {
       old = ojson::parse(read_no_follow(manifest));

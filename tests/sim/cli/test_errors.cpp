@@ -602,6 +602,23 @@ TEST(Errors, MalformedExperiment) {
   expect_no_output(dir, {"exp.yaml"});
 }
 
+// Paths the system cannot examine (a component longer than NAME_MAX) in any path flag:
+// std::filesystem threw out of `--precision` and `--trace` checks (exit 1, internal error).
+TEST(Errors, PathsTheSystemCannotExamineAreInputErrors) {
+  const std::string name(300, 'c');
+  const std::string base = "run -q -a configs/tpu-v1.yaml -w workloads/tpu/mlp1.yaml ";
+  CliResult r = run_tessera(base + "-o /tmp/x -p /tmp/" + name + ".yaml");
+  expect_input_error(r, "nor an existing policy file (File name too long)");
+  r = run_tessera(base + "-o /tmp/x --trace /tmp/" + name + "/t.json");
+  expect_input_error(r, "--trace /tmp/" + name + "/t.json: directory /tmp/" + name + " does not exist");
+  r = run_tessera(base + "-o /tmp/" + name);
+  expect_input_error(r, "cannot create output directory: File name too long");
+  r = run_tessera("run -q -a /tmp/" + name + ".yaml -w workloads/tpu/mlp1.yaml -o /tmp/x");
+  expect_input_error(r, "--arch: File does not exist");
+  r = run_tessera("compile -a configs/tpu-v1.yaml -w /tmp/" + name + ".onnx");
+  expect_input_error(r, "--workload: File does not exist");
+}
+
 // ---------------------------------------------------------------- command line
 
 TEST(Errors, BadCliFlag) {

@@ -281,6 +281,49 @@ TEST(SweepHostile, PrecisionPolicyFilesMustLieInsideTheExperimentDirectory) {
   fs::remove_all(dir);
 }
 
+// Found by fuzz_experiment: `base: ../c((((...` (a component of 4,000 characters) made
+// std::filesystem throw "File name too long" out of the loader (exit 1, internal error).
+// Every path key of an experiment file is examined without exceptions: a path the system
+// cannot examine (a component over NAME_MAX, a loop of links) is that key's error.
+TEST(SweepHostile, PathsTheSystemCannotExamineAreTheKeysError) {
+  const fs::path dir = fs::temp_directory_path() / ("tessera-hostile-paths-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "policies");
+  fs::create_symlink(dir / "loop-b", dir / "loop-a");
+  fs::create_symlink(dir / "loop-a", dir / "loop-b");
+  const std::string too_long = repeat("c", 4000);
+  const std::string cfg = (kSrc / "configs/tpu-v1.yaml").string(), wl = (kSrc / "workloads/tpu/mlp1.yaml").string();
+  auto load = [&](const std::string& base, const std::string& workload, const std::string& extra) {
+    return input_error([&] {
+      parse_experiment(YamlNode::load_string("base: " + base + "\nworkloads: [" + workload +
+                                                 "]\nmetrics: [summary.latency_s]\n" + extra,
+                                             "paths.yaml"),
+                       dir);
+    });
+  };
+  struct Case {
+    std::string name, base, workload, extra, location;
+  };
+  const std::vector<Case> cases = {
+      {"long base", "../" + too_long + ".yaml", wl, "", "paths.yaml:1:7"},
+      {"long base below a directory", "sub/" + too_long + "/x.yaml", wl, "", "paths.yaml:1:7"},
+      {"long workload", cfg, too_long + ".yaml", "", "paths.yaml:2:13"},
+      {"workload through a loop of links", cfg, "loop-a/x.yaml", "", "paths.yaml:2:13"},
+      {"base a loop of links", "loop-a", wl, "", "paths.yaml:1:7"},
+      {"long policy file", cfg, wl, "parameters: {grid: {precision: [int8, \"policies/" + too_long + ".yaml\"]}}\n",
+       "paths.yaml:"},
+  };
+  for (const Case& c : cases) {
+    const std::string err = load(c.base, c.workload, c.extra);
+    EXPECT_TRUE(has(err, c.location)) << c.name << ": " << err.substr(0, 300);
+    EXPECT_TRUE(has(err, "cannot resolve the path") || has(err, "cannot examine the path") ||
+                has(err, "no such config file") || has(err, "no such workload file"))
+        << c.name << ": " << err.substr(0, 300);
+    EXPECT_FALSE(has(err, "(no error)")) << c.name;
+  }
+  fs::remove_all(dir);
+}
+
 // ---------------------------------------------------------------------------------------- D21: environment failures
 
 // A point that failed because its machine did (disk full, out of memory, killed from outside)
