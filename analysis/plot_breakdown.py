@@ -207,7 +207,8 @@ def per_workload(args, reports):
     return fig
 
 
-def main(argv):
+def parser():
+    """The command line (also the defaults of the options for `make_figure`)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[1], formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=__doc__.split("\n\n", 1)[1])
     ap.add_argument("reports", nargs="+", help="report.json files (or directories holding one)")
@@ -220,15 +221,22 @@ def main(argv):
     ap.add_argument("--title")
     ap.add_argument("--width", type=float)
     ap.add_argument("--height", type=float)
-    args = ap.parse_args(argv)
-    reports = style.load_reports(args.reports)
+    return ap
+
+
+def make_figure(reports, args):
+    """The figure of loaded reports (style.load_report) under the options `args` (parser()'s)."""
     per = args.per or ("layer" if len(reports) == 1 else "workload")
     if per == "layer":
         if len(reports) != 1:
             raise style.InputError("--per layer takes exactly one report")
-        fig = per_layer(args, reports[0])
-    else:
-        fig = per_workload(args, reports)
+        return per_layer(args, reports[0])
+    return per_workload(args, reports)
+
+
+def main(argv):
+    args = parser().parse_args(argv)
+    fig = make_figure(style.load_reports(args.reports), args)
     for path in style.save(fig, args.out):
         print(path)
     return 0

@@ -190,7 +190,8 @@ def draw(ax, items, index, args, lo, hi, ylim, label_points, accel_index=0):
     ax.grid(False, which="minor")
 
 
-def main(argv):
+def parser():
+    """The command line (also the defaults of the options for `make_figure`)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[1], formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=__doc__.split("\n\n", 1)[1])
     ap.add_argument("reports", nargs="+", help="report.json files (or directories holding one)")
@@ -204,9 +205,11 @@ def main(argv):
     ap.add_argument("--no-labels", action="store_true", help="do not label workload points")
     ap.add_argument("--panels", action="store_true",
                     help="one panel per platform (the paper's Figs. 5-7), double-column width by default")
-    args = ap.parse_args(argv)
+    return ap
 
-    reports = style.load_reports(args.reports)
+
+def make_figure(reports, args):
+    """The figure of loaded reports (style.load_report) under the options `args` (parser()'s)."""
     wanted = set(args.platforms.split(",")) if args.platforms else set()
     platforms = collect(reports, args.flavour, wanted, args.layers)
     if not platforms:
@@ -266,6 +269,12 @@ def main(argv):
         else:  # below the axes, so the legend never hides a roof or a point
             ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, handlelength=2.2, borderaxespad=0.0,
                       columnspacing=1.0)
+    return fig
+
+
+def main(argv):
+    args = parser().parse_args(argv)
+    fig = make_figure(style.load_reports(args.reports), args)
     for path in style.save(fig, args.out):
         print(path)
     return 0

@@ -138,7 +138,8 @@ def pareto(points, xdir, ydir):
     return front
 
 
-def main(argv):
+def parser():
+    """The command line (also the defaults of the options for `make_figure`)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[1], formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=__doc__.split("\n\n", 1)[1])
     ap.add_argument("results", help="results.jsonl, results.csv, or a sweep output directory")
@@ -153,11 +154,15 @@ def main(argv):
     ap.add_argument("--title")
     ap.add_argument("--width", type=float, default=style.SINGLE_COLUMN_IN)
     ap.add_argument("--height", type=float, default=2.5)
-    args = ap.parse_args(argv)
+    return ap
+
+
+def make_figure(path, rows, args):
+    """The scatter and Pareto front of result rows (read_results' form; `path` names them in
+    messages) under the options `args` (parser()'s). Returns (figure, front), front being
+    [(row, (x, y))] along the front."""
     xkey, xdir = parse_axis(args.x, "min")
     ykey, ydir = parse_axis(args.y, "max")
-
-    path, rows = read_results(args.results)
     if args.workload:
         rows = [r for r in rows if r["workload"] == args.workload]
         if not rows:
@@ -222,12 +227,21 @@ def main(argv):
     title = args.title or f"{len(pts)} design points" + (f", {failed} failed (not shown)" if failed else "")
     ax.set_title(title)
     ax.legend(loc="best", fontsize=6)
+    return fig, [(kept[i], pts[i]) for i in front]
+
+
+def main(argv):
+    args = parser().parse_args(argv)
+    xkey, xdir = parse_axis(args.x, "min")
+    ykey, ydir = parse_axis(args.y, "max")
+    path, rows = read_results(args.results)
+    fig, front = make_figure(path, rows, args)
     for p in style.save(fig, args.out):
         print(p)
     print(f"Pareto front ({xkey}:{xdir}, {ykey}:{ydir}):")
-    for i in front:
-        params = ", ".join(f"{k}={v}" for k, v in sorted(kept[i]["params"].items()) if k not in (xkey, ykey))
-        print(f"  {kept[i]['point']}: {xkey}={pts[i][0]:g} {ykey}={pts[i][1]:g}  {params}")
+    for row, (x, y) in front:
+        params = ", ".join(f"{k}={v}" for k, v in sorted(row["params"].items()) if k not in (xkey, ykey))
+        print(f"  {row['point']}: {xkey}={x:g} {ykey}={y:g}  {params}")
     return 0
 
 
