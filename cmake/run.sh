@@ -14,7 +14,7 @@ case "$mode" in main|test|build) ;; *) echo "usage: bash cmake/run.sh main|test|
 packages=(build-essential cmake ninja-build pkg-config libsystemc-dev libboost-dev libyaml-cpp-dev
           libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev libboost-mpi-dev openmpi-bin
           libopenblas-dev libbenchmark-dev libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata python3-onnx
-          python3-matplotlib python3-numpy python3-pytest)
+          python3-matplotlib python3-numpy python3-pytest python3-pandas python3-yaml python3-nbclient python3-ipykernel)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -51,6 +51,6 @@ case "$mode" in
     ;;
   test)
     ctest --test-dir build --output-on-failure -j"$(nproc)"
-    /usr/bin/python3 -m pytest -q -p no:cacheprovider analysis workloads
+    /usr/bin/python3 -m pytest -q -p no:cacheprovider analysis workloads python
     ;;
 esac

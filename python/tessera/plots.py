@@ -19,7 +19,7 @@ def _modules():
     when it is imported (the scripts run headless); that call is skipped here so that a notebook
     keeps its backend and its open figures. analysis/ is on sys.path only while importing
     (it holds a tabulate.py that must not shadow the tabulate package)."""
-    if _loaded:
+    if len(_loaded) == 4:
         return _loaded
     import matplotlib
     if not os.path.isdir(ANALYSIS):
@@ -29,7 +29,12 @@ def _modules():
     matplotlib.use = lambda *args, **kwargs: None
     try:
         for name in ("style", "plot_roofline", "plot_breakdown", "plot_sweep"):
-            _loaded[name] = importlib.import_module(name)
+            module = importlib.import_module(name)
+            where = os.path.dirname(os.path.abspath(getattr(module, "__file__", "") or ""))
+            if where != ANALYSIS:
+                raise TesseraError(f"module '{name}' was already imported from {where or 'elsewhere'}, not from "
+                                   f"{ANALYSIS}; the figures need analysis/{name}.py (rename the other module)")
+            _loaded[name] = module
     finally:
         matplotlib.use = use
         try:
