@@ -158,3 +158,43 @@ def test_figures(smoke, tmp_path):
         tessera.plot_breakdown(runs[0], baseline="h100-sxm")
     with pytest.raises(TypeError, match="unexpected keyword argument 'colour'"):
         tessera.plot_roofline(runs, colour="red")
+
+
+def test_interrupt_stops_the_sweep_and_keeps_finished_rows(tmp_path):
+    """Ctrl-C in Python (SIGINT) stops tessera sweep too, keeps its finished rows, leaves no process."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "out"
+    script = tmp_path / "interrupted.py"
+    script.write_text(f"""
+import sys, tessera
+exp = {{"name": "interrupted", "base": {ARCH!r},
+       "workloads": [{{"path": {os.path.join(ROOT, "workloads", "tpu", "cnn1.yaml")!r}, "batch": 1}}],
+       "parameters": {{"grid": {{"array.rows": [32, 48, 64, 96, 128, 192, 256, 384],
+                                 "weight_memory.bandwidth_gb_per_s": [17, 34, 68, 136]}}}},
+       "derived": {{"array.cols": "${{array.rows}}"}},
+       "metrics": ["summary.latency_s"]}}
+try:
+    tessera.sweep(exp, jobs=1, out={str(out)!r}, progress=False)
+except KeyboardInterrupt:
+    sys.exit(5)
+""")
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    proc = subprocess.Popen([sys.executable, str(script)], env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    results = out / "results.jsonl"
+    deadline = time.monotonic() + 60
+    while proc.poll() is None and time.monotonic() < deadline:
+        if results.exists() and results.read_text().count("\n") >= 1:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=60) == 5
+    rows = results.read_text().splitlines()
+    assert 1 <= len(rows) < 32
+    assert all(json.loads(r)["status"] == "ok" for r in rows)
+    stray = subprocess.run(["pgrep", "-f", str(out)], capture_output=True, text=True).stdout
+    assert not stray.strip()
