@@ -1,0 +1,239 @@
+#pragma once
+// Private to the ONNX importer (sim/graph/onnx/): the Importer that load_onnx runs and
+// the value it tracks per ONNX name. Only these files see the protobuf headers; callers
+// include sim/graph/onnx_importer.h.
+//   model_reader.cpp     protobuf and opset, external-data paths, graph inputs and their
+//                        bound shapes (--input-shape), topological order
+//   tensor_data.cpp      tensor and initializer decoding (raw bytes, typed fields, external data)
+//   node_reader.cpp      typed attributes, constant inputs, ONNX shapes and axes -> IR shapes
+//   ir_builder.cpp       IR tensors and layers, NCHW <-> channels-last conversion, aliases
+//   shape_inference.cpp  output shapes shared by the constant and the activation paths
+//   const_fold.cpp       constant and shape sub-graphs: the folding kernels
+//   ops_matrix.cpp       Conv, ConvTranspose, Gemm, MatMul, LSTM, GRU, pooling
+//   ops_vector.cpp       activations, element-wise ops, normalisation, softmax, reductions
+//   ops_layout.cpp       reshape-like ops, Transpose, Concat, Split, Slice, Gather, Expand, Pad, Resize
+//   importer.cpp         validation, dispatch and the handler table, the driver, load_onnx
+//   symbolic.{h,cpp}     the batch as a symbol, checked arithmetic, shape rules
+//   text.{h,cpp}         names and messages
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "sim/common/checked_math.h"
+#include "sim/common/error.h"
+#include "sim/graph/graph.h"
+#include "sim/graph/onnx/symbolic.h"
+#include "sim/graph/onnx/text.h"
+#include "sim/graph/onnx_importer.h"
+
+namespace tessera::graph::onnx_import {
+
+// A node the importer cannot map: reported together with all others.
+struct Unsupported {
+  std::string why;
+};
+
+enum class Layout { kNatural, kChannelsLast };
+
+struct Value {
+  SymShape shape;          // full ONNX shape, the batch as a symbol
+  int32_t elem = 1;        // ONNX element type
+  bool constant = true;    // weights, shape tensors: no per-sample data
+  bool has_data = false;   // constant whose elements are known
+  bool is_float = false;
+  std::vector<Sym> ints;       // integer data (may carry the batch)
+  std::vector<double> floats;  // float data
+  // Activations
+  int tensor = -1;  // IR tensor, in `layout`
+  Layout layout = Layout::kNatural;
+  int other_tensor = -1;  // the same value converted to the other layout (cached)
+  int graph_input = -1;   // an ONNX graph input not yet materialised in the IR
+  bool prefer_channels_last = false;  // graph input that feeds convolutions
+  bool poisoned = false;  // produced by an unsupported node
+  std::string producer;   // node name (for messages)
+};
+
+// A constant's elements as floats (for functional mode); empty when not known.
+std::vector<float> constant_values(const Value& v);
+
+constexpr int64_t kMaxFoldInts = 1 << 16;
+constexpr int64_t kMaxFoldFloats = 1 << 12;
+// A Constant node's value is decoded up to this many elements (functional mode's scales
+// and biases); beyond it only its shape is kept, so a large tensor costs no memory.
+constexpr int64_t kMaxDecodedElements = int64_t{1} << 22;
+constexpr int64_t kMaxDecodeBudget = int64_t{1} << 23;  // decoded constants of a model together (<= 128 MiB)
+
+// ONNX element types (TensorProto_DataType).
+bool is_float_type(int32_t t);
+int64_t elem_size(int32_t t);  // bytes per element; 0 for types without a fixed size
+
+// One model's import (load_onnx); its members are defined in the files listed above.
+class Importer {
+ public:
+  Importer(std::filesystem::path path, const OnnxOptions& opts, OnnxImportInfo* info)
+      : path_(std::move(path)), file_(path_.string()), opts_(opts), info_(info) {}
+
+  Graph run();
+  static std::vector<std::string> supported_op_types();  // the handler table's keys, sorted
+
+ private:
+  using Node = onnx::NodeProto;
+
+  // ---- messages
+  [[noreturn]] void fail(const std::string& msg) const { throw InputError(file_ + ": " + msg); }
+  std::string where(const Node& n) const {
+    return "node '" + utf8_safe(node_name(n)) + "' (" + utf8_safe(n.op_type()) + ")";
+  }
+  [[noreturn]] void fail_node(const Node& n, const std::string& msg) const { fail(where(n) + ": " + msg); }
+  static std::string node_name(const Node& n) { return n.name().empty() ? (n.output_size() ? n.output(0) : "?") : n.name(); }
+
+  // ---- model reading
+  void read_model();
+  void load_initializer(const onnx::TensorProto& t, const std::string& what);
+  void read_tensor_data(const onnx::TensorProto& t, Value& v, bool need, const std::string& what);
+  std::filesystem::path external_file(const std::string& what, const std::string& location) const;
+  void bind_inputs();
+  std::vector<const Node*> topo_order();
+
+  // ---- values
+  Value& val(const Node& n, int i);          // input i (must exist)
+  bool has_input(const Node& n, int i) const { return i < n.input_size() && !n.input(i).empty(); }
+  Value* opt_val(const Node& n, int i) { return has_input(n, i) ? &val(n, i) : nullptr; }
+  Value& out(const Node& n, int i = 0) {
+    if (i >= n.output_size()) fail_node(n, "has no output " + std::to_string(i) + " (corrupt file?)");
+    return values_[n.output(i)];
+  }
+  int opset() const { return opset_; }
+
+  // attributes (an attribute of another type than the op's is an error naming the node)
+  const onnx::AttributeProto* attr(const Node& n, const std::string& name) const;
+  const onnx::AttributeProto* typed_attr(const Node& n, const std::string& name,
+                                         onnx::AttributeProto_AttributeType type) const;
+  int64_t attr_i(const Node& n, const std::string& name, int64_t def) const;
+  double attr_f(const Node& n, const std::string& name, double def) const;
+  std::string attr_s(const Node& n, const std::string& name, const std::string& def) const;
+  std::vector<int64_t> attr_ints(const Node& n, const std::string& name) const;
+  bool has_attr(const Node& n, const std::string& name) const { return attr(n, name) != nullptr; }
+
+  // constant data
+  std::vector<int64_t> const_ints(const Node& n, int i, const std::string& what);  // plain ints (no batch)
+  std::vector<Sym> const_syms(const Node& n, int i, const std::string& what);
+  std::vector<double> const_floats(const Node& n, int i, const std::string& what);
+  // opset-dependent: an attribute before `since`, an input from it on (absent: nullopt)
+  std::optional<std::vector<int64_t>> ints_attr_or_input(const Node& n, const std::string& attr_name, int input,
+                                                        int since);
+
+  // ---- shapes
+  int batch_axis(const SymShape& s, const Node* n) const;
+  Shape per_sample(const SymShape& s) const;  // natural order, batch dropped
+  bool can_channels_last(const SymShape& s) const;
+  Shape ir_shape(const SymShape& s, Layout layout) const;
+  std::vector<int64_t> full_dims(const SymShape& s) const;  // at the bound batch
+  int64_t ir_axis(const Value& v, int64_t onnx_axis, const Node& n);  // ONNX axis -> IR axis of v's tensor
+
+  // ---- IR building
+  int tensor_in(Value& v, Layout want, const Node& n);
+  int materialize_input(Value& v, Layout layout);
+  int add_tensor(const std::string& name, Shape shape, Dtype dtype, int producer);
+  int add_layer(const Node& n, Layer layer, const std::string& out_name, const Shape& expect, const std::string& suffix = "");
+  void set_activation(Value& out, int tensor, Layout layout);
+  void alias(const Node& n, Value& in, Value& o);  // o gets in's data with o.shape: reshape, no data moves
+  std::string layer_name(const Node& n, const std::string& suffix) const;
+  bool fusable(const std::string& value) const;  // single consumer, not a graph output, head of a matrix layer
+  Layer* producer_layer(const Value& v);
+  Layout preferred_layout(const Value& v) const;
+  bool feeds_spatial(const std::string& value, int depth = 0) const;
+  void absorb(const Node& n, const std::string& why) {
+    if (info_) info_->absorbed[node_name(n)] = why;
+  }
+
+  // ---- validation shared by every op
+  void check_arity(const Node& n) const;     // input and output counts the op allows
+  void check_outputs(const Node& n);         // every value the node produced: dims >= 0, size bounded
+
+  // ---- ops
+  void dispatch(const Node& n);
+  using Handler = std::function<void(Importer&, const Node&)>;
+  static const std::map<std::string, Handler>& handler_table();
+  bool all_constant(const Node& n);
+  void fold_or_shape(const Node& n);  // every data input constant
+  void op_conv(const Node& n, bool transposed);
+  void op_gemm(const Node& n);
+  void op_matmul(const Node& n);
+  void op_recurrent(const Node& n, bool lstm);
+  void op_batchnorm(const Node& n);
+  void op_unary(const Node& n, OpKind kind);
+  // Neg, Reciprocal: an element-wise op with a scalar constant `value` (the first operand when `const_first`).
+  void op_with_scalar(const Node& n, OpKind kind, float value, bool const_first);
+  void op_activation(const Node& n);  // Relu, Clip, Sigmoid, Tanh: fused when possible
+  void op_binary(const Node& n, OpKind kind);
+  void op_softmax(const Node& n);
+  void op_layernorm(const Node& n);
+  void op_reduce(const Node& n, OpKind kind);
+  void op_pool(const Node& n, OpKind kind);
+  void op_global_pool(const Node& n, OpKind kind);
+  void op_reshape_like(const Node& n);  // Reshape, Flatten, Squeeze, Unsqueeze, Identity, Cast, Dropout, ...
+  void op_transpose(const Node& n);
+  void op_concat(const Node& n);
+  void op_split(const Node& n);
+  std::vector<int64_t> split_sizes(const Node& n, int64_t dim, int64_t axis);
+  void op_slice(const Node& n);
+  void op_gather(const Node& n);
+  void op_expand(const Node& n);
+  void op_pad(const Node& n);
+  void op_resize(const Node& n);
+
+  // shape inference shared by activation and constant paths
+  SymShape infer_reshape(const Node& n, const SymShape& in);
+  SymShape infer_shape_only(const Node& n);  // output 0 shape for ops on constants
+  int slice_ir(const Node& n, Value& in, int64_t onnx_axis, int64_t begin, int64_t end, int64_t step, int tensor,
+               const std::string& out_name, const std::string& suffix, Shape* ir_out);
+  struct SpatialAttrs {
+    std::vector<int64_t> kernel, strides, dilations, pads;  // pads: begins then ends
+    std::string auto_pad;
+  };
+  SpatialAttrs spatial(const Node& n, size_t dims, const std::vector<int64_t>& kernel);
+  void plan_padding(const Node& n, SpatialAttrs& a, const std::vector<int64_t>& in, bool transposed,
+                    const std::vector<int64_t>& out_pad);
+
+  std::filesystem::path path_;
+  std::string file_;
+  const OnnxOptions& opts_;
+  OnnxImportInfo* info_;
+  onnx::ModelProto model_;
+  int opset_ = 0;
+  int64_t batch_ = 1;
+  Graph g_;
+  std::unordered_map<std::string, Value> values_;
+  std::unordered_map<std::string, int> consumers_;
+  std::unordered_set<std::string> graph_outputs_;
+  std::unordered_set<std::string> tensor_names_;
+  std::vector<std::string> tensor_head_;  // per IR tensor: the latest ONNX value it holds
+  std::vector<std::pair<std::string, std::string>> unsupported_;  // node, why
+  std::vector<int> input_order_;  // per IR graph input: ONNX input index
+  std::unordered_map<std::string, std::vector<int64_t>> external_sizes_;
+  std::unordered_map<std::string, std::vector<int>> consumer_nodes_;  // value -> indices of the nodes reading it
+  // Elements of constant data decoded or folded so far: many small constants (each under
+  // the fold limits) must not add up to gigabytes. Past the budget only shapes are kept.
+  // Constant nodes' large values (functional mode only) have a budget of their own, so
+  // they cannot starve the small shape constants that folding needs.
+  int64_t decoded_elements_ = 0, decoded_large_elements_ = 0;
+  bool within_decode_budget(int64_t n, bool large) {
+    int64_t& used = large ? decoded_large_elements_ : decoded_elements_;
+    if (n > kMaxDecodeBudget - used) return false;
+    used += n;
+    return true;
+  }
+};
+
+}  // namespace tessera::graph::onnx_import

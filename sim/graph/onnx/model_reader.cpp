@@ -1,0 +1,365 @@
+// Reading the model: the protobuf and its opset, where external data may live, the graph
+// inputs and the shapes they are bound to, and the order the nodes are imported in.
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "sim/common/checked_math.h"
+#include "sim/common/error.h"
+#include "sim/graph/onnx/importer.h"
+
+namespace tessera::graph::onnx_import {
+
+void Importer::read_model() {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path_, ec)) fail("cannot open the ONNX model: no such file");
+  std::ifstream f(path_, std::ios::binary);
+  if (!f) fail("cannot open the ONNX model for reading");
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (bytes.empty()) fail("the ONNX model is empty (0 bytes)");
+  if (!model_.ParseFromString(bytes)) {
+    fail("not a valid ONNX model: the protobuf does not parse (truncated or corrupt file, " +
+         std::to_string(bytes.size()) + " bytes)");
+  }
+  if (!model_.has_graph() || model_.graph().node_size() == 0) {
+    fail("not a valid ONNX model: it has no graph nodes (truncated or corrupt file?)");
+  }
+  bool have_opset = false;
+  for (const auto& o : model_.opset_import()) {
+    if (!(o.domain().empty() || o.domain() == "ai.onnx")) continue;
+    // Checked as int64: a huge version must not pass after truncation to int.
+    const int64_t v = o.version();
+    if (v < 1) fail("opset " + std::to_string(v) + " of the default domain is not a valid opset version (>= 1)");
+    if (v > 21) fail("opset " + std::to_string(v) + " is newer than this importer knows (up to 21)");
+    opset_ = static_cast<int>(v);
+    have_opset = true;
+  }
+  if (!have_opset) fail("not a valid ONNX model: it declares no opset for the default domain (truncated or corrupt file?)");
+}
+
+// External data must be a regular file inside the model's directory, as onnxruntime
+// requires: a relative location without '..' whose real path (symlinks resolved) stays
+// under the directory. Otherwise a downloaded model could read any file of the user.
+// Messages quote the location (the model's own text), never bytes of the file.
+std::filesystem::path Importer::external_file(const std::string& what, const std::string& location) const {
+  namespace fs = std::filesystem;
+  if (location.empty()) fail(what + " is stored as external data but names no location");
+  const std::string shown = "'" + utf8_safe(location) + "'";
+  if (location.find('\0') != std::string::npos) fail(what + ": its external data location " + shown + " contains a NUL byte (corrupt file?)");
+  const fs::path rel(location);
+  bool up = false;
+  for (const auto& part : rel) up = up || part == "..";
+  if (rel.is_absolute() || rel.has_root_name() || rel.has_root_directory() || up) {
+    fail(what + ": its external data location " + shown +
+         " is outside the model's directory (allowed: a relative path without '..', as onnxruntime requires)");
+  }
+  std::error_code ec;
+  const fs::path dir = fs::canonical(path_.parent_path().empty() ? fs::path(".") : path_.parent_path(), ec);
+  if (ec) fail(what + ": cannot resolve the model's directory (" + ec.message() + ")");
+  const fs::path real = fs::weakly_canonical(dir / rel, ec);
+  if (ec) fail(what + ": its external data file " + shown + " cannot be read (" + ec.message() + ")");
+  // Inside means: `dir` is a prefix of `real`, component by component (symlinks resolved).
+  auto r = real.begin();
+  for (auto d = dir.begin(); d != dir.end(); ++d, ++r) {
+    if (r == real.end() || *r != *d) {
+      fail(what + ": its external data location " + shown +
+           " resolves (through a symbolic link) to a file outside the model's directory (allowed: files inside it)");
+    }
+  }
+  if (!fs::exists(real, ec)) fail(what + ": its external data file " + shown + " cannot be read (No such file or directory)");
+  if (!fs::is_regular_file(real, ec)) fail(what + ": its external data location " + shown + " is not a regular file");
+  return real;
+}
+
+void Importer::bind_inputs() {
+  std::unordered_set<std::string> inits;
+  for (const auto& t : model_.graph().initializer()) inits.insert(t.name());
+  // Where each graph input's batch axis is, from how it is consumed.
+  std::unordered_map<std::string, int> batch_axis_of;
+  for (const auto& n : model_.graph().node()) {
+    const std::string& op = n.op_type();
+    if (op == "LSTM" || op == "GRU" || op == "RNN") {
+      const bool layout0 = attr_i(n, "layout", 0) == 0;
+      for (int i : {0, 5, 6}) {
+        if (has_input(n, i)) batch_axis_of.emplace(n.input(i), layout0 ? 1 : 0);
+      }
+    } else if (op == "Gemm" && attr_i(n, "transA", 0) && n.input_size() > 0) {
+      batch_axis_of.emplace(n.input(0), 1);
+    }
+  }
+  struct In {
+    int idx = 0;
+    const onnx::ValueInfoProto* info = nullptr;
+    int rank = -1;
+    int batch_axis = -1;
+    std::vector<int64_t> fixed;       // > 0 where the model fixes the dim
+    std::vector<std::string> params;  // dim_param names
+  };
+  std::vector<In> ins;
+  std::set<std::string> input_names, param_names;
+  const auto& ginputs = model_.graph().input();
+  for (int idx = 0; idx < ginputs.size(); ++idx) {
+    const auto& in = ginputs[idx];
+    if (inits.count(in.name())) continue;  // an initializer listed as an input (older exporters)
+    if (!in.type().has_tensor_type()) fail("graph input '" + in.name() + "' is not a tensor (sequences and maps are not supported)");
+    const auto& tt = in.type().tensor_type();
+    In r;
+    r.idx = idx;
+    r.info = &in;
+    r.rank = tt.has_shape() ? tt.shape().dim_size() : -1;
+    if (r.rank > kMaxRank) {
+      fail("input '" + utf8_safe(in.name()) + "' has rank " + std::to_string(r.rank) + " (at most " + std::to_string(kMaxRank) + ")");
+    }
+    for (int d = 0; d < r.rank; ++d) {
+      const auto& dim = tt.shape().dim(d);
+      if (dim.has_dim_value() && (dim.dim_value() < 0 || dim.dim_value() > kMaxBoundDim)) {
+        fail("input '" + utf8_safe(in.name()) + "' dimension " + std::to_string(d) + " is " + std::to_string(dim.dim_value()) +
+             " in the model (allowed: 1 to " + std::to_string(kMaxBoundDim) + ", the --batch cap, per dimension)");
+      }
+      // 0 means an empty tensor (not a dynamic dimension): -2 marks it, reported below unless bound.
+      r.fixed.push_back(dim.has_dim_value() ? (dim.dim_value() > 0 ? dim.dim_value() : -2) : -1);
+      r.params.push_back(dim.has_dim_param() ? dim.dim_param() : "");
+      if (!r.params.back().empty()) param_names.insert(r.params.back());
+    }
+    input_names.insert(in.name());
+    ins.push_back(std::move(r));
+  }
+  // Named dimensions: bound directly (--input-shape sequence=128) or through any input
+  // that has them (--input-shape input_ids=1,128 binds 'sequence' for every input).
+  std::map<std::string, int64_t> param_value;
+  for (const auto& [name, dims] : opts_.input_shapes) {
+    if (input_names.count(name)) continue;
+    if (!param_names.count(name)) {
+      std::vector<std::string> names(input_names.begin(), input_names.end());
+      std::vector<std::string> params(param_names.begin(), param_names.end());
+      fail("--input-shape names '" + name + "', which is neither a graph input (" + join(names) + ")" +
+           (params.empty() ? std::string() : " nor a named dimension (" + join(params) + ")"));
+    }
+    if (dims.size() != 1) fail("--input-shape " + name + " names a dimension: give one value, e.g. " + name + "=128");
+    if (dims[0] < 1 || dims[0] > kMaxBoundDim) {
+      fail("--input-shape " + name + "=" + std::to_string(dims[0]) + ": a dimension must be in [1, " + std::to_string(kMaxBoundDim) +
+           "] (the --batch cap)");
+    }
+    param_value[name] = dims[0];
+  }
+  for (const In& r : ins) {
+    auto bound = opts_.input_shapes.find(r.info->name());
+    if (bound == opts_.input_shapes.end() || r.rank < 0) continue;
+    for (int d = 0; d < r.rank && d < static_cast<int>(bound->second.size()); ++d) {
+      const std::string& p = r.params[static_cast<size_t>(d)];
+      if (p.empty()) continue;
+      auto [it, fresh] = param_value.emplace(p, bound->second[static_cast<size_t>(d)]);
+      if (!fresh && it->second != bound->second[static_cast<size_t>(d)]) {
+        fail("--input-shape " + r.info->name() + " binds dimension '" + p + "' to " +
+             std::to_string(bound->second[static_cast<size_t>(d)]) + ", but it is already bound to " + std::to_string(it->second));
+      }
+    }
+  }
+
+  std::map<std::string, std::vector<std::string>> unbound_named;  // param -> "input dim d"
+  std::vector<std::string> unbound;
+  std::string batch_from;
+  bool have_batch = false;
+  for (In& r : ins) {
+    const std::string& name = r.info->name();
+    const bool as_constant = opts_.constant_inputs.count(name) > 0;
+    auto bound = opts_.input_shapes.find(name);
+    if (r.rank < 0 && bound == opts_.input_shapes.end()) {
+      unbound.push_back("input '" + name + "' has no shape in the model (give all of it: --input-shape " + name + "=d0,d1,...)");
+      continue;
+    }
+    const int rk = r.rank >= 0 ? r.rank : static_cast<int>(bound->second.size());
+    if (r.rank < 0) {
+      r.fixed.assign(static_cast<size_t>(rk), -1);
+      r.params.assign(static_cast<size_t>(rk), "");
+    }
+    if (bound != opts_.input_shapes.end() && static_cast<int>(bound->second.size()) != rk) {
+      fail("--input-shape " + name + " gives " + std::to_string(bound->second.size()) + " dimensions, the model's input has " +
+           std::to_string(rk));
+    }
+    const int ba = rk == 0 || as_constant ? -1 : std::min(rk - 1, batch_axis_of.count(name) ? batch_axis_of[name] : 0);
+    std::vector<int64_t> dims(static_cast<size_t>(rk), -1);
+    for (int d = 0; d < rk; ++d) {
+      const int64_t fixed = r.fixed[static_cast<size_t>(d)];
+      const std::string& param = r.params[static_cast<size_t>(d)];
+      int64_t& out = dims[static_cast<size_t>(d)];
+      if (bound != opts_.input_shapes.end()) {
+        const int64_t want = bound->second[static_cast<size_t>(d)];
+        if (want < 1 || want > kMaxBoundDim) {
+          fail("--input-shape " + name + ": dimension " + std::to_string(d) + " is " + std::to_string(want) + ", must be in [1, " +
+               std::to_string(kMaxBoundDim) + "] (the --batch cap)");
+        }
+        if (fixed > 0 && fixed != want && d != ba) {
+          fail("--input-shape " + name + ": dimension " + std::to_string(d) + " is fixed to " + std::to_string(fixed) +
+               " in the model, not " + std::to_string(want));
+        }
+        out = want;
+      } else if (!param.empty() && param_value.count(param)) {
+        out = param_value[param];
+      } else if (fixed > 0) {
+        out = fixed;
+      } else if (fixed == -2 && d != ba) {
+        fail("input '" + utf8_safe(name) + "' dimension " + std::to_string(d) +
+             " is 0 in the model: empty tensors are not supported (if the dimension is dynamic, bind it with --input-shape " +
+             utf8_safe(name) + "=d0,d1,...)");
+      } else if (d == ba) {
+        out = 1;  // a dynamic batch defaults to 1 (--batch sets the run's batch)
+      } else if (!param.empty()) {
+        unbound_named[param].push_back("'" + name + "' dim " + std::to_string(d));
+      } else {
+        unbound.push_back("input '" + name + "' dimension " + std::to_string(d) + " (unnamed)");
+      }
+    }
+    int64_t elements = 1;
+    for (int64_t d : dims) {
+      if (d > 0 && !checked_mul(elements, d)) elements = kMaxTensorElements + 1;
+      else if (d > 0) elements *= d;
+    }
+    if (elements > kMaxTensorElements) {
+      fail("input '" + utf8_safe(name) + "' " + shape_text(dims) + " has more than 2^50 elements (at most " +
+           std::to_string(kMaxTensorElements) + ")");
+    }
+    Value v;
+    v.elem = r.info->type().tensor_type().elem_type();
+    v.is_float = is_float_type(v.elem);
+    if (ba < 0) {
+      v.constant = true;
+      for (int64_t d : dims) v.shape.push_back({std::max<int64_t>(d, 1), 0});
+    } else {
+      v.constant = false;
+      v.graph_input = r.idx;
+      v.prefer_channels_last = rk >= 3 && ba == 0 && feeds_spatial(name);
+      for (int d = 0; d < rk; ++d) v.shape.push_back(d == ba ? Sym{1, 1} : Sym{std::max<int64_t>(dims[static_cast<size_t>(d)], 1), 0});
+      const int64_t b = dims[static_cast<size_t>(ba)];
+      if (b > 0) {
+        if (have_batch && b != batch_) {
+          fail("graph inputs disagree on the batch: '" + batch_from + "' has " + std::to_string(batch_) + ", '" + name +
+               "' has " + std::to_string(b) + " (the batch is the first dimension of every input)");
+        }
+        batch_ = b, have_batch = true, batch_from = name;
+      }
+    }
+    values_[name] = std::move(v);
+  }
+  for (const auto& [param, where] : unbound_named) {
+    unbound.push_back("'" + param + "' (" + join(where) + ")");
+  }
+  if (!unbound.empty()) {
+    fail("dynamic dimension(s) left unbound: " + join(unbound, "; ") +
+         ". Bind them with --input-shape INPUT=d0,d1,... (the first dimension is the batch) or --input-shape DIM=value "
+         "for a named dimension");
+  }
+}
+
+std::vector<const onnx::NodeProto*> Importer::topo_order() {
+  const auto& nodes = model_.graph().node();
+  // Every value has one writer (ONNX graphs are single-assignment): a second node, or a
+  // node writing an initializer or graph input, would silently replace it.
+  std::unordered_map<std::string, int> producer;
+  for (int i = 0; i < nodes.size(); ++i) {
+    for (const auto& o : nodes[i].output()) {
+      if (o.empty()) continue;
+      auto [it, fresh] = producer.emplace(o, i);
+      if (!fresh) {
+        fail("value '" + utf8_safe(o) + "' is written by two nodes: " + where(nodes[it->second]) + " and " + where(nodes[i]) +
+             " (each value must have one producer)");
+      }
+      if (values_.count(o)) fail(where(nodes[i]) + ": writes '" + utf8_safe(o) + "', which is already an initializer or graph input");
+    }
+  }
+  std::vector<int> state(static_cast<size_t>(nodes.size()), 0);  // 0 new, 1 visiting, 2 done
+  std::vector<const Node*> order;
+  order.reserve(static_cast<size_t>(nodes.size()));
+  // Depth-first with an explicit stack (node, next input): a long chain listed in reverse
+  // order must not recurse once per node.
+  std::vector<std::pair<int, int>> stack;
+  auto visit = [&](int root) {
+    if (state[static_cast<size_t>(root)] == 2) return;
+    state[static_cast<size_t>(root)] = 1;
+    stack.emplace_back(root, 0);
+    while (!stack.empty()) {
+      auto& [i, next] = stack.back();
+      const Node& nd = nodes[i];
+      if (next == nd.input_size()) {
+        state[static_cast<size_t>(i)] = 2;
+        order.push_back(&nd);
+        stack.pop_back();
+        continue;
+      }
+      const std::string& in = nd.input(next++);
+      if (in.empty() || values_.count(in)) continue;
+      auto p = producer.find(in);
+      if (p == producer.end()) {
+        fail(where(nd) + ": input '" + utf8_safe(in) +
+             "' is not produced by any node, initializer or graph input (truncated or corrupt file?)");
+      }
+      const int j = p->second;
+      if (state[static_cast<size_t>(j)] == 2) continue;
+      if (state[static_cast<size_t>(j)] == 1) fail(where(nodes[j]) + ": the graph has a cycle");
+      state[static_cast<size_t>(j)] = 1;
+      stack.emplace_back(j, 0);  // invalidates i/next: the loop re-reads the top
+    }
+  };
+  // Over the roots in file order: keeps the original order for sorted graphs.
+  for (int i = 0; i < nodes.size(); ++i) visit(i);
+  return order;
+}
+
+// An image-like graph input: it reaches a conv/pool (directly or through element-wise
+// ops), so it is stored channels last from the start.
+bool Importer::feeds_spatial(const std::string& value, int depth) const {
+  static const std::unordered_set<std::string> spatial = {"Conv", "ConvTranspose", "MaxPool", "AveragePool",
+                                                          "GlobalAveragePool", "GlobalMaxPool", "BatchNormalization",
+                                                          "Resize", "Upsample"};
+  static const std::unordered_set<std::string> through = {"Add", "Sub", "Mul", "Div", "Relu", "Clip", "Cast",
+                                                          "Identity", "Pad", "Sigmoid", "Tanh"};
+  // Breadth first over the consumer lists, each value once: linear in the graph, however
+  // wide (a recursive scan of every node per consumer was exponential in the fan-out).
+  const auto& nodes = model_.graph().node();
+  std::vector<std::string> level = {value};
+  std::unordered_set<std::string> seen = {value};
+  for (; depth <= 4 && !level.empty(); ++depth) {
+    std::vector<std::string> next;
+    for (const auto& v : level) {
+      auto c = consumer_nodes_.find(v);
+      if (c == consumer_nodes_.end()) continue;
+      for (int i : c->second) {
+        const auto& n = nodes[i];
+        if (spatial.count(n.op_type())) return true;
+        if (through.count(n.op_type()) && n.output_size() > 0 && seen.insert(n.output(0)).second) next.push_back(n.output(0));
+      }
+    }
+    level = std::move(next);
+  }
+  return false;
+}
+
+}  // namespace tessera::graph::onnx_import
+
+namespace tessera::graph {
+
+std::pair<std::string, std::vector<int64_t>> parse_input_shape(const std::string& text) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
+    throw InputError("--input-shape '" + text + "': expected NAME=d0,d1,... (e.g. input=1,3,224,224)");
+  }
+  std::pair<std::string, std::vector<int64_t>> out{text.substr(0, eq), {}};
+  std::stringstream in(text.substr(eq + 1));
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || v < 1) {
+      throw InputError("--input-shape '" + text + "': dimension '" + item + "' is not a positive integer");
+    }
+    out.second.push_back(v);
+  }
+  return out;
+}
+
+}  // namespace tessera::graph

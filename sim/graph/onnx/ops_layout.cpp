@@ -1,0 +1,470 @@
+// Handlers of ops that move or select data: reshape-like ops (aliases), Transpose,
+// Concat, Split, Slice, Gather (an embedding lookup goes to the host), Expand, Pad, Resize.
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "sim/graph/onnx/importer.h"
+
+namespace tessera::graph::onnx_import {
+
+void Importer::op_reshape_like(const Node& n) {
+  Value& x = val(n, 0);
+  const std::string& op = n.op_type();
+  for (int i = 1; i < n.output_size(); ++i) {
+    if (!n.output(i).empty() && consumers_.count(n.output(i))) throw Unsupported{"output " + std::to_string(i)};
+  }
+  SymShape shape;
+  if (op == "Reshape") {
+    try {
+      shape = infer_reshape(n, x.shape);
+    } catch (const ShapeError& e) {
+      fail_node(n, e.what());
+    }
+  } else if (op == "Flatten") {
+    const int64_t axis = flatten_axis(attr_i(n, "axis", 1), x.shape.size());
+    Sym a{1, 0}, b{1, 0};
+    for (size_t i = 0; i < x.shape.size(); ++i) {
+      Sym& t = static_cast<int64_t>(i) < axis ? a : b;
+      t = sym_mul(t, x.shape[i]);
+    }
+    shape = {a, b};
+  } else if (op == "Squeeze" || op == "Unsqueeze") {
+    std::vector<int64_t> axes;
+    if (auto ax = ints_attr_or_input(n, "axes", 1, 13)) axes = *ax;
+    if (op == "Squeeze") {
+      for (int64_t a : axes) {
+        const int64_t k = a < 0 ? a + static_cast<int64_t>(x.shape.size()) : a;
+        if (k >= 0 && k < static_cast<int64_t>(x.shape.size()) && x.shape[static_cast<size_t>(k)].p) {
+          throw Unsupported{"squeezes the batch dimension (axis " + std::to_string(k) + ")"};
+        }
+      }
+    }
+    try {
+      shape = op == "Squeeze" ? squeeze_shape(x.shape, axes) : unsqueeze_shape(x.shape, axes);
+    } catch (const ShapeError& e) {
+      fail_node(n, e.what());
+    }
+  } else {
+    shape = x.shape;  // Identity, Cast, Dropout, (De)QuantizeLinear: precision is the policy's business
+  }
+  if (batch_axis(shape, &n) < 0) throw Unsupported{"result " + sym_shape_text(shape) + " has no batch dimension"};
+  if (shape_elements(per_sample(shape)) != shape_elements(per_sample(x.shape))) {
+    throw Unsupported{"reshapes " + sym_shape_text(x.shape) + " to " + sym_shape_text(shape) + " across the batch"};
+  }
+  Value& o = out(n);
+  o.shape = shape;
+  alias(n, x, o);
+}
+
+void Importer::op_transpose(const Node& n) {
+  Value& x = val(n, 0);
+  const size_t r = x.shape.size();
+  std::vector<int64_t> perm = attr_ints(n, "perm");
+  if (perm.empty()) for (size_t i = r; i-- > 0;) perm.push_back(static_cast<int64_t>(i));
+  check_perm(perm, r);
+  Value& o = out(n);
+  for (int64_t p : perm) o.shape.push_back(x.shape.at(static_cast<size_t>(p)));
+  const int ba = batch_axis(x.shape, &n);
+  const bool pure = ba >= 0 && x.shape[static_cast<size_t>(ba)].v == 1;
+  const Layout layout = preferred_layout(x);
+  const int t = tensor_in(x, layout, n);
+  // IR axes of the input, as ONNX axes.
+  std::vector<int64_t> in_axes;
+  if (layout == Layout::kChannelsLast && can_channels_last(x.shape)) {
+    for (size_t i = 2; i < r; ++i) in_axes.push_back(static_cast<int64_t>(i));
+    in_axes.push_back(1);
+  } else {
+    for (size_t i = 0; i < r; ++i) {
+      if (!(pure && static_cast<int>(i) == ba)) in_axes.push_back(static_cast<int64_t>(i));
+    }
+  }
+  std::vector<int64_t> ir_perm;
+  for (int64_t p : perm) {
+    if (pure && p == ba) continue;
+    ir_perm.push_back(std::find(in_axes.begin(), in_axes.end(), p) - in_axes.begin());
+  }
+  const Shape want = per_sample(o.shape);
+  // NHWC -> NCHW of a tensor stored [H, W, C] (e.g. a TensorFlow export before a conv):
+  // the result's channels-last form is the input as stored.
+  if (r == 4 && can_channels_last(o.shape) && perm[0] == ba && pure) {
+    std::vector<int64_t> cl_axes;
+    for (size_t i = 2; i < r; ++i) cl_axes.push_back(perm[i]);
+    cl_axes.push_back(perm[1]);
+    if (cl_axes == in_axes) {
+      set_activation(o, t, Layout::kChannelsLast);
+      absorb(n, "alias");
+      return;
+    }
+  }
+  bool identity = true;
+  for (size_t i = 0; i < ir_perm.size(); ++i) identity = identity && ir_perm[i] == static_cast<int64_t>(i);
+  // Only size-1 axes move: the element order is the same.
+  Shape a, b;
+  for (int64_t d : g_.tensors[static_cast<size_t>(t)].shape) if (d != 1) a.push_back(d);
+  for (int64_t d : want) if (d != 1) b.push_back(d);
+  bool same_order = a == b;
+  if (same_order && !identity) {
+    std::vector<int64_t> order_in, order_out;
+    const Shape& ts = g_.tensors[static_cast<size_t>(t)].shape;
+    for (size_t i = 0; i < ts.size(); ++i) if (ts[i] != 1) order_in.push_back(static_cast<int64_t>(i));
+    for (size_t i = 0; i < ir_perm.size(); ++i) if (want[i] != 1) order_out.push_back(ir_perm[i]);
+    same_order = order_in == order_out;
+  }
+  if (identity || same_order) {
+    if (g_.tensors[static_cast<size_t>(t)].shape == want) {
+      set_activation(o, t, Layout::kNatural);
+      absorb(n, "alias");
+      return;
+    }
+    Layer l;
+    l.op = OpKind::kReshape;
+    l.inputs = {t};
+    l.target_shape = want;
+    const int y = add_layer(n, l, n.output(0), want);
+    set_activation(o, y, Layout::kNatural);
+    return;
+  }
+  Layer l;
+  l.op = OpKind::kTranspose;
+  l.inputs = {t};
+  l.perm = ir_perm;
+  const int y = add_layer(n, l, n.output(0), want);
+  set_activation(o, y, Layout::kNatural);
+}
+
+void Importer::op_concat(const Node& n) {
+  std::vector<Value*> ins;
+  for (int i = 0; i < n.input_size(); ++i) {
+    Value& v = val(n, i);
+    if (v.constant) throw Unsupported{"Concat of activations with a constant ('" + n.input(i) + "')"};
+    ins.push_back(&v);
+  }
+  Value& x = *ins.front();
+  const int64_t axis = norm_axis(attr_i(n, "axis", 0), x.shape.size(), "axis");
+  Value& o = out(n);
+  o.shape = x.shape;
+  Sym total{0, 0};
+  for (Value* v : ins) {
+    if (v->shape.size() != x.shape.size()) fail_node(n, "inputs differ in rank");
+    auto s = sym_binary("Add", total, v->shape[static_cast<size_t>(axis)]);
+    if (!s) throw Unsupported{"Concat along the batch dimension"};
+    total = *s;
+  }
+  o.shape[static_cast<size_t>(axis)] = total;
+  Layout layout = preferred_layout(x);
+  if (!can_channels_last(o.shape)) layout = Layout::kNatural;
+  Layer l;
+  l.op = OpKind::kConcat;
+  for (Value* v : ins) l.inputs.push_back(tensor_in(*v, layout, n));
+  Value view = x;
+  view.layout = layout;
+  l.axis = ir_axis(view, axis, n);
+  const int y = add_layer(n, l, n.output(0), ir_shape(o.shape, layout));
+  set_activation(o, y, layout);
+}
+
+int Importer::slice_ir(const Node& n, Value& in, int64_t onnx_axis, int64_t begin, int64_t end, int64_t step, int tensor,
+                       const std::string& out_name, const std::string& suffix, Shape* ir_out) {
+  Layer l;
+  l.op = OpKind::kSlice;
+  l.inputs = {tensor};
+  Value view = in;
+  view.layout = in.layout;
+  l.axis = ir_axis(view, onnx_axis, n);
+  l.slice_begin = begin;
+  l.slice_end = end;
+  l.slice_step = step;
+  const int y = add_layer(n, l, out_name, {}, suffix);
+  if (ir_out) *ir_out = g_.tensors[static_cast<size_t>(y)].shape;
+  return y;
+}
+
+// Split's part sizes along an axis of `dim` elements: given (as many as outputs, >= 0,
+// summing to dim) or equal parts, the last one smaller (opset 18), none empty.
+std::vector<int64_t> Importer::split_sizes(const Node& n, int64_t dim, int64_t axis) {
+  std::vector<int64_t> sizes;
+  if (auto s = ints_attr_or_input(n, "split", 1, 13)) sizes = *s;
+  const int64_t parts = n.output_size();
+  if (parts < 1) throw ShapeError("Split has no outputs");
+  if (sizes.empty()) {
+    if (parts > dim) {
+      throw ShapeError("Split into " + std::to_string(parts) + " outputs, more than the " + std::to_string(dim) +
+                       " elements of axis " + std::to_string(axis));
+    }
+    const int64_t each = (dim + parts - 1) / parts;
+    for (int64_t i = 0; i < parts; ++i) sizes.push_back(std::min(each, dim - i * each));
+    if (sizes.back() < 1) {
+      throw ShapeError("Split of " + std::to_string(dim) + " elements into " + std::to_string(parts) +
+                       " equal outputs leaves the last one empty");
+    }
+    return sizes;
+  }
+  if (static_cast<int64_t>(sizes.size()) != parts) {
+    throw ShapeError("split has " + std::to_string(sizes.size()) + " sizes for " + std::to_string(parts) + " outputs");
+  }
+  int64_t sum = 0;
+  for (int64_t v : sizes) {
+    if (v < 0) throw ShapeError("split sizes must be >= 0, got " + shape_text(sizes));
+    sum = add64(sum, v);
+  }
+  if (sum != dim) {
+    throw ShapeError("split sizes " + shape_text(sizes) + " sum to " + std::to_string(sum) + ", but axis " + std::to_string(axis) +
+                     " has " + std::to_string(dim));
+  }
+  return sizes;
+}
+
+void Importer::op_split(const Node& n) {
+  Value& x = val(n, 0);
+  const int64_t axis = norm_axis(attr_i(n, "axis", 0), x.shape.size(), "axis");
+  const int64_t dim = x.shape[static_cast<size_t>(axis)].v;
+  if (x.shape[static_cast<size_t>(axis)].p) throw Unsupported{"Split along the batch dimension"};
+  const std::vector<int64_t> sizes = split_sizes(n, dim, axis);
+  const int64_t parts = n.output_size();
+  const Layout layout = preferred_layout(x);
+  const int t = tensor_in(x, layout, n);
+  int64_t begin = 0;
+  for (int64_t i = 0; i < parts; ++i) {
+    const std::string& name = n.output(static_cast<int>(i));
+    const int64_t size = sizes[static_cast<size_t>(i)];
+    if (!name.empty()) {
+      Value& o = values_[name];
+      o.shape = x.shape;
+      o.shape[static_cast<size_t>(axis)].v = size;
+      o.constant = false;
+      if (consumers_.count(name) || graph_outputs_.count(name)) {
+        Shape got;
+        const int y = slice_ir(n, x, axis, begin, begin + size, 1, t, name, "/" + std::to_string(i), &got);
+        if (got != ir_shape(o.shape, layout)) throw std::logic_error(file_ + ": " + where(n) + ": split shape mismatch");
+        set_activation(o, y, layout);
+      } else {
+        o.poisoned = true;
+      }
+    }
+    begin += size;
+  }
+}
+
+void Importer::op_slice(const Node& n) {
+  Value& x = val(n, 0);
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (opset_ < 10) {
+    starts = attr_ints(n, "starts"), ends = attr_ints(n, "ends"), axes = attr_ints(n, "axes");
+  } else {
+    starts = const_ints(n, 1, "starts"), ends = const_ints(n, 2, "ends");
+    if (has_input(n, 3)) axes = const_ints(n, 3, "axes");
+    if (has_input(n, 4)) steps = const_ints(n, 4, "steps");
+  }
+  if (axes.empty()) for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  check_slice_lists(starts, ends, axes, steps, x.shape.size());
+  Value& o = out(n);
+  o.shape = x.shape;
+  const Layout layout = preferred_layout(x);
+  int t = tensor_in(x, layout, n);
+  Value cur = x;
+  cur.layout = layout;
+  int cuts = 0;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const int64_t a = norm_axis(axes.at(i), x.shape.size(), "axis");
+    const Sym d = x.shape[static_cast<size_t>(a)];
+    if (d.p) {
+      // The batch axis: only the whole of it.
+      if (starts[i] == 0 && ends.at(i) >= eval(d, batch_) && steps.at(i) == 1) continue;  // all of it
+      throw Unsupported{"Slice along the batch dimension"};
+    }
+    int64_t b = starts[i], e = ends.at(i);
+    const int64_t len = slice_len(d.v, b, e, steps.at(i));
+    if (len < 1) fail_node(n, "the slice of axis " + std::to_string(a) + " is empty");
+    o.shape[static_cast<size_t>(a)].v = len;
+    if (len == d.v && steps[i] == 1) continue;  // the whole axis
+    const bool last = i + 1 == starts.size();
+    const std::string name = last ? n.output(0) : n.output(0) + "/" + std::to_string(cuts);
+    t = slice_ir(n, cur, a, b, steps[i] > 0 ? b + (len - 1) * steps[i] + 1 : b + (len - 1) * steps[i] - 1, steps[i], t, name,
+                 cuts ? "/" + std::to_string(cuts) : "", nullptr);
+    cur.shape = o.shape;
+    ++cuts;
+  }
+  if (cuts == 0) return alias(n, x, o);
+  if (g_.tensors[static_cast<size_t>(t)].shape != ir_shape(o.shape, layout)) {
+    throw std::logic_error(file_ + ": " + where(n) + ": slice shape mismatch");
+  }
+  set_activation(o, t, layout);
+}
+
+void Importer::op_gather(const Node& n) {
+  Value& data = val(n, 0);
+  Value& idx = val(n, 1);
+  const int64_t axis = norm_axis(attr_i(n, "axis", 0), data.shape.size(), "axis");
+  Value& o = out(n);
+  o.shape.assign(data.shape.begin(), data.shape.begin() + axis);
+  o.shape.insert(o.shape.end(), idx.shape.begin(), idx.shape.end());
+  o.shape.insert(o.shape.end(), data.shape.begin() + axis + 1, data.shape.end());
+  if (data.constant && !idx.constant) {
+    // An embedding lookup: the table lives with the host (as on TPU v1), the looked-up
+    // rows arrive as an input of the accelerator program.
+    if (batch_axis(o.shape, &n) < 0) throw Unsupported{"result has no batch dimension"};
+    o.constant = false;
+    o.layout = Layout::kNatural;
+    o.tensor = add_tensor(n.output(0), per_sample(o.shape), opts_.activation_dtype, -1);
+    g_.inputs.push_back(o.tensor);
+    input_order_.push_back(model_.graph().input_size() + static_cast<int>(input_order_.size()));
+    absorb(n, "host");
+    return;
+  }
+  if (!idx.constant) throw Unsupported{"Gather of an activation with activation indices"};
+  const std::vector<int64_t> ix = const_ints(n, 1, "indices");
+  if (idx.shape.size() > 1) throw Unsupported{"Gather with multi-dimensional indices of an activation"};
+  if (data.shape[static_cast<size_t>(axis)].p) throw Unsupported{"Gather along the batch dimension"};
+  const int64_t dim = data.shape[static_cast<size_t>(axis)].v;
+  std::vector<int64_t> norm;
+  for (int64_t k : ix) {
+    if (k < -dim || k >= dim) {
+      fail_node(n, "index " + std::to_string(k) + " is out of range for dimension " + std::to_string(dim) + " (allowed: " +
+                       std::to_string(-dim) + " to " + std::to_string(dim - 1) + ")");
+    }
+    norm.push_back(k < 0 ? k + dim : k);
+  }
+  const int64_t first = norm.empty() ? 0 : norm.front();
+  const int64_t step = norm.size() > 1 ? norm[1] - norm[0] : 1;
+  for (size_t i = 1; i < norm.size(); ++i) {
+    if (norm[i] - norm[i - 1] != step || step == 0) throw Unsupported{"Gather of an activation with irregular indices"};
+  }
+  const int64_t cnt = static_cast<int64_t>(norm.size());
+  const Layout layout = preferred_layout(data);
+  const int t = tensor_in(data, layout, n);
+  Value view = data;
+  view.layout = layout;
+  const int64_t end = step > 0 ? first + (cnt - 1) * step + 1 : first + (cnt - 1) * step - 1;
+  const int y = slice_ir(n, view, axis, first, end, step, t, n.output(0) + (idx.shape.empty() ? "/slice" : ""), "", nullptr);
+  if (idx.shape.empty()) {
+    // A scalar index drops the axis: a reshape, no data moves.
+    Layer r;
+    r.op = OpKind::kReshape;
+    r.inputs = {y};
+    r.target_shape = per_sample(o.shape);
+    const int y2 = add_layer(n, r, n.output(0), per_sample(o.shape), "/reshape");
+    set_activation(o, y2, Layout::kNatural);
+    return;
+  }
+  set_activation(o, y, layout);
+}
+
+void Importer::op_expand(const Node& n) {
+  Value& x = val(n, 0);
+  const std::vector<Sym> target = const_syms(n, 1, "the shape");
+  Value& o = out(n);
+  try {
+    o.shape = broadcast_sym(x.shape, SymShape(target.begin(), target.end()));
+  } catch (const ShapeError& e) {
+    fail_node(n, e.what());
+  }
+  if (o.shape == x.shape) return alias(n, x, o);
+  const int ob = batch_axis(o.shape, &n), ba = batch_axis(x.shape, &n);
+  if (ba + static_cast<int>(o.shape.size() - x.shape.size()) != ob) throw Unsupported{"Expand moves the batch"};
+  Layer l;
+  l.op = OpKind::kExpand;
+  l.inputs = {tensor_in(x, Layout::kNatural, n)};
+  l.target_shape = per_sample(o.shape);
+  const int y = add_layer(n, l, n.output(0), per_sample(o.shape));
+  set_activation(o, y, Layout::kNatural);
+}
+
+void Importer::op_pad(const Node& n) {
+  Value& x = val(n, 0);
+  const size_t r = x.shape.size();
+  std::vector<int64_t> pads = opset_ < 11 ? attr_ints(n, "pads") : const_ints(n, 1, "pads");
+  std::vector<int64_t> axes;
+  if (opset_ >= 18 && has_input(n, 3)) axes = const_ints(n, 3, "axes");
+  if (axes.empty()) for (size_t i = 0; i < r; ++i) axes.push_back(static_cast<int64_t>(i));
+  if (pads.size() != 2 * axes.size()) fail_node(n, "pads has " + std::to_string(pads.size()) + " entries for " + std::to_string(axes.size()) + " axes");
+  std::vector<int64_t> begin(r, 0), end(r, 0);
+  axes = norm_axes(axes, r, "axis");
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t a = axes[i];
+    begin[static_cast<size_t>(a)] = pads[i];
+    end[static_cast<size_t>(a)] = pads[i + axes.size()];
+  }
+  Value& o = out(n);
+  o.shape = x.shape;
+  for (size_t i = 0; i < r; ++i) {
+    if (begin[i] == 0 && end[i] == 0) continue;
+    if (x.shape[i].p) throw Unsupported{"Pad of the batch dimension"};
+    o.shape[i].v = add64(o.shape[i].v, add64(begin[i], end[i]));
+    if (o.shape[i].v < 1) fail_node(n, "padding makes axis " + std::to_string(i) + " empty");
+  }
+  if (o.shape == x.shape) return alias(n, x, o);
+  const Layout layout = preferred_layout(x);
+  Layer l;
+  l.op = OpKind::kPad;
+  l.inputs = {tensor_in(x, layout, n)};
+  l.mode = attr_s(n, "mode", "constant");
+  Value view = x;
+  view.layout = layout;
+  const size_t ir_rank = g_.tensors[static_cast<size_t>(l.inputs[0])].shape.size();
+  l.pads.assign(2 * ir_rank, 0);
+  for (size_t i = 0; i < r; ++i) {
+    if (begin[i] == 0 && end[i] == 0) continue;
+    const auto ia = static_cast<size_t>(ir_axis(view, static_cast<int64_t>(i), n));
+    l.pads[ia] = begin[i];
+    l.pads[ia + ir_rank] = end[i];
+  }
+  const int y = add_layer(n, l, n.output(0), ir_shape(o.shape, layout));
+  set_activation(o, y, layout);
+}
+
+void Importer::op_resize(const Node& n) {
+  Value& x = val(n, 0);
+  const size_t r = x.shape.size();
+  std::vector<double> scales;
+  std::vector<int64_t> sizes;
+  const bool upsample = n.op_type() == "Upsample";
+  if (upsample) {
+    if (opset_ < 9) {
+      const auto* a = attr(n, "scales");
+      if (a) scales.assign(a->floats().begin(), a->floats().end());
+    } else {
+      scales = const_floats(n, 1, "scales");
+    }
+  } else if (opset_ < 11) {
+    scales = const_floats(n, 1, "scales");
+  } else {
+    if (has_input(n, 3) && !val(n, 3).shape.empty() && count(full_dims(val(n, 3).shape)) > 0) sizes = const_ints(n, 3, "sizes");
+    else if (has_input(n, 2)) scales = const_floats(n, 2, "scales");
+  }
+  std::vector<int64_t> axes = attr_ints(n, "axes");
+  if (axes.empty()) for (size_t i = 0; i < r; ++i) axes.push_back(static_cast<int64_t>(i));
+  Value& o = out(n);
+  o.shape = x.shape;
+  if (sizes.empty() && scales.size() != axes.size()) fail_node(n, "needs scales or sizes for every axis");
+  if (!sizes.empty() && sizes.size() != axes.size()) {
+    fail_node(n, "sizes has " + std::to_string(sizes.size()) + " entries for " + std::to_string(axes.size()) + " axes");
+  }
+  axes = norm_axes(axes, r, "axis");
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const auto a = static_cast<size_t>(axes[i]);
+    if (sizes.empty() && !(scales[i] > 0)) fail_node(n, "scales must be > 0, got " + std::to_string(scales[i]));
+    const int64_t nv = sizes.empty() ? to_int64(std::floor(static_cast<double>(x.shape[a].v) * scales[i] + 1e-9), "the resized dimension")
+                                     : sizes[i];
+    if (nv < 1) fail_node(n, "the output's axis " + std::to_string(a) + " would have " + std::to_string(nv) + " elements (must be >= 1)");
+    if (x.shape[a].p) {
+      if (nv != x.shape[a].v) throw Unsupported{"Resize of the batch dimension"};
+      continue;
+    }
+    o.shape[a].v = nv;
+  }
+  std::string mode = attr_s(n, "mode", "nearest");
+  if (mode == "bilinear") mode = "linear";
+  if (mode != "nearest" && mode != "linear" && mode != "cubic") fail_node(n, "unknown mode '" + mode + "'");
+  const Layout layout = preferred_layout(x);
+  Layer l;
+  l.op = OpKind::kResize;
+  l.mode = mode;
+  l.inputs = {tensor_in(x, layout, n)};
+  l.target_shape = ir_shape(o.shape, layout);
+  const int y = add_layer(n, l, n.output(0), ir_shape(o.shape, layout));
+  set_activation(o, y, layout);
+}
+
+}  // namespace tessera::graph::onnx_import

@@ -1,0 +1,389 @@
+// Handlers of ops on the systolic array (Conv, ConvTranspose, Gemm, MatMul, LSTM, GRU)
+// and of the windowed ops that share their spatial attributes (pooling).
+#include <algorithm>
+
+#include "sim/graph/onnx/importer.h"
+
+namespace tessera::graph::onnx_import {
+
+namespace {
+std::string ints_text(const std::vector<int64_t>& v) { return shape_text(v); }
+}  // namespace
+
+// ---------------------------------------------------------------- spatial attributes
+
+Importer::SpatialAttrs Importer::spatial(const Node& n, size_t dims, const std::vector<int64_t>& kernel) {
+  SpatialAttrs a;
+  a.kernel = kernel;
+  a.strides = attr_ints(n, "strides");
+  a.dilations = attr_ints(n, "dilations");
+  a.pads = attr_ints(n, "pads");
+  a.auto_pad = attr_s(n, "auto_pad", "NOTSET");
+  if (a.strides.empty()) a.strides.assign(dims, 1);
+  if (a.dilations.empty()) a.dilations.assign(dims, 1);
+  if (a.pads.empty()) a.pads.assign(2 * dims, 0);
+  if (a.kernel.size() != dims || a.strides.size() != dims || a.dilations.size() != dims || a.pads.size() != 2 * dims) {
+    fail_node(n, "kernel_shape, strides, dilations and pads must have one entry per spatial axis (" + std::to_string(dims) +
+                 ", pads two)");
+  }
+  // The YAML graph loader's bounds (graph.cpp), so both accept the same layers.
+  auto in_range = [&](const std::vector<int64_t>& v, int64_t lo, const std::string& name) {
+    for (int64_t x : v) {
+      if (x < lo || x > kMaxWindowValue) {
+        fail_node(n, name + " must be in [" + std::to_string(lo) + ", " + std::to_string(kMaxWindowValue) + "], got " + shape_text(v));
+      }
+    }
+  };
+  in_range(a.kernel, 1, "kernel_shape");
+  in_range(a.strides, 1, "strides");
+  in_range(a.dilations, 1, "dilations");
+  in_range(a.pads, 0, "pads");
+  for (size_t i = 0; i < dims; ++i) window_span(a.kernel[i], a.dilations[i]);  // throws if it does not fit
+  return a;
+}
+
+// auto_pad SAME_UPPER / SAME_LOWER / VALID -> explicit pads (conv and pooling).
+void Importer::plan_padding(const Node& n, SpatialAttrs& a, const std::vector<int64_t>& in, bool transposed,
+                            const std::vector<int64_t>& out_pad) {
+  const size_t d = in.size();
+  if (a.auto_pad == "NOTSET" || a.auto_pad.empty()) return;
+  if (a.auto_pad == "VALID") {
+    a.pads.assign(2 * d, 0);
+    return;
+  }
+  if (a.auto_pad != "SAME_UPPER" && a.auto_pad != "SAME_LOWER") fail_node(n, "unknown auto_pad '" + a.auto_pad + "'");
+  const bool upper = a.auto_pad == "SAME_UPPER";
+  for (size_t i = 0; i < d; ++i) {
+    const int64_t span = window_span(a.kernel[i], a.dilations[i]);
+    int64_t total = 0;
+    if (transposed) {
+      const int64_t out = mul64(in[i], a.strides[i]);
+      total = std::max<int64_t>(sub64(add64(add64(mul64(a.strides[i], in[i] - 1), out_pad[i]), span), out), 0);
+      a.pads[i] = upper ? total / 2 : total - total / 2;
+    } else {
+      const int64_t out = in[i] == 0 ? 0 : 1 + (in[i] - 1) / a.strides[i];  // ceil(in / stride) without overflow
+      total = std::max<int64_t>(sub64(add64(mul64(out - 1, a.strides[i]), span), in[i]), 0);
+      a.pads[i] = upper ? total / 2 : total - total / 2;
+    }
+    a.pads[i + d] = total - a.pads[i];
+  }
+}
+
+namespace {
+int64_t window_len(int64_t in, int64_t pb, int64_t pe, int64_t k, int64_t s, int64_t dil, bool ceil_mode) {
+  const int64_t span = window_span(k, dil);
+  const int64_t padded = add64(add64(in, pb), pe);
+  if (padded < span) throw ShapeError("window of " + std::to_string(span) + " does not fit an input of " + std::to_string(in));
+  const int64_t room = padded - span;  // >= 0
+  int64_t out = ceil_mode ? (room == 0 ? 0 : 1 + (room - 1) / s) + 1 : room / s + 1;
+  if (ceil_mode && mul64(out - 1, s) >= in + pb) --out;
+  return out;
+}
+}  // namespace
+
+// ---------------------------------------------------------------- matrix ops
+
+void Importer::op_conv(const Node& n, bool transposed) {
+  Value& x = val(n, 0);
+  Value& w = val(n, 1);
+  if (!w.constant) throw Unsupported{"weights computed from activations"};
+  const size_t rank = x.shape.size();
+  if (rank != 3 && rank != 4) {
+    throw Unsupported{(rank < 3 ? "convolution of a rank-" + std::to_string(rank) + " input" : std::to_string(rank - 2) + "-D convolution") +
+                      " (1-D and 2-D are supported)"};
+  }
+  if (!can_channels_last(x.shape)) throw Unsupported{"input " + sym_shape_text(x.shape) + " does not have the batch first"};
+  const size_t nd = rank - 2;
+  if (w.shape.size() != rank || !all_plain(w.shape)) fail_node(n, "weight shape " + sym_shape_text(w.shape) + " does not match a rank-" + std::to_string(rank) + " input");
+  const auto wd = plain_dims(w.shape);
+  std::vector<int64_t> kernel = attr_ints(n, "kernel_shape");
+  if (kernel.empty()) kernel.assign(wd.begin() + 2, wd.end());
+  const int64_t group = attr_i(n, "group", 1);
+  const int64_t C = x.shape[1].v;
+  if (group < 1) fail_node(n, "group must be >= 1, got " + std::to_string(group));
+  const int64_t F = transposed ? mul64(wd[1], group) : wd[0];
+  if (transposed ? wd[0] != C : mul64(wd[1], group) != C) {
+    fail_node(n, "weights " + ints_text(wd) + " with group " + std::to_string(group) + " do not fit " + std::to_string(C) +
+                 " input channels");
+  }
+  std::vector<int64_t> in;
+  for (size_t i = 2; i < rank; ++i) in.push_back(x.shape[i].v);
+  SpatialAttrs a = spatial(n, nd, kernel);
+  std::vector<int64_t> out_pad = attr_ints(n, "output_padding");
+  if (out_pad.empty()) out_pad.assign(nd, 0);
+  if (out_pad.size() != nd) fail_node(n, "output_padding must have one entry per spatial axis (" + std::to_string(nd) + ")");
+  for (int64_t p : out_pad) {
+    if (p < 0 || p > kMaxWindowValue) {
+      fail_node(n, "output_padding must be in [0, " + std::to_string(kMaxWindowValue) + "], got " + shape_text(out_pad));
+    }
+  }
+  const std::vector<int64_t> out_shape_attr = attr_ints(n, "output_shape");
+  std::vector<int64_t> dims_out(nd);
+  if (transposed && !out_shape_attr.empty()) {
+    if (out_shape_attr.size() < nd) {
+      fail_node(n, "output_shape " + shape_text(out_shape_attr) + " must give the " + std::to_string(nd) + " spatial dimensions");
+    }
+    const std::vector<int64_t> os(out_shape_attr.end() - static_cast<long>(nd), out_shape_attr.end());
+    for (size_t i = 0; i < nd; ++i) {
+      const int64_t span = window_span(a.kernel[i], a.dilations[i]);
+      const int64_t total = sub64(add64(add64(mul64(a.strides[i], in[i] - 1), out_pad[i]), span), os[i]);
+      // A negative total is extra output (ONNX: output_shape may exceed the natural size).
+      if (os[i] < 1 || os[i] > kMaxBoundDim) {
+        fail_node(n, "output_shape " + shape_text(out_shape_attr) + " must have spatial dimensions in [1, " +
+                         std::to_string(kMaxBoundDim) + "]");
+      }
+      a.pads[i] = a.auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      a.pads[i + nd] = total - a.pads[i];
+      dims_out[i] = os[i];
+    }
+  } else {
+    plan_padding(n, a, in, transposed, out_pad);
+    for (size_t i = 0; i < nd; ++i) {
+      const int64_t span = window_span(a.kernel[i], a.dilations[i]);
+      if (transposed) {
+        dims_out[i] = sub64(sub64(add64(add64(mul64(a.strides[i], in[i] - 1), out_pad[i]), span), a.pads[i]), a.pads[i + nd]);
+        if (dims_out[i] < 1) fail_node(n, "the pads leave spatial axis " + std::to_string(i) + " empty");
+      } else {
+        try {
+          dims_out[i] = window_len(in[i], a.pads[i], a.pads[i + nd], a.kernel[i], a.strides[i], a.dilations[i], false);
+        } catch (const ShapeError& e) {
+          fail_node(n, e.what());
+        }
+      }
+    }
+  }
+  Layer l;
+  l.op = transposed ? OpKind::kConvTranspose2d : OpKind::kConv2d;
+  l.inputs = {tensor_in(x, Layout::kChannelsLast, n)};
+  l.out_features = F;
+  l.groups = group;
+  const size_t h = nd == 2 ? 0 : SIZE_MAX, wi = nd - 1;
+  l.kernel_h = h == 0 ? a.kernel[0] : 1;
+  l.kernel_w = a.kernel[wi];
+  l.stride_h = h == 0 ? a.strides[0] : 1;
+  l.stride_w = a.strides[wi];
+  l.dilation_h = h == 0 ? a.dilations[0] : 1;
+  l.dilation_w = a.dilations[wi];
+  l.pad_top = h == 0 ? a.pads[0] : 0;
+  l.pad_bottom = h == 0 ? a.pads[nd] : 0;
+  l.pad_left = a.pads[wi];
+  l.pad_right = a.pads[wi + nd];
+  l.output_pad_h = h == 0 ? out_pad[0] : 0;
+  l.output_pad_w = out_pad[wi];
+  Value& o = out(n);
+  o.shape = {x.shape[0], {F, 0}};
+  for (int64_t d : dims_out) o.shape.push_back({d, 0});
+  const int y = add_layer(n, l, n.output(0), ir_shape(o.shape, Layout::kChannelsLast));
+  set_activation(o, y, Layout::kChannelsLast);
+}
+
+void Importer::op_gemm(const Node& n) {
+  Value& A = val(n, 0);
+  Value& B = val(n, 1);
+  if (A.constant || !B.constant) {
+    throw Unsupported{A.constant ? "Gemm whose A operand is a constant and B an activation"
+                                 : "Gemm of two activations (use MatMul)"};
+  }
+  const bool ta = attr_i(n, "transA", 0) != 0, tb = attr_i(n, "transB", 0) != 0;
+  if (A.shape.size() != 2 || B.shape.size() != 2) fail_node(n, "Gemm needs 2-D operands");
+  const int ba = batch_axis(A.shape, &n);
+  if (ba != (ta ? 1 : 0)) throw Unsupported{"Gemm contracting over the batch dimension"};
+  const Sym K = A.shape[ta ? 0 : 1];
+  const Sym Kb = B.shape[tb ? 1 : 0];
+  const Sym N = B.shape[tb ? 0 : 1];
+  if (!(K == Kb)) fail_node(n, "inner dimensions differ: A " + sym_shape_text(A.shape) + ", B " + sym_shape_text(B.shape));
+  Layer l;
+  l.op = OpKind::kFc;
+  l.inputs = {tensor_in(A, Layout::kNatural, n)};
+  l.out_features = N.v;
+  Value& o = out(n);
+  o.shape = {A.shape[static_cast<size_t>(ba)], N};
+  const int y = add_layer(n, l, n.output(0), per_sample(o.shape));
+  set_activation(o, y, Layout::kNatural);
+}
+
+void Importer::op_matmul(const Node& n) {
+  Value& A = val(n, 0);
+  Value& B = val(n, 1);
+  if (A.constant) throw Unsupported{"MatMul whose first operand is a constant and second an activation"};
+  if (A.shape.size() < 2 || B.shape.size() < 2) throw Unsupported{"MatMul with a 1-D operand"};
+  const SymShape la(A.shape.begin(), A.shape.end() - 2), lb(B.shape.begin(), B.shape.end() - 2);
+  SymShape lead;
+  try {
+    lead = broadcast_sym(la, lb);
+  } catch (const ShapeError& e) {
+    fail_node(n, e.what());
+  }
+  const Sym K = A.shape.back(), Kb = B.shape[B.shape.size() - 2];
+  if (!(K == Kb)) fail_node(n, "inner dimensions differ: " + sym_shape_text(A.shape) + " x " + sym_shape_text(B.shape));
+  Value& o = out(n);
+  o.shape = lead;
+  o.shape.push_back(A.shape[A.shape.size() - 2]);
+  o.shape.push_back(B.shape.back());
+  if (K.p) throw Unsupported{"MatMul contracting over the batch dimension"};
+  Layer l;
+  if (B.constant) {
+    for (Sym d : lb) {
+      if (!is_one(d)) throw Unsupported{"MatMul with batched (3-D) weights " + sym_shape_text(B.shape)};
+    }
+    l.op = OpKind::kFc;
+    l.inputs = {tensor_in(A, Layout::kNatural, n)};
+    l.out_features = B.shape.back().v;
+    const Shape want = per_sample(o.shape);
+    const int y = add_layer(n, l, n.output(0), {});
+    if (g_.tensors[static_cast<size_t>(y)].shape != want) {
+      Layer r;
+      r.op = OpKind::kReshape;
+      r.inputs = {y};
+      r.target_shape = want;
+      const int y2 = add_layer(n, r, n.output(0) + "/reshape", want, "/reshape");
+      set_activation(o, y2, Layout::kNatural);
+    } else {
+      set_activation(o, y, Layout::kNatural);
+    }
+    return;
+  }
+  const int bA = batch_axis(A.shape, &n), bB = batch_axis(B.shape, &n);
+  if (bA >= static_cast<int>(A.shape.size()) - 2 || bB >= static_cast<int>(B.shape.size()) - 2 || bA < 0 || bB < 0) {
+    throw Unsupported{"MatMul of two activations whose batch is not a leading dimension"};
+  }
+  l.op = OpKind::kMatmul;
+  l.inputs = {tensor_in(A, Layout::kNatural, n), tensor_in(B, Layout::kNatural, n)};
+  const int y = add_layer(n, l, n.output(0), per_sample(o.shape));
+  set_activation(o, y, Layout::kNatural);
+}
+
+void Importer::op_recurrent(const Node& n, bool lstm) {
+  Value& X = val(n, 0);
+  Value& W = val(n, 1);
+  Value& R = val(n, 2);
+  if (!W.constant || !R.constant) throw Unsupported{"weights computed from activations"};
+  const int64_t layout = attr_i(n, "layout", 0);
+  const std::string dir = attr_s(n, "direction", "forward");
+  if (dir != "forward" && dir != "reverse" && dir != "bidirectional") fail_node(n, "unknown direction '" + dir + "'");
+  const int64_t D = dir == "bidirectional" ? 2 : 1;
+  if (X.shape.size() != 3 || W.shape.size() != 3 || R.shape.size() != 3) {
+    fail_node(n, "X, W and R must be 3-D, got " + sym_shape_text(X.shape) + ", " + sym_shape_text(W.shape) + " and " +
+                     sym_shape_text(R.shape));
+  }
+  const int64_t H = has_attr(n, "hidden_size") ? attr_i(n, "hidden_size", 0) : R.shape[2].v;
+  if (H < 1 || H > kMaxBoundDim) fail_node(n, "hidden_size must be in [1, " + std::to_string(kMaxBoundDim) + "], got " + std::to_string(H));
+  const int ba = batch_axis(X.shape, &n);
+  if (ba != (layout == 0 ? 1 : 0) || X.shape[static_cast<size_t>(ba)].v != 1) {
+    throw Unsupported{"input " + sym_shape_text(X.shape) + " must have the batch on axis " + std::to_string(layout == 0 ? 1 : 0)};
+  }
+  const int64_t T = X.shape[layout == 0 ? 0 : 1].v;
+  const int64_t G = lstm ? 4 : 3;
+  if (W.shape[1].v != G * H || R.shape[1].v != G * H || W.shape[0].v != D) {
+    fail_node(n, "W " + sym_shape_text(W.shape) + " / R " + sym_shape_text(R.shape) + " do not fit hidden_size " +
+                 std::to_string(H) + " and direction " + dir);
+  }
+  Layer l;
+  l.op = lstm ? OpKind::kLstm : OpKind::kGru;
+  l.inputs = {tensor_in(X, Layout::kNatural, n)};
+  // Initial states that are activations (e.g. a decoder started from the encoder's state).
+  const int initial_h = 5, initial_c = 6;
+  Value* h0 = opt_val(n, initial_h);
+  Value* c0 = lstm ? opt_val(n, initial_c) : nullptr;
+  if (h0 && !h0->constant) l.inputs.push_back(tensor_in(*h0, Layout::kNatural, n));
+  if (c0 && !c0->constant) {
+    if (l.inputs.size() == 1) throw Unsupported{"an initial cell state without an initial hidden state"};
+    l.inputs.push_back(tensor_in(*c0, Layout::kNatural, n));
+  }
+  l.hidden = H;
+  l.directions = D;
+  l.reverse = dir == "reverse";
+  l.linear_before_reset = attr_i(n, "linear_before_reset", 0) != 0;
+  l.peepholes = lstm && has_input(n, 7);
+  const Sym bsym = X.shape[static_cast<size_t>(ba)];
+  const SymShape y_shape = layout == 0 ? SymShape{{T, 0}, {D, 0}, bsym, {H, 0}} : SymShape{bsym, {T, 0}, {D, 0}, {H, 0}};
+  const std::string y_name = n.output_size() > 0 && !n.output(0).empty() ? n.output(0) : node_name(n) + "/Y";
+  const int y = add_layer(n, l, y_name, per_sample(y_shape));
+  if (n.output_size() > 0 && !n.output(0).empty()) {
+    Value& o = out(n, 0);
+    o.shape = y_shape;
+    set_activation(o, y, Layout::kNatural);
+  }
+  // Y_h and Y_c: the last step's state, copied out of the sequence.
+  for (int k = 1; k <= (lstm ? 2 : 1); ++k) {
+    if (n.output_size() <= k || n.output(k).empty()) continue;
+    Value& o = out(n, k);
+    o.shape = layout == 0 ? SymShape{{D, 0}, bsym, {H, 0}} : SymShape{bsym, {D, 0}, {H, 0}};
+    o.constant = false;
+    const std::string& name = n.output(k);
+    if (!consumers_.count(name) && !graph_outputs_.count(name)) {
+      o.poisoned = true;  // unused
+      continue;
+    }
+    Layer s;
+    s.op = OpKind::kSlice;
+    s.inputs = {y};
+    s.axis = 0;
+    s.slice_begin = T - 1;
+    s.slice_end = T;
+    const int t1 = add_layer(n, s, name + "/last", {}, k == 1 ? "/Y_h" : "/Y_c");
+    Layer r;
+    r.op = OpKind::kReshape;
+    r.inputs = {t1};
+    r.target_shape = per_sample(o.shape);
+    const int t2 = add_layer(n, r, name, per_sample(o.shape), k == 1 ? "/Y_h_reshape" : "/Y_c_reshape");
+    set_activation(o, t2, Layout::kNatural);
+  }
+}
+
+void Importer::op_pool(const Node& n, OpKind kind) {
+  Value& x = val(n, 0);
+  if (n.output_size() > 1 && !n.output(1).empty() && consumers_.count(n.output(1))) throw Unsupported{"the Indices output"};
+  const size_t rank = x.shape.size();
+  if (rank != 3 && rank != 4) {
+    throw Unsupported{(rank < 3 ? "pooling of a rank-" + std::to_string(rank) + " input" : std::to_string(rank - 2) + "-D pooling") +
+                      " (1-D and 2-D are supported)"};
+  }
+  if (!can_channels_last(x.shape)) throw Unsupported{"input " + sym_shape_text(x.shape) + " does not have the batch first"};
+  const size_t nd = rank - 2;
+  const std::vector<int64_t> kernel = attr_ints(n, "kernel_shape");
+  if (kernel.size() != nd) fail_node(n, "kernel_shape must have " + std::to_string(nd) + " entries");
+  SpatialAttrs a = spatial(n, nd, kernel);
+  std::vector<int64_t> in;
+  for (size_t i = 2; i < rank; ++i) in.push_back(x.shape[i].v);
+  plan_padding(n, a, in, false, {});
+  const bool ceil_mode = attr_i(n, "ceil_mode", 0) != 0;
+  Value& o = out(n);
+  o.shape = {x.shape[0], x.shape[1]};
+  for (size_t i = 0; i < nd; ++i) {
+    try {
+      o.shape.push_back({window_len(in[i], a.pads[i], a.pads[i + nd], a.kernel[i], a.strides[i], a.dilations[i], ceil_mode), 0});
+    } catch (const ShapeError& e) {
+      fail_node(n, e.what());
+    }
+  }
+  Layer l;
+  l.op = kind;
+  l.inputs = {tensor_in(x, Layout::kChannelsLast, n)};
+  const bool two = nd == 2;
+  l.kernel_h = two ? a.kernel[0] : 1, l.kernel_w = a.kernel[nd - 1];
+  l.stride_h = two ? a.strides[0] : 1, l.stride_w = a.strides[nd - 1];
+  l.dilation_h = two ? a.dilations[0] : 1, l.dilation_w = a.dilations[nd - 1];
+  l.pad_top = two ? a.pads[0] : 0, l.pad_bottom = two ? a.pads[nd] : 0;
+  l.pad_left = a.pads[nd - 1], l.pad_right = a.pads[2 * nd - 1];
+  l.ceil_mode = ceil_mode;
+  const int y = add_layer(n, l, n.output(0), ir_shape(o.shape, Layout::kChannelsLast));
+  set_activation(o, y, Layout::kChannelsLast);
+}
+
+void Importer::op_global_pool(const Node& n, OpKind kind) {
+  Value& x = val(n, 0);
+  if (x.shape.size() != 3 && x.shape.size() != 4) throw Unsupported{"global pooling of a rank-" + std::to_string(x.shape.size()) + " input"};
+  if (!can_channels_last(x.shape)) throw Unsupported{"input " + sym_shape_text(x.shape) + " does not have the batch first"};
+  Value& o = out(n);
+  o.shape = {x.shape[0], x.shape[1]};
+  for (size_t i = 2; i < x.shape.size(); ++i) o.shape.push_back({1, 0});
+  Layer l;
+  l.op = kind;
+  l.keepdims = true;
+  l.inputs = {tensor_in(x, Layout::kChannelsLast, n)};
+  const int y = add_layer(n, l, n.output(0), ir_shape(o.shape, Layout::kChannelsLast));
+  set_activation(o, y, Layout::kChannelsLast);
+}
+
+}  // namespace tessera::graph::onnx_import

@@ -1,0 +1,269 @@
+// Handlers of vector-unit ops: activations (fused into the matrix layer before them when
+// possible), element-wise ops, normalisation, softmax and reductions.
+#include <algorithm>
+
+#include "sim/graph/onnx/importer.h"
+
+namespace tessera::graph::onnx_import {
+
+void Importer::op_batchnorm(const Node& n) {
+  Value& x = val(n, 0);
+  for (int i = 1; i < n.output_size(); ++i) {
+    if (!n.output(i).empty() && (consumers_.count(n.output(i)) || graph_outputs_.count(n.output(i)))) {
+      throw Unsupported{"training-mode outputs (running mean/variance)"};
+    }
+  }
+  Value& o = out(n);
+  o.shape = x.shape;
+  if (fusable(n.input(0))) {
+    Layer* p = producer_layer(x);
+    if (p && p->activation == Activation::kNone && p->op != OpKind::kMatmul) {
+      // Folded into the conv's weights and bias: no layer of its own.
+      set_activation(o, x.tensor, x.layout);
+      o.other_tensor = -1;
+      tensor_head_[static_cast<size_t>(x.tensor)] = n.output(0);
+      absorb(n, "batchnorm folded");
+      return;
+    }
+  }
+  const Layout layout = preferred_layout(x);
+  Layer l;
+  l.op = OpKind::kBatchNorm;
+  l.inputs = {tensor_in(x, layout, n)};
+  const int y = add_layer(n, l, n.output(0), ir_shape(o.shape, layout));
+  set_activation(o, y, layout);
+}
+
+void Importer::op_unary(const Node& n, OpKind kind) {
+  Value& x = val(n, 0);
+  const Layout layout = preferred_layout(x);
+  Layer l;
+  l.op = kind;
+  l.inputs = {tensor_in(x, layout, n)};
+  Value& o = out(n);
+  o.shape = x.shape;
+  const int y = add_layer(n, l, n.output(0), ir_shape(o.shape, layout));
+  set_activation(o, y, layout);
+}
+
+void Importer::op_with_scalar(const Node& n, OpKind kind, float value, bool const_first) {
+  Value& x = val(n, 0);
+  const Layout layout = preferred_layout(x);
+  Layer l;
+  l.op = kind;
+  l.inputs = {tensor_in(x, layout, n)};
+  l.has_const = true;
+  l.const_shape = {1};
+  l.const_values = {value};
+  l.const_first = const_first;
+  Value& o = out(n);
+  o.shape = x.shape;
+  const int y = add_layer(n, l, n.output(0), ir_shape(o.shape, layout));
+  set_activation(o, y, layout);
+}
+
+void Importer::op_activation(const Node& n) {
+  const std::string& op = n.op_type();
+  Value& x = val(n, 0);
+  Activation act = Activation::kNone;
+  OpKind kind = OpKind::kRelu;
+  if (op == "Relu") act = Activation::kRelu, kind = OpKind::kRelu;
+  if (op == "Sigmoid") act = Activation::kSigmoid, kind = OpKind::kSigmoid;
+  if (op == "Tanh") act = Activation::kTanh, kind = OpKind::kTanh;
+  if (op == "Clip") {
+    kind = OpKind::kClip;
+    std::optional<double> lo, hi;
+    if (opset_ < 11) {
+      if (has_attr(n, "min")) lo = attr_f(n, "min", 0);
+      if (has_attr(n, "max")) hi = attr_f(n, "max", 0);
+    } else {
+      if (has_input(n, 1)) lo = const_floats(n, 1, "min").at(0);
+      if (has_input(n, 2)) hi = const_floats(n, 2, "max").at(0);
+    }
+    if (lo && *lo == 0 && hi && *hi == 6) act = Activation::kRelu6;
+    else if (lo && *lo == 0 && !hi) act = Activation::kRelu;
+  }
+  Value& o = out(n);
+  o.shape = x.shape;
+  if (act != Activation::kNone && fusable(n.input(0))) {
+    Layer* p = producer_layer(x);
+    if (p && p->activation == Activation::kNone) {
+      p->activation = act;  // the activate instruction applies it on the way out of the accumulators
+      set_activation(o, x.tensor, x.layout);
+      o.other_tensor = -1;
+      tensor_head_[static_cast<size_t>(x.tensor)] = n.output(0);
+      absorb(n, "fused");
+      return;
+    }
+  }
+  op_unary(n, kind);
+}
+
+void Importer::op_binary(const Node& n, OpKind kind) {
+  std::vector<Value*> acts, consts;
+  SymShape shape;
+  bool first = true;
+  for (int i = 0; i < n.input_size(); ++i) {
+    Value& v = val(n, i);
+    (v.constant ? consts : acts).push_back(&v);
+    try {
+      shape = first ? v.shape : broadcast_sym(shape, v.shape);
+    } catch (const ShapeError& e) {
+      fail_node(n, e.what());
+    }
+    first = false;
+  }
+  const int ob = batch_axis(shape, &n);
+  if (ob < 0) throw Unsupported{"result " + sym_shape_text(shape) + " has no batch dimension"};
+  const size_t r = shape.size();
+  for (Value* a : acts) {
+    const int ba = batch_axis(a->shape, &n);
+    if (ba + static_cast<int>(r - a->shape.size()) != ob || !(a->shape[static_cast<size_t>(ba)] == shape[static_cast<size_t>(ob)])) {
+      throw Unsupported{"broadcasts the batch of " + sym_shape_text(a->shape) + " against another dimension of " +
+                        sym_shape_text(shape)};
+    }
+  }
+  Value& o = out(n);
+  o.shape = shape;
+  // Layout: follow the first activation when every activation can.
+  Layout layout = preferred_layout(*acts.front());
+  if (!can_channels_last(shape)) layout = Layout::kNatural;
+  for (Value* a : acts) {
+    if (a->shape.size() != r) layout = Layout::kNatural;
+  }
+  // The constants' per-sample shape in the output's IR order.
+  Shape cshape;
+  for (Value* c : consts) {
+    SymShape full(r - c->shape.size(), Sym{1, 0});
+    full.insert(full.end(), c->shape.begin(), c->shape.end());
+    if (!(is_one(full[static_cast<size_t>(ob)]) || full[static_cast<size_t>(ob)] == shape[static_cast<size_t>(ob)])) {
+      throw Unsupported{"a constant of shape " + sym_shape_text(c->shape) + " varies along the batch"};
+    }
+    full[static_cast<size_t>(ob)] = shape[static_cast<size_t>(ob)];
+    for (Sym& d : full) d.p = 0;
+    full[static_cast<size_t>(ob)] = Sym{full[static_cast<size_t>(ob)].v, 1};
+    // Dims equal to 1 stay 1; per_sample/ir_shape drop the batch axis.
+    Shape ps = ir_shape(full, layout);
+    cshape = cshape.empty() ? ps : broadcast_shapes(cshape, ps);
+  }
+  // A bias add or a scale right after a matrix layer is free: the activate applies it.
+  if (acts.size() == 1 && !consts.empty() && fusable(n.input(acts.front() == &val(n, 0) ? 0 : 1)) &&
+      acts.front()->shape == shape) {
+    Layer* p = producer_layer(*acts.front());
+    const Shape& ps = g_.tensors[static_cast<size_t>(acts.front()->tensor)].shape;
+    bool per_channel = !cshape.empty();
+    for (size_t i = 0; i + 1 < cshape.size(); ++i) per_channel = per_channel && cshape[i] == 1;
+    const bool scalar = shape_elements(cshape) == 1;
+    const bool bias = (kind == OpKind::kAdd || kind == OpKind::kSub) && per_channel &&
+                      (cshape.back() == 1 || cshape.back() == ps.back()) && acts.front()->layout == layout;
+    const bool scale = (kind == OpKind::kMul || kind == OpKind::kDiv) && scalar;
+    if (p && p->activation == Activation::kNone && (bias || scale)) {
+      Value& a = *acts.front();
+      const std::vector<float> cv = constant_values(*consts.front());
+      const bool divides_x = kind == OpKind::kMul || acts.front() == &val(n, 0);  // x / c, not c / x
+      if (scale && divides_x && cv.size() == 1 && cv[0] != 0) p->output_multiplier *= kind == OpKind::kMul ? cv[0] : 1.0 / cv[0];
+      set_activation(o, a.tensor, a.layout);
+      o.other_tensor = -1;
+      tensor_head_[static_cast<size_t>(a.tensor)] = n.output(0);
+      absorb(n, "fused");
+      return;
+    }
+  }
+  Layer l;
+  l.op = kind;
+  for (Value* a : acts) l.inputs.push_back(tensor_in(*a, layout, n));
+  if (!consts.empty()) {
+    l.has_const = true;
+    l.const_shape = cshape;
+    // Values in the IR's order: only when no axis moved (channels-last keeps a
+    // per-channel or scalar constant's order too) and there is one constant.
+    if (consts.size() == 1 && (layout == Layout::kNatural || shape_elements(cshape) == cshape.back())) {
+      l.const_values = constant_values(*consts.front());
+      if (static_cast<int64_t>(l.const_values.size()) != shape_elements(cshape)) l.const_values.clear();
+    }
+    l.const_first = consts.front() == &val(n, 0);
+  }
+  const int y = add_layer(n, l, n.output(0), ir_shape(shape, layout));
+  set_activation(o, y, layout);
+}
+
+void Importer::op_softmax(const Node& n) {
+  Value& x = val(n, 0);
+  const Layout layout = preferred_layout(x);
+  Layer l;
+  l.op = OpKind::kSoftmax;
+  l.inputs = {tensor_in(x, layout, n)};
+  l.axis = ir_axis(x, attr_i(n, "axis", opset_ < 13 ? 1 : -1), n);
+  Value& o = out(n);
+  o.shape = x.shape;
+  const int y = add_layer(n, l, n.output(0), ir_shape(o.shape, layout));
+  set_activation(o, y, layout);
+}
+
+void Importer::op_layernorm(const Node& n) {
+  Value& x = val(n, 0);
+  const int64_t axis = norm_axis(attr_i(n, "axis", -1), x.shape.size(), "axis");
+  // Mean and InvStdDev (training / test models): the statistics pass, as its own reduction.
+  for (int i = 1; i < n.output_size() && i < 3; ++i) {
+    const std::string& name = n.output(i);
+    if (name.empty() || !(consumers_.count(name) || graph_outputs_.count(name))) continue;
+    Value& o = values_[name];
+    o.shape = x.shape;
+    for (size_t a = static_cast<size_t>(axis); a < x.shape.size(); ++a) {
+      if (x.shape[a].p) throw Unsupported{"normalises over the batch dimension"};
+      o.shape[a] = {1, 0};
+    }
+    Layer r;
+    r.op = OpKind::kReduceMean;
+    r.keepdims = true;
+    r.inputs = {tensor_in(x, Layout::kNatural, n)};
+    Value view = x;
+    view.layout = Layout::kNatural;
+    for (size_t a = static_cast<size_t>(axis); a < x.shape.size(); ++a) r.axes.push_back(ir_axis(view, static_cast<int64_t>(a), n));
+    const int y = add_layer(n, r, name, per_sample(o.shape), i == 1 ? "/mean" : "/inv_std_dev");
+    set_activation(o, y, Layout::kNatural);
+  }
+  const Layout layout = preferred_layout(x);
+  Layer l;
+  l.op = OpKind::kLayerNorm;
+  l.inputs = {tensor_in(x, layout, n)};
+  l.axis = ir_axis(x, attr_i(n, "axis", -1), n);
+  Value& o = out(n);
+  o.shape = x.shape;
+  const int y = add_layer(n, l, n.output(0), ir_shape(o.shape, layout));
+  set_activation(o, y, layout);
+}
+
+void Importer::op_reduce(const Node& n, OpKind kind) {
+  Value& x = val(n, 0);
+  const std::string& op = n.op_type();
+  std::vector<int64_t> axes;
+  if (auto a = ints_attr_or_input(n, "axes", 1, op == "ReduceSum" ? 13 : 18)) axes = *a;
+  const bool keep = attr_i(n, "keepdims", 1) != 0;
+  if (axes.empty() && attr_i(n, "noop_with_empty_axes", 0)) {
+    Value& o = out(n);
+    o.shape = x.shape;
+    return alias(n, x, o);
+  }
+  if (axes.empty()) throw Unsupported{"reduces over every axis, the batch included"};
+  axes = norm_axes(axes, x.shape.size(), "axis");
+  Value& o = out(n);
+  for (size_t i = 0; i < x.shape.size(); ++i) {
+    const bool red = std::find(axes.begin(), axes.end(), static_cast<int64_t>(i)) != axes.end();
+    if (!red) o.shape.push_back(x.shape[i]);
+    else if (keep) o.shape.push_back({1, 0});
+  }
+  Layout layout = preferred_layout(x);
+  if (!keep) layout = Layout::kNatural;
+  Layer l;
+  l.op = kind;
+  l.keepdims = keep;
+  l.inputs = {tensor_in(x, layout, n)};
+  Value view = x;
+  view.layout = layout;
+  for (int64_t a : axes) l.axes.push_back(ir_axis(view, a, n));
+  const int y = add_layer(n, l, n.output(0), ir_shape(o.shape, layout));
+  set_activation(o, y, layout);
+}
+
+}  // namespace tessera::graph::onnx_import

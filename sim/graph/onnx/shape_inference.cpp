@@ -1,0 +1,109 @@
+// Output shapes that the constant-folding and the activation paths share.
+#include <algorithm>
+
+#include "sim/graph/onnx/importer.h"
+
+namespace tessera::graph::onnx_import {
+
+// Reshape target -> output shape: 0 copies the input dim (unless allowzero), -1 is inferred.
+SymShape Importer::infer_reshape(const Node& n, const SymShape& in) {
+  std::vector<Sym> target = const_syms(n, 1, "the target shape");
+  const bool allowzero = attr_i(n, "allowzero", 0) != 0;
+  SymShape out;
+  int unknown = -1;
+  for (size_t i = 0; i < target.size(); ++i) {
+    Sym t = target[i];
+    if (t.p == 0 && t.v == 0 && !allowzero) {
+      if (i >= in.size()) throw ShapeError("target shape copies dimension " + std::to_string(i) + " of a rank-" + std::to_string(in.size()) + " input");
+      t = in[i];
+    }
+    if (t.p == 0 && t.v == -1) {
+      if (unknown >= 0) throw ShapeError("target shape has more than one -1");
+      unknown = static_cast<int>(i);
+    } else if (t.p == 0 && t.v < 0) {
+      throw ShapeError("target shape has a negative dimension " + std::to_string(t.v));
+    }
+    out.push_back(t);
+  }
+  // Element counts as symbols.
+  Sym total{1, 0}, known{1, 0};
+  for (Sym d : in) total = sym_mul(total, d);
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (static_cast<int>(i) != unknown) known = sym_mul(known, out[i]);
+  }
+  if (unknown >= 0) {
+    auto q = sym_binary("Div", total, known);
+    if (!q) {
+      // The target hard-codes the batch (e.g. 1): solve at the bound batch.
+      const int64_t t = eval(total, batch_), k = eval(known, batch_);
+      if (k == 0 || t % k != 0) throw ShapeError("cannot reshape " + sym_shape_text(in) + " to " + sym_shape_text(out));
+      q = Sym{t / k, 0};
+    }
+    out[static_cast<size_t>(unknown)] = *q;
+    known = sym_mul(known, *q);
+  }
+  if (!(known == total)) {
+    // Only consistent at the bound batch: the target spells the batch out as a number.
+    if (eval(known, batch_) != eval(total, batch_) || total.p != 1 || known.p != 0) {
+      throw ShapeError("cannot reshape " + sym_shape_text(in) + " to " + sym_shape_text(out));
+    }
+    // The batch is the outer factor of the first axis, or of the first after leading 1s
+    // that cannot hold it (e.g. [1, N, ...] at a batch > 1).
+    size_t k = 0;
+    while (k + 1 < out.size() && out[k] == Sym{1, 0} && batch_ > 1) ++k;
+    if (out.empty() || out[k].p || out[k].v % batch_ != 0) {
+      throw ShapeError("the target shape " + sym_shape_text(out) + " hard-codes the batch in a way that cannot be followed");
+    }
+    out[k] = Sym{out[k].v / batch_, 1};
+  }
+  return out;
+}
+
+SymShape Importer::infer_shape_only(const Node& n) {
+  const std::string& op = n.op_type();
+  Value& x = val(n, 0);
+  if (op == "MatMul") {
+    SymShape a = x.shape, b = val(n, 1).shape;
+    if (a.size() < 2 || b.size() < 2) throw Unsupported{"1-D MatMul operands"};
+    SymShape la(a.begin(), a.end() - 2), lb(b.begin(), b.end() - 2);
+    SymShape out = broadcast_sym(la, lb);
+    out.push_back(a[a.size() - 2]);
+    out.push_back(b.back());
+    return out;
+  }
+  if (op == "Gemm") {
+    const Value& b = val(n, 1);
+    if (x.shape.size() != 2 || b.shape.size() != 2) throw ShapeError("Gemm needs 2-D operands, got " + sym_shape_text(x.shape) + " and " + sym_shape_text(b.shape));
+    const Sym m = attr_i(n, "transA", 0) ? x.shape.at(1) : x.shape.at(0);
+    const Sym nn = attr_i(n, "transB", 0) ? b.shape.at(0) : b.shape.at(1);
+    return {m, nn};
+  }
+  if (op == "Tile") {
+    const auto reps = const_ints(n, 1, "repeats");
+    if (reps.size() != x.shape.size()) {
+      throw ShapeError("repeats has " + std::to_string(reps.size()) + " entries for rank " + std::to_string(x.shape.size()));
+    }
+    SymShape out = x.shape;
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (reps[i] < 0) throw ShapeError("repeats must be >= 0, got " + std::to_string(reps[i]));
+      out[i].v = mul64(out[i].v, reps[i]);
+    }
+    return out;
+  }
+  if (op.rfind("Reduce", 0) == 0) {
+    std::vector<int64_t> axes;
+    if (auto a = ints_attr_or_input(n, "axes", 1, op == "ReduceSum" ? 13 : 18)) axes = *a;
+    const bool keep = attr_i(n, "keepdims", 1) != 0;
+    SymShape out;
+    axes = norm_axes(axes, x.shape.size(), "axis");
+    for (size_t i = 0; i < x.shape.size(); ++i) {
+      const bool r = axes.empty() || std::find(axes.begin(), axes.end(), static_cast<int64_t>(i)) != axes.end();
+      if (!r) out.push_back(x.shape[i]);
+      else if (keep) out.push_back({1, 0});
+    }
+    return out;
+  }
+  throw Unsupported{"op " + op + " on constant inputs is not supported"};
+}
+
+}  // namespace tessera::graph::onnx_import

@@ -1,0 +1,14 @@
+#pragma once
+// Private to the ONNX importer: text helpers for names and messages.
+#include <string>
+#include <vector>
+
+namespace tessera::graph::onnx_import {
+
+// Names from the file go into the IR, reports and JSON: bytes that are not UTF-8 are
+// written as \xNN (the JSON writer rejects them), valid UTF-8 is kept as it is.
+std::string utf8_safe(const std::string& s);
+std::string lower(std::string s);
+std::string join(const std::vector<std::string>& v, const std::string& sep = ", ");
+
+}  // namespace tessera::graph::onnx_import
