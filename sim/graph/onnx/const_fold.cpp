@@ -294,21 +294,7 @@ void Importer::fold_or_shape(const Node& n) {
     return finish();
   }
   if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze") {
-    if (op == "Reshape") {
-      res.shape = infer_reshape(n, x.shape);
-    } else if (op == "Flatten") {
-      const int64_t axis = flatten_axis(attr_i(n, "axis", 1), x.shape.size());
-      Sym a{1, 0}, b{1, 0};
-      for (size_t i = 0; i < x.shape.size(); ++i) {
-        Sym& t = static_cast<int64_t>(i) < axis ? a : b;
-        t = sym_mul(t, x.shape[i]);
-      }
-      res.shape = {a, b};
-    } else {
-      std::vector<int64_t> axes;
-      if (auto ax = ints_attr_or_input(n, "axes", 1, 13)) axes = *ax;
-      res.shape = op == "Squeeze" ? squeeze_shape(x.shape, axes) : unsqueeze_shape(x.shape, axes);
-    }
+    res.shape = reshape_like_shape(n, x.shape, false);
     res.has_data = x.has_data, res.ints = x.ints, res.floats = x.floats;
     return finish();
   }
@@ -345,9 +331,7 @@ void Importer::fold_or_shape(const Node& n) {
   if (op == "Gather") {
     const Value& idx = val(n, 1);
     const int64_t axis = norm_axis(attr_i(n, "axis", 0), x.shape.size(), "axis");
-    res.shape.assign(x.shape.begin(), x.shape.begin() + axis);
-    res.shape.insert(res.shape.end(), idx.shape.begin(), idx.shape.end());
-    res.shape.insert(res.shape.end(), x.shape.begin() + axis + 1, x.shape.end());
+    res.shape = gather_shape(x.shape, idx.shape, axis);
     if (x.has_data && idx.has_data && small_enough(res.shape, res.is_float) && all_plain(x.shape)) {
       const auto xd = plain_dims(x.shape);
       const int64_t outer = count(std::vector<int64_t>(xd.begin(), xd.begin() + axis));
@@ -356,12 +340,7 @@ void Importer::fold_or_shape(const Node& n) {
       res.has_data = true;
       for (int64_t o = 0; o < outer && res.has_data; ++o) {
         for (size_t j = 0; j < idx.ints.size(); ++j) {
-          const int64_t k0 = idx.ints[j].v;
-          if (k0 < -dim || k0 >= dim) {
-            fail_node(n, "index " + std::to_string(k0) + " is out of range for dimension " + std::to_string(dim) + " (allowed: " +
-                             std::to_string(-dim) + " to " + std::to_string(dim - 1) + ")");
-          }
-          const int64_t k = k0 < 0 ? k0 + dim : k0;
+          const int64_t k = gather_index(n, idx.ints[j].v, dim);
           for (int64_t in = 0; in < inner; ++in) push_elem(x, (o * dim + k) * inner + in, res);
         }
       }
@@ -369,17 +348,7 @@ void Importer::fold_or_shape(const Node& n) {
     return finish();
   }
   if (op == "Slice") {
-    std::vector<int64_t> starts, ends, axes, steps;
-    if (opset_ < 10) {
-      starts = attr_ints(n, "starts"), ends = attr_ints(n, "ends"), axes = attr_ints(n, "axes");
-    } else {
-      starts = const_ints(n, 1, "starts"), ends = const_ints(n, 2, "ends");
-      if (has_input(n, 3)) axes = const_ints(n, 3, "axes");
-      if (has_input(n, 4)) steps = const_ints(n, 4, "steps");
-    }
-    if (axes.empty()) for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-    if (steps.empty()) steps.assign(starts.size(), 1);
-    check_slice_lists(starts, ends, axes, steps, x.shape.size());
+    const auto [starts, ends, axes, steps] = read_slice(n, x.shape.size());
     res.shape = x.shape;
     const size_t r = x.shape.size();
     std::vector<int64_t> b0(r, 0), st(r, 1);
@@ -419,10 +388,8 @@ void Importer::fold_or_shape(const Node& n) {
     return finish();
   }
   if (op == "Transpose") {
-    std::vector<int64_t> perm = attr_ints(n, "perm");
-    if (perm.empty()) for (size_t i = x.shape.size(); i-- > 0;) perm.push_back(static_cast<int64_t>(i));
-    check_perm(perm, x.shape.size());
-    for (int64_t p : perm) res.shape.push_back(x.shape.at(static_cast<size_t>(p)));
+    const std::vector<int64_t> perm = transpose_perm(n, x.shape.size());
+    res.shape = permute_shape(x.shape, perm);
     if (x.has_data && small_enough(res.shape, res.is_float) && all_plain(x.shape)) {
       const auto is = strides_of(plain_dims(x.shape));
       const auto od = plain_dims(res.shape);

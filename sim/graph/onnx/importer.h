@@ -193,9 +193,19 @@ class Importer {
   void op_pad(const Node& n);
   void op_resize(const Node& n);
 
-  // shape inference shared by activation and constant paths
+  // ---- attributes and shapes read once for the constant and the activation path
   SymShape infer_reshape(const Node& n, const SymShape& in);
+  // Reshape, Flatten, Squeeze, Unsqueeze. `keep_batch`: squeezing an axis that holds the
+  // batch is unsupported (an activation keeps its batch) rather than a shape error.
+  SymShape reshape_like_shape(const Node& n, const SymShape& in, bool keep_batch);
   SymShape infer_shape_only(const Node& n);  // output 0 shape for ops on constants
+  struct SliceSpec {
+    std::vector<int64_t> starts, ends, axes, steps;  // one entry per sliced axis, checked
+  };
+  SliceSpec read_slice(const Node& n, size_t rank);
+  std::vector<int64_t> reduce_axes(const Node& n);  // as given: empty means every axis
+  std::vector<int64_t> transpose_perm(const Node& n, size_t rank);  // checked
+  int64_t gather_index(const Node& n, int64_t k, int64_t dim) const;  // in [0, dim)
   int slice_ir(const Node& n, Value& in, int64_t onnx_axis, int64_t begin, int64_t end, int64_t step, int tensor,
                const std::string& out_name, const std::string& suffix, Shape* ir_out);
   struct SpatialAttrs {

@@ -14,39 +14,13 @@ void Importer::op_reshape_like(const Node& n) {
   for (int i = 1; i < n.output_size(); ++i) {
     if (!n.output(i).empty() && consumers_.count(n.output(i))) throw Unsupported{"output " + std::to_string(i)};
   }
-  SymShape shape;
-  if (op == "Reshape") {
+  SymShape shape = x.shape;  // Identity, Cast, Dropout, (De)QuantizeLinear: precision is the policy's business
+  if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze") {
     try {
-      shape = infer_reshape(n, x.shape);
+      shape = reshape_like_shape(n, x.shape, true);
     } catch (const ShapeError& e) {
       fail_node(n, e.what());
     }
-  } else if (op == "Flatten") {
-    const int64_t axis = flatten_axis(attr_i(n, "axis", 1), x.shape.size());
-    Sym a{1, 0}, b{1, 0};
-    for (size_t i = 0; i < x.shape.size(); ++i) {
-      Sym& t = static_cast<int64_t>(i) < axis ? a : b;
-      t = sym_mul(t, x.shape[i]);
-    }
-    shape = {a, b};
-  } else if (op == "Squeeze" || op == "Unsqueeze") {
-    std::vector<int64_t> axes;
-    if (auto ax = ints_attr_or_input(n, "axes", 1, 13)) axes = *ax;
-    if (op == "Squeeze") {
-      for (int64_t a : axes) {
-        const int64_t k = a < 0 ? a + static_cast<int64_t>(x.shape.size()) : a;
-        if (k >= 0 && k < static_cast<int64_t>(x.shape.size()) && x.shape[static_cast<size_t>(k)].p) {
-          throw Unsupported{"squeezes the batch dimension (axis " + std::to_string(k) + ")"};
-        }
-      }
-    }
-    try {
-      shape = op == "Squeeze" ? squeeze_shape(x.shape, axes) : unsqueeze_shape(x.shape, axes);
-    } catch (const ShapeError& e) {
-      fail_node(n, e.what());
-    }
-  } else {
-    shape = x.shape;  // Identity, Cast, Dropout, (De)QuantizeLinear: precision is the policy's business
   }
   if (batch_axis(shape, &n) < 0) throw Unsupported{"result " + sym_shape_text(shape) + " has no batch dimension"};
   if (shape_elements(per_sample(shape)) != shape_elements(per_sample(x.shape))) {
@@ -60,11 +34,9 @@ void Importer::op_reshape_like(const Node& n) {
 void Importer::op_transpose(const Node& n) {
   Value& x = val(n, 0);
   const size_t r = x.shape.size();
-  std::vector<int64_t> perm = attr_ints(n, "perm");
-  if (perm.empty()) for (size_t i = r; i-- > 0;) perm.push_back(static_cast<int64_t>(i));
-  check_perm(perm, r);
+  const std::vector<int64_t> perm = transpose_perm(n, r);
   Value& o = out(n);
-  for (int64_t p : perm) o.shape.push_back(x.shape.at(static_cast<size_t>(p)));
+  o.shape = permute_shape(x.shape, perm);
   const int ba = batch_axis(x.shape, &n);
   const bool pure = ba >= 0 && x.shape[static_cast<size_t>(ba)].v == 1;
   const Layout layout = preferred_layout(x);
@@ -248,17 +220,7 @@ void Importer::op_split(const Node& n) {
 
 void Importer::op_slice(const Node& n) {
   Value& x = val(n, 0);
-  std::vector<int64_t> starts, ends, axes, steps;
-  if (opset_ < 10) {
-    starts = attr_ints(n, "starts"), ends = attr_ints(n, "ends"), axes = attr_ints(n, "axes");
-  } else {
-    starts = const_ints(n, 1, "starts"), ends = const_ints(n, 2, "ends");
-    if (has_input(n, 3)) axes = const_ints(n, 3, "axes");
-    if (has_input(n, 4)) steps = const_ints(n, 4, "steps");
-  }
-  if (axes.empty()) for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  if (steps.empty()) steps.assign(starts.size(), 1);
-  check_slice_lists(starts, ends, axes, steps, x.shape.size());
+  const auto [starts, ends, axes, steps] = read_slice(n, x.shape.size());
   Value& o = out(n);
   o.shape = x.shape;
   const Layout layout = preferred_layout(x);
@@ -298,9 +260,7 @@ void Importer::op_gather(const Node& n) {
   Value& idx = val(n, 1);
   const int64_t axis = norm_axis(attr_i(n, "axis", 0), data.shape.size(), "axis");
   Value& o = out(n);
-  o.shape.assign(data.shape.begin(), data.shape.begin() + axis);
-  o.shape.insert(o.shape.end(), idx.shape.begin(), idx.shape.end());
-  o.shape.insert(o.shape.end(), data.shape.begin() + axis + 1, data.shape.end());
+  o.shape = gather_shape(data.shape, idx.shape, axis);
   if (data.constant && !idx.constant) {
     // An embedding lookup: the table lives with the host (as on TPU v1), the looked-up
     // rows arrive as an input of the accelerator program.
@@ -319,13 +279,7 @@ void Importer::op_gather(const Node& n) {
   if (data.shape[static_cast<size_t>(axis)].p) throw Unsupported{"Gather along the batch dimension"};
   const int64_t dim = data.shape[static_cast<size_t>(axis)].v;
   std::vector<int64_t> norm;
-  for (int64_t k : ix) {
-    if (k < -dim || k >= dim) {
-      fail_node(n, "index " + std::to_string(k) + " is out of range for dimension " + std::to_string(dim) + " (allowed: " +
-                       std::to_string(-dim) + " to " + std::to_string(dim - 1) + ")");
-    }
-    norm.push_back(k < 0 ? k + dim : k);
-  }
+  for (int64_t k : ix) norm.push_back(gather_index(n, k, dim));
   const int64_t first = norm.empty() ? 0 : norm.front();
   const int64_t step = norm.size() > 1 ? norm[1] - norm[0] : 1;
   for (size_t i = 1; i < norm.size(); ++i) {

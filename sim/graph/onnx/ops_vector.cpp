@@ -236,9 +236,7 @@ void Importer::op_layernorm(const Node& n) {
 
 void Importer::op_reduce(const Node& n, OpKind kind) {
   Value& x = val(n, 0);
-  const std::string& op = n.op_type();
-  std::vector<int64_t> axes;
-  if (auto a = ints_attr_or_input(n, "axes", 1, op == "ReduceSum" ? 13 : 18)) axes = *a;
+  std::vector<int64_t> axes = reduce_axes(n);
   const bool keep = attr_i(n, "keepdims", 1) != 0;
   if (axes.empty() && attr_i(n, "noop_with_empty_axes", 0)) {
     Value& o = out(n);
@@ -248,11 +246,7 @@ void Importer::op_reduce(const Node& n, OpKind kind) {
   if (axes.empty()) throw Unsupported{"reduces over every axis, the batch included"};
   axes = norm_axes(axes, x.shape.size(), "axis");
   Value& o = out(n);
-  for (size_t i = 0; i < x.shape.size(); ++i) {
-    const bool red = std::find(axes.begin(), axes.end(), static_cast<int64_t>(i)) != axes.end();
-    if (!red) o.shape.push_back(x.shape[i]);
-    else if (keep) o.shape.push_back({1, 0});
-  }
+  o.shape = reduce_shape(x.shape, axes, keep);
   Layout layout = preferred_layout(x);
   if (!keep) layout = Layout::kNatural;
   Layer l;

@@ -1,4 +1,5 @@
-// Output shapes that the constant-folding and the activation paths share.
+// Op attributes and output shapes that the constant-folding and the activation paths
+// share: each is read in one place, so both paths accept and reject the same nodes.
 #include <algorithm>
 
 #include "sim/graph/onnx/importer.h"
@@ -59,6 +60,64 @@ SymShape Importer::infer_reshape(const Node& n, const SymShape& in) {
   return out;
 }
 
+SymShape Importer::reshape_like_shape(const Node& n, const SymShape& in, bool keep_batch) {
+  const std::string& op = n.op_type();
+  if (op == "Reshape") return infer_reshape(n, in);
+  if (op == "Flatten") return flatten_shape(in, flatten_axis(attr_i(n, "axis", 1), in.size()));
+  std::vector<int64_t> axes;
+  if (auto ax = ints_attr_or_input(n, "axes", 1, 13)) axes = *ax;
+  if (op == "Unsqueeze") return unsqueeze_shape(in, axes);
+  if (keep_batch) {
+    for (int64_t a : axes) {
+      const int64_t k = a < 0 ? a + static_cast<int64_t>(in.size()) : a;
+      if (k >= 0 && k < static_cast<int64_t>(in.size()) && in[static_cast<size_t>(k)].p) {
+        throw Unsupported{"squeezes the batch dimension (axis " + std::to_string(k) + ")"};
+      }
+    }
+  }
+  return squeeze_shape(in, axes);
+}
+
+// Slice: attributes before opset 10, inputs from it on; axes default to 0.., steps to 1.
+Importer::SliceSpec Importer::read_slice(const Node& n, size_t rank) {
+  SliceSpec s;
+  if (opset_ < 10) {
+    s.starts = attr_ints(n, "starts"), s.ends = attr_ints(n, "ends"), s.axes = attr_ints(n, "axes");
+  } else {
+    s.starts = const_ints(n, 1, "starts"), s.ends = const_ints(n, 2, "ends");
+    if (has_input(n, 3)) s.axes = const_ints(n, 3, "axes");
+    if (has_input(n, 4)) s.steps = const_ints(n, 4, "steps");
+  }
+  if (s.axes.empty()) for (size_t i = 0; i < s.starts.size(); ++i) s.axes.push_back(static_cast<int64_t>(i));
+  if (s.steps.empty()) s.steps.assign(s.starts.size(), 1);
+  check_slice_lists(s.starts, s.ends, s.axes, s.steps, rank);
+  return s;
+}
+
+// Reduce*: axes an attribute before opset 13 (ReduceSum) or 18 (the others), then an input.
+std::vector<int64_t> Importer::reduce_axes(const Node& n) {
+  std::vector<int64_t> axes;
+  if (auto a = ints_attr_or_input(n, "axes", 1, n.op_type() == "ReduceSum" ? 13 : 18)) axes = *a;
+  return axes;
+}
+
+// Transpose's perm: the axes reversed when absent.
+std::vector<int64_t> Importer::transpose_perm(const Node& n, size_t rank) {
+  std::vector<int64_t> perm = attr_ints(n, "perm");
+  if (perm.empty()) for (size_t i = rank; i-- > 0;) perm.push_back(static_cast<int64_t>(i));
+  check_perm(perm, rank);
+  return perm;
+}
+
+// A Gather index in [-dim, dim), made non-negative.
+int64_t Importer::gather_index(const Node& n, int64_t k, int64_t dim) const {
+  if (k < -dim || k >= dim) {
+    fail_node(n, "index " + std::to_string(k) + " is out of range for dimension " + std::to_string(dim) + " (allowed: " +
+                     std::to_string(-dim) + " to " + std::to_string(dim - 1) + ")");
+  }
+  return k < 0 ? k + dim : k;
+}
+
 SymShape Importer::infer_shape_only(const Node& n) {
   const std::string& op = n.op_type();
   Value& x = val(n, 0);
@@ -91,17 +150,10 @@ SymShape Importer::infer_shape_only(const Node& n) {
     return out;
   }
   if (op.rfind("Reduce", 0) == 0) {
-    std::vector<int64_t> axes;
-    if (auto a = ints_attr_or_input(n, "axes", 1, op == "ReduceSum" ? 13 : 18)) axes = *a;
+    std::vector<int64_t> axes = reduce_axes(n);
     const bool keep = attr_i(n, "keepdims", 1) != 0;
-    SymShape out;
     axes = norm_axes(axes, x.shape.size(), "axis");
-    for (size_t i = 0; i < x.shape.size(); ++i) {
-      const bool r = axes.empty() || std::find(axes.begin(), axes.end(), static_cast<int64_t>(i)) != axes.end();
-      if (!r) out.push_back(x.shape[i]);
-      else if (keep) out.push_back({1, 0});
-    }
-    return out;
+    return reduce_shape(x.shape, axes, keep);
   }
   throw Unsupported{"op " + op + " on constant inputs is not supported"};
 }

@@ -232,6 +232,16 @@ std::optional<double> float_binary(const std::string& op, double a, double b) {
   return std::nullopt;
 }
 
+// [product of the dims before axis, product of the rest].
+SymShape flatten_shape(const SymShape& in, int64_t axis) {
+  Sym a{1, 0}, b{1, 0};
+  for (size_t i = 0; i < in.size(); ++i) {
+    Sym& t = static_cast<int64_t>(i) < axis ? a : b;
+    t = sym_mul(t, in[i]);
+  }
+  return {a, b};
+}
+
 SymShape squeeze_shape(const SymShape& in, std::vector<int64_t> axes) {
   SymShape out;
   axes = norm_axes(axes, in.size(), "squeeze axis");
@@ -255,6 +265,31 @@ SymShape unsqueeze_shape(const SymShape& in, std::vector<int64_t> axes) {
     if (std::find(axes.begin(), axes.end(), static_cast<int64_t>(i)) != axes.end()) out.push_back({1, 0});
     else out.push_back(in.at(k++));
   }
+  return out;
+}
+
+// The reduced axes become 1 (keep) or disappear.
+SymShape reduce_shape(const SymShape& in, const std::vector<int64_t>& axes, bool keep) {
+  SymShape out;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const bool r = axes.empty() || std::find(axes.begin(), axes.end(), static_cast<int64_t>(i)) != axes.end();
+    if (!r) out.push_back(in[i]);
+    else if (keep) out.push_back({1, 0});
+  }
+  return out;
+}
+
+SymShape permute_shape(const SymShape& in, const std::vector<int64_t>& perm) {
+  SymShape out;
+  for (int64_t p : perm) out.push_back(in.at(static_cast<size_t>(p)));
+  return out;
+}
+
+// data's axis replaced by the indices' shape.
+SymShape gather_shape(const SymShape& data, const SymShape& indices, int64_t axis) {
+  SymShape out(data.begin(), data.begin() + axis);
+  out.insert(out.end(), indices.begin(), indices.end());
+  out.insert(out.end(), data.begin() + axis + 1, data.end());
   return out;
 }
 

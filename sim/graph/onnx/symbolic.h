@@ -61,8 +61,12 @@ int64_t count(const std::vector<int64_t>& d);             // element count, chec
 std::vector<int64_t> broadcast_map(const std::vector<int64_t>& in, const std::vector<int64_t>& out);
 std::optional<Sym> sym_binary(const std::string& op, Sym a, Sym b, bool fmod = false);
 std::optional<double> float_binary(const std::string& op, double a, double b);
+SymShape flatten_shape(const SymShape& in, int64_t axis);  // axis from flatten_axis
 SymShape squeeze_shape(const SymShape& in, std::vector<int64_t> axes);
 SymShape unsqueeze_shape(const SymShape& in, std::vector<int64_t> axes);
+SymShape reduce_shape(const SymShape& in, const std::vector<int64_t>& axes, bool keep);  // axes normalised; none: all
+SymShape permute_shape(const SymShape& in, const std::vector<int64_t>& perm);
+SymShape gather_shape(const SymShape& data, const SymShape& indices, int64_t axis);
 void check_slice_lists(const std::vector<int64_t>& starts, const std::vector<int64_t>& ends, const std::vector<int64_t>& axes,
                        const std::vector<int64_t>& steps, size_t rank);
 int64_t slice_len(int64_t dim, int64_t& b, int64_t& e, int64_t step);
