@@ -363,17 +363,11 @@ void Importer::fold_or_shape(const Node& n) {
     if (x.has_data && small_enough(res.shape, res.is_float) && all_plain(x.shape)) {
       const auto od = plain_dims(res.shape);
       const auto is = strides_of(plain_dims(x.shape));
-      std::vector<int64_t> idx(r, 0);
-      const int64_t total = count(od);
-      for (int64_t k = 0; k < total; ++k) {
+      for_each_index(od, [&](const std::vector<int64_t>& idx) {
         int64_t src = 0;
         for (size_t i = 0; i < r; ++i) src += (b0[i] + idx[i] * st[i]) * is[i];
         push_elem(x, src, res);
-        for (size_t i = r; i-- > 0;) {
-          if (++idx[i] < od[i]) break;
-          idx[i] = 0;
-        }
-      }
+      });
       res.has_data = true;
     }
     return finish();
@@ -393,16 +387,11 @@ void Importer::fold_or_shape(const Node& n) {
     if (x.has_data && small_enough(res.shape, res.is_float) && all_plain(x.shape)) {
       const auto is = strides_of(plain_dims(x.shape));
       const auto od = plain_dims(res.shape);
-      std::vector<int64_t> idx(od.size(), 0);
-      for (int64_t k = 0; k < count(od); ++k) {
+      for_each_index(od, [&](const std::vector<int64_t>& idx) {
         int64_t src = 0;
         for (size_t i = 0; i < od.size(); ++i) src += idx[i] * is[static_cast<size_t>(perm[i])];
         push_elem(x, src, res);
-        for (size_t i = od.size(); i-- > 0;) {
-          if (++idx[i] < od[i]) break;
-          idx[i] = 0;
-        }
-      }
+      });
       res.has_data = true;
     }
     return finish();

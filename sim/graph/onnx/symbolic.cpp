@@ -153,17 +153,12 @@ std::vector<int64_t> broadcast_map(const std::vector<int64_t>& in, const std::ve
     stride[oi] = in[i] == 1 ? 0 : s;
     s *= in[i];
   }
-  std::vector<int64_t> map(static_cast<size_t>(count(out)));
-  std::vector<int64_t> idx(r, 0);
-  for (size_t k = 0; k < map.size(); ++k) {
+  std::vector<int64_t> map;
+  for_each_index(out, [&](const std::vector<int64_t>& idx) {
     int64_t src = 0;
     for (size_t i = 0; i < r; ++i) src += idx[i] * stride[i];
-    map[k] = src;
-    for (size_t i = r; i-- > 0;) {
-      if (++idx[i] < out[i]) break;
-      idx[i] = 0;
-    }
-  }
+    map.push_back(src);
+  });
   return map;
 }
 

@@ -59,6 +59,19 @@ bool all_plain(const SymShape& s);                       // no dimension carries
 std::vector<int64_t> plain_dims(const SymShape& s);
 int64_t count(const std::vector<int64_t>& d);             // element count, checked
 std::vector<int64_t> broadcast_map(const std::vector<int64_t>& in, const std::vector<int64_t>& out);
+// Calls f(idx) for every index of a row-major shape `dims`, in order (idx: one entry per axis).
+template <class F>
+void for_each_index(const std::vector<int64_t>& dims, F&& f) {
+  std::vector<int64_t> idx(dims.size(), 0);
+  const int64_t total = count(dims);
+  for (int64_t k = 0; k < total; ++k) {
+    f(idx);
+    for (size_t i = dims.size(); i-- > 0;) {
+      if (++idx[i] < dims[i]) break;
+      idx[i] = 0;
+    }
+  }
+}
 std::optional<Sym> sym_binary(const std::string& op, Sym a, Sym b, bool fmod = false);
 std::optional<double> float_binary(const std::string& op, double a, double b);
 SymShape flatten_shape(const SymShape& in, int64_t axis);  // axis from flatten_axis
