@@ -147,6 +147,11 @@ class Importer {
   int add_tensor(const std::string& name, Shape shape, Dtype dtype, int producer);
   int add_layer(const Node& n, Layer layer, const std::string& out_name, const Shape& expect, const std::string& suffix = "");
   void set_activation(Value& out, int tensor, Layout layout);
+  void add_output(const Node& n, Value& o, const Layer& l, Layout layout);  // o = l's output, n's output 0
+  void reshape_into(const Node& n, Value& o, int input, const std::string& out_name, const std::string& suffix = "");
+  void pass_head(const Node& n, int tensor);  // an alias of n's input 0 in `tensor`: absorbed
+  void absorb_into_producer(const Node& n, const Value& x, Value& o, const std::string& why);
+  Shape layer_shape(const Node& n, Layer& l);  // infer_layer; a ShapeError names the node
   void alias(const Node& n, Value& in, Value& o);  // o gets in's data with o.shape: reshape, no data moves
   std::string layer_name(const Node& n, const std::string& suffix) const;
   bool fusable(const std::string& value) const;  // single consumer, not a graph output, head of a matrix layer
@@ -172,6 +177,8 @@ class Importer {
   void op_matmul(const Node& n);
   void op_recurrent(const Node& n, bool lstm);
   void op_batchnorm(const Node& n);
+  // `l` on input 0, in its preferred layout; the output has its shape. `onnx_axis`: l.axis, mapped to the IR.
+  void op_elementwise(const Node& n, Layer l, std::optional<int64_t> onnx_axis = std::nullopt);
   void op_unary(const Node& n, OpKind kind);
   // Neg, Reciprocal: an element-wise op with a scalar constant `value` (the first operand when `const_first`).
   void op_with_scalar(const Node& n, OpKind kind, float value, bool const_first);

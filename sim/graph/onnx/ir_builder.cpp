@@ -34,12 +34,7 @@ int Importer::materialize_input(Value& v, Layout layout) {
 int Importer::add_layer(const Node& n, Layer layer, const std::string& out_name, const Shape& expect,
                         const std::string& suffix) {
   layer.name = layer_name(n, suffix);
-  Shape shape;
-  try {
-    shape = infer_layer(g_, layer);
-  } catch (const ShapeError& e) {
-    fail_node(n, e.what());
-  }
+  const Shape shape = layer_shape(n, layer);
   if (!expect.empty() && shape != expect) {
     throw std::logic_error(file_ + ": " + where(n) + ": importer shape " + shape_text(expect) + " and IR shape " +
                            shape_text(shape) + " disagree for op " + std::string(op_name(layer.op)));
@@ -51,11 +46,54 @@ int Importer::add_layer(const Node& n, Layer layer, const std::string& out_name,
   return g_.layers.back().output;
 }
 
+Shape Importer::layer_shape(const Node& n, Layer& l) {
+  try {
+    return infer_layer(g_, l);
+  } catch (const ShapeError& e) {
+    fail_node(n, e.what());
+  }
+}
+
 void Importer::set_activation(Value& o, int tensor, Layout layout) {
   o.constant = false;
   o.has_data = false;
   o.tensor = tensor;
   o.layout = layout;
+}
+
+// o is the output of `l`, written as n's first output, in `layout` (its IR shape is
+// checked against o.shape).
+void Importer::add_output(const Node& n, Value& o, const Layer& l, Layout layout) {
+  const int y = add_layer(n, l, n.output(0), ir_shape(o.shape, layout));
+  set_activation(o, y, layout);
+}
+
+// o is tensor `input` reshaped to o's per-sample shape (same elements, no data moves).
+void Importer::reshape_into(const Node& n, Value& o, int input, const std::string& out_name, const std::string& suffix) {
+  const Shape want = per_sample(o.shape);
+  Layer l;
+  l.op = OpKind::kReshape;
+  l.inputs = {input};
+  l.target_shape = want;
+  const int y = add_layer(n, l, out_name, want, suffix);
+  set_activation(o, y, Layout::kNatural);
+}
+
+// n's output 0 is an alias of its input 0, held by `tensor`: the alias inherits
+// fusability only if it is the input's one consumer.
+void Importer::pass_head(const Node& n, int tensor) {
+  const std::string& from = n.input(0);
+  const bool pass = tensor_head_[static_cast<size_t>(tensor)] == from && consumers_[from] == 1 && !graph_outputs_.count(from);
+  tensor_head_[static_cast<size_t>(tensor)] = pass ? n.output(0) : std::string();
+  absorb(n, "alias");
+}
+
+// n was folded into the matrix layer that produced x: o takes over x's tensor.
+void Importer::absorb_into_producer(const Node& n, const Value& x, Value& o, const std::string& why) {
+  set_activation(o, x.tensor, x.layout);
+  o.other_tensor = -1;
+  tensor_head_[static_cast<size_t>(x.tensor)] = n.output(0);
+  absorb(n, why);
 }
 
 int Importer::tensor_in(Value& v, Layout want, const Node& n) {
@@ -89,12 +127,7 @@ int Importer::tensor_in(Value& v, Layout want, const Node& n) {
   }
   Layer named = l;
   named.name = base + suffix;
-  Shape shape;
-  try {
-    shape = infer_layer(g_, named);
-  } catch (const ShapeError& e) {
-    fail_node(n, e.what());
-  }
+  const Shape shape = layer_shape(n, named);
   const int layer_index = static_cast<int>(g_.layers.size());
   named.output = add_tensor(base + suffix, shape, g_.tensors[static_cast<size_t>(v.tensor)].dtype, layer_index);
   g_.layers.push_back(std::move(named));
@@ -132,10 +165,7 @@ void Importer::alias(const Node& n, Value& in, Value& o) {
     if (o.shape == in.shape) {
       o.tensor = in.tensor, o.layout = in.layout;
       o.other_tensor = in.other_tensor;
-      const std::string& from = n.input(0);
-      const bool pass = tensor_head_[static_cast<size_t>(in.tensor)] == from && consumers_[from] == 1 && !graph_outputs_.count(from);
-      tensor_head_[static_cast<size_t>(in.tensor)] = pass ? n.output(0) : std::string();
-      absorb(n, "alias");
+      pass_head(n, in.tensor);
       return;
     }
     const int64_t c = in.shape[1].v;
@@ -150,19 +180,10 @@ void Importer::alias(const Node& n, Value& in, Value& o) {
   if (g_.tensors[static_cast<size_t>(t)].shape == want) {
     o.tensor = t;
     o.layout = layout;
-    // The alias inherits fusability only if it is the value's one consumer.
-    const std::string& from = n.input(0);
-    const bool pass = tensor_head_[static_cast<size_t>(t)] == from && consumers_[from] == 1 && !graph_outputs_.count(from);
-    tensor_head_[static_cast<size_t>(t)] = pass ? n.output(0) : std::string();
-    absorb(n, "alias");
+    pass_head(n, t);
     return;
   }
-  Layer l;
-  l.op = OpKind::kReshape;
-  l.inputs = {t};
-  l.target_shape = want;
-  const int y = add_layer(n, l, n.output(0), want);
-  set_activation(o, y, Layout::kNatural);
+  reshape_into(n, o, t, n.output(0));
 }
 
 Layout Importer::preferred_layout(const Value& v) const {

@@ -89,20 +89,14 @@ void Importer::op_transpose(const Node& n) {
       absorb(n, "alias");
       return;
     }
-    Layer l;
-    l.op = OpKind::kReshape;
-    l.inputs = {t};
-    l.target_shape = want;
-    const int y = add_layer(n, l, n.output(0), want);
-    set_activation(o, y, Layout::kNatural);
+    reshape_into(n, o, t, n.output(0));
     return;
   }
   Layer l;
   l.op = OpKind::kTranspose;
   l.inputs = {t};
   l.perm = ir_perm;
-  const int y = add_layer(n, l, n.output(0), want);
-  set_activation(o, y, Layout::kNatural);
+  add_output(n, o, l, Layout::kNatural);
 }
 
 void Importer::op_concat(const Node& n) {
@@ -132,8 +126,7 @@ void Importer::op_concat(const Node& n) {
   Value view = x;
   view.layout = layout;
   l.axis = ir_axis(view, axis, n);
-  const int y = add_layer(n, l, n.output(0), ir_shape(o.shape, layout));
-  set_activation(o, y, layout);
+  add_output(n, o, l, layout);
 }
 
 int Importer::slice_ir(const Node& n, Value& in, int64_t onnx_axis, int64_t begin, int64_t end, int64_t step, int tensor,
@@ -294,12 +287,7 @@ void Importer::op_gather(const Node& n) {
   const int y = slice_ir(n, view, axis, first, end, step, t, n.output(0) + (idx.shape.empty() ? "/slice" : ""), "", nullptr);
   if (idx.shape.empty()) {
     // A scalar index drops the axis: a reshape, no data moves.
-    Layer r;
-    r.op = OpKind::kReshape;
-    r.inputs = {y};
-    r.target_shape = per_sample(o.shape);
-    const int y2 = add_layer(n, r, n.output(0), per_sample(o.shape), "/reshape");
-    set_activation(o, y2, Layout::kNatural);
+    reshape_into(n, o, y, n.output(0), "/reshape");
     return;
   }
   set_activation(o, y, layout);
@@ -321,8 +309,7 @@ void Importer::op_expand(const Node& n) {
   l.op = OpKind::kExpand;
   l.inputs = {tensor_in(x, Layout::kNatural, n)};
   l.target_shape = per_sample(o.shape);
-  const int y = add_layer(n, l, n.output(0), per_sample(o.shape));
-  set_activation(o, y, Layout::kNatural);
+  add_output(n, o, l, Layout::kNatural);
 }
 
 void Importer::op_pad(const Node& n) {
@@ -364,8 +351,7 @@ void Importer::op_pad(const Node& n) {
     l.pads[ia] = begin[i];
     l.pads[ia + ir_rank] = end[i];
   }
-  const int y = add_layer(n, l, n.output(0), ir_shape(o.shape, layout));
-  set_activation(o, y, layout);
+  add_output(n, o, l, layout);
 }
 
 void Importer::op_resize(const Node& n) {
@@ -417,8 +403,7 @@ void Importer::op_resize(const Node& n) {
   l.mode = mode;
   l.inputs = {tensor_in(x, layout, n)};
   l.target_shape = ir_shape(o.shape, layout);
-  const int y = add_layer(n, l, n.output(0), ir_shape(o.shape, layout));
-  set_activation(o, y, layout);
+  add_output(n, o, l, layout);
 }
 
 }  // namespace tessera::graph::onnx_import

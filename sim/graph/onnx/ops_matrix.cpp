@@ -173,8 +173,7 @@ void Importer::op_conv(const Node& n, bool transposed) {
   Value& o = out(n);
   o.shape = {x.shape[0], {F, 0}};
   for (int64_t d : dims_out) o.shape.push_back({d, 0});
-  const int y = add_layer(n, l, n.output(0), ir_shape(o.shape, Layout::kChannelsLast));
-  set_activation(o, y, Layout::kChannelsLast);
+  add_output(n, o, l, Layout::kChannelsLast);
 }
 
 void Importer::op_gemm(const Node& n) {
@@ -198,8 +197,7 @@ void Importer::op_gemm(const Node& n) {
   l.out_features = N.v;
   Value& o = out(n);
   o.shape = {A.shape[static_cast<size_t>(ba)], N};
-  const int y = add_layer(n, l, n.output(0), per_sample(o.shape));
-  set_activation(o, y, Layout::kNatural);
+  add_output(n, o, l, Layout::kNatural);
 }
 
 void Importer::op_matmul(const Node& n) {
@@ -232,12 +230,7 @@ void Importer::op_matmul(const Node& n) {
     const Shape want = per_sample(o.shape);
     const int y = add_layer(n, l, n.output(0), {});
     if (g_.tensors[static_cast<size_t>(y)].shape != want) {
-      Layer r;
-      r.op = OpKind::kReshape;
-      r.inputs = {y};
-      r.target_shape = want;
-      const int y2 = add_layer(n, r, n.output(0) + "/reshape", want, "/reshape");
-      set_activation(o, y2, Layout::kNatural);
+      reshape_into(n, o, y, n.output(0) + "/reshape", "/reshape");
     } else {
       set_activation(o, y, Layout::kNatural);
     }
@@ -249,8 +242,7 @@ void Importer::op_matmul(const Node& n) {
   }
   l.op = OpKind::kMatmul;
   l.inputs = {tensor_in(A, Layout::kNatural, n), tensor_in(B, Layout::kNatural, n)};
-  const int y = add_layer(n, l, n.output(0), per_sample(o.shape));
-  set_activation(o, y, Layout::kNatural);
+  add_output(n, o, l, Layout::kNatural);
 }
 
 void Importer::op_recurrent(const Node& n, bool lstm) {
@@ -322,12 +314,7 @@ void Importer::op_recurrent(const Node& n, bool lstm) {
     s.slice_begin = T - 1;
     s.slice_end = T;
     const int t1 = add_layer(n, s, name + "/last", {}, k == 1 ? "/Y_h" : "/Y_c");
-    Layer r;
-    r.op = OpKind::kReshape;
-    r.inputs = {t1};
-    r.target_shape = per_sample(o.shape);
-    const int t2 = add_layer(n, r, name, per_sample(o.shape), k == 1 ? "/Y_h_reshape" : "/Y_c_reshape");
-    set_activation(o, t2, Layout::kNatural);
+    reshape_into(n, o, t1, name, k == 1 ? "/Y_h_reshape" : "/Y_c_reshape");
   }
 }
 
@@ -367,8 +354,7 @@ void Importer::op_pool(const Node& n, OpKind kind) {
   l.pad_top = two ? a.pads[0] : 0, l.pad_bottom = two ? a.pads[nd] : 0;
   l.pad_left = a.pads[nd - 1], l.pad_right = a.pads[2 * nd - 1];
   l.ceil_mode = ceil_mode;
-  const int y = add_layer(n, l, n.output(0), ir_shape(o.shape, Layout::kChannelsLast));
-  set_activation(o, y, Layout::kChannelsLast);
+  add_output(n, o, l, Layout::kChannelsLast);
 }
 
 void Importer::op_global_pool(const Node& n, OpKind kind) {
@@ -382,8 +368,7 @@ void Importer::op_global_pool(const Node& n, OpKind kind) {
   l.op = kind;
   l.keepdims = true;
   l.inputs = {tensor_in(x, Layout::kChannelsLast, n)};
-  const int y = add_layer(n, l, n.output(0), ir_shape(o.shape, Layout::kChannelsLast));
-  set_activation(o, y, Layout::kChannelsLast);
+  add_output(n, o, l, Layout::kChannelsLast);
 }
 
 }  // namespace tessera::graph::onnx_import

@@ -19,47 +19,38 @@ void Importer::op_batchnorm(const Node& n) {
     Layer* p = producer_layer(x);
     if (p && p->activation == Activation::kNone && p->op != OpKind::kMatmul) {
       // Folded into the conv's weights and bias: no layer of its own.
-      set_activation(o, x.tensor, x.layout);
-      o.other_tensor = -1;
-      tensor_head_[static_cast<size_t>(x.tensor)] = n.output(0);
-      absorb(n, "batchnorm folded");
-      return;
+      return absorb_into_producer(n, x, o, "batchnorm folded");
     }
   }
+  op_unary(n, OpKind::kBatchNorm);
+}
+
+// `l` (the op and its attributes) on input 0, in its preferred layout: the output has its
+// shape. An op along an axis (softmax, layer_norm) gives it as an ONNX axis of input 0.
+void Importer::op_elementwise(const Node& n, Layer l, std::optional<int64_t> onnx_axis) {
+  Value& x = val(n, 0);
   const Layout layout = preferred_layout(x);
-  Layer l;
-  l.op = OpKind::kBatchNorm;
   l.inputs = {tensor_in(x, layout, n)};
-  const int y = add_layer(n, l, n.output(0), ir_shape(o.shape, layout));
-  set_activation(o, y, layout);
+  if (onnx_axis) l.axis = ir_axis(x, *onnx_axis, n);
+  Value& o = out(n);
+  o.shape = x.shape;
+  add_output(n, o, l, layout);
 }
 
 void Importer::op_unary(const Node& n, OpKind kind) {
-  Value& x = val(n, 0);
-  const Layout layout = preferred_layout(x);
   Layer l;
   l.op = kind;
-  l.inputs = {tensor_in(x, layout, n)};
-  Value& o = out(n);
-  o.shape = x.shape;
-  const int y = add_layer(n, l, n.output(0), ir_shape(o.shape, layout));
-  set_activation(o, y, layout);
+  op_elementwise(n, l);
 }
 
 void Importer::op_with_scalar(const Node& n, OpKind kind, float value, bool const_first) {
-  Value& x = val(n, 0);
-  const Layout layout = preferred_layout(x);
   Layer l;
   l.op = kind;
-  l.inputs = {tensor_in(x, layout, n)};
   l.has_const = true;
   l.const_shape = {1};
   l.const_values = {value};
   l.const_first = const_first;
-  Value& o = out(n);
-  o.shape = x.shape;
-  const int y = add_layer(n, l, n.output(0), ir_shape(o.shape, layout));
-  set_activation(o, y, layout);
+  op_elementwise(n, l);
 }
 
 void Importer::op_activation(const Node& n) {
@@ -89,11 +80,7 @@ void Importer::op_activation(const Node& n) {
     Layer* p = producer_layer(x);
     if (p && p->activation == Activation::kNone) {
       p->activation = act;  // the activate instruction applies it on the way out of the accumulators
-      set_activation(o, x.tensor, x.layout);
-      o.other_tensor = -1;
-      tensor_head_[static_cast<size_t>(x.tensor)] = n.output(0);
-      absorb(n, "fused");
-      return;
+      return absorb_into_producer(n, x, o, "fused");
     }
   }
   op_unary(n, kind);
@@ -162,11 +149,7 @@ void Importer::op_binary(const Node& n, OpKind kind) {
       const std::vector<float> cv = constant_values(*consts.front());
       const bool divides_x = kind == OpKind::kMul || acts.front() == &val(n, 0);  // x / c, not c / x
       if (scale && divides_x && cv.size() == 1 && cv[0] != 0) p->output_multiplier *= kind == OpKind::kMul ? cv[0] : 1.0 / cv[0];
-      set_activation(o, a.tensor, a.layout);
-      o.other_tensor = -1;
-      tensor_head_[static_cast<size_t>(a.tensor)] = n.output(0);
-      absorb(n, "fused");
-      return;
+      return absorb_into_producer(n, a, o, "fused");
     }
   }
   Layer l;
@@ -183,26 +166,19 @@ void Importer::op_binary(const Node& n, OpKind kind) {
     }
     l.const_first = consts.front() == &val(n, 0);
   }
-  const int y = add_layer(n, l, n.output(0), ir_shape(shape, layout));
-  set_activation(o, y, layout);
+  add_output(n, o, l, layout);
 }
 
 void Importer::op_softmax(const Node& n) {
-  Value& x = val(n, 0);
-  const Layout layout = preferred_layout(x);
   Layer l;
   l.op = OpKind::kSoftmax;
-  l.inputs = {tensor_in(x, layout, n)};
-  l.axis = ir_axis(x, attr_i(n, "axis", opset_ < 13 ? 1 : -1), n);
-  Value& o = out(n);
-  o.shape = x.shape;
-  const int y = add_layer(n, l, n.output(0), ir_shape(o.shape, layout));
-  set_activation(o, y, layout);
+  op_elementwise(n, l, attr_i(n, "axis", opset_ < 13 ? 1 : -1));
 }
 
 void Importer::op_layernorm(const Node& n) {
   Value& x = val(n, 0);
-  const int64_t axis = norm_axis(attr_i(n, "axis", -1), x.shape.size(), "axis");
+  const int64_t axis_attr = attr_i(n, "axis", -1);
+  const int64_t axis = norm_axis(axis_attr, x.shape.size(), "axis");
   // Mean and InvStdDev (training / test models): the statistics pass, as its own reduction.
   for (int i = 1; i < n.output_size() && i < 3; ++i) {
     const std::string& name = n.output(i);
@@ -223,15 +199,9 @@ void Importer::op_layernorm(const Node& n) {
     const int y = add_layer(n, r, name, per_sample(o.shape), i == 1 ? "/mean" : "/inv_std_dev");
     set_activation(o, y, Layout::kNatural);
   }
-  const Layout layout = preferred_layout(x);
   Layer l;
   l.op = OpKind::kLayerNorm;
-  l.inputs = {tensor_in(x, layout, n)};
-  l.axis = ir_axis(x, attr_i(n, "axis", -1), n);
-  Value& o = out(n);
-  o.shape = x.shape;
-  const int y = add_layer(n, l, n.output(0), ir_shape(o.shape, layout));
-  set_activation(o, y, layout);
+  op_elementwise(n, l, axis_attr);
 }
 
 void Importer::op_reduce(const Node& n, OpKind kind) {
@@ -256,8 +226,7 @@ void Importer::op_reduce(const Node& n, OpKind kind) {
   Value view = x;
   view.layout = layout;
   for (int64_t a : axes) l.axes.push_back(ir_axis(view, a, n));
-  const int y = add_layer(n, l, n.output(0), ir_shape(o.shape, layout));
-  set_activation(o, y, layout);
+  add_output(n, o, l, layout);
 }
 
 }  // namespace tessera::graph::onnx_import
