@@ -73,6 +73,12 @@ constexpr int64_t kMaxFoldFloats = 1 << 12;
 constexpr int64_t kMaxDecodedElements = int64_t{1} << 22;
 constexpr int64_t kMaxDecodeBudget = int64_t{1} << 23;  // decoded constants of a model together (<= 128 MiB)
 
+// The window of a convolution or pooling node, one entry per spatial axis.
+struct SpatialAttrs {
+  std::vector<int64_t> kernel, strides, dilations, pads;  // pads: begins then ends
+  std::string auto_pad;
+};
+
 // ONNX element types (TensorProto_DataType).
 bool is_float_type(int32_t t);
 int64_t elem_size(int32_t t);  // bytes per element; 0 for types without a fixed size
@@ -215,13 +221,11 @@ class Importer {
   int64_t gather_index(const Node& n, int64_t k, int64_t dim) const;  // in [0, dim)
   int slice_ir(const Node& n, Value& in, int64_t onnx_axis, int64_t begin, int64_t end, int64_t step, int tensor,
                const std::string& out_name, const std::string& suffix, Shape* ir_out);
-  struct SpatialAttrs {
-    std::vector<int64_t> kernel, strides, dilations, pads;  // pads: begins then ends
-    std::string auto_pad;
-  };
+  size_t spatial_dims(const Value& x, const std::string& what) const;  // 1 or 2, else unsupported
   SpatialAttrs spatial(const Node& n, size_t dims, const std::vector<int64_t>& kernel);
   void plan_padding(const Node& n, SpatialAttrs& a, const std::vector<int64_t>& in, bool transposed,
                     const std::vector<int64_t>& out_pad);
+  int64_t window_out(const Node& n, const SpatialAttrs& a, const std::vector<int64_t>& in, size_t i, bool ceil_mode);
 
   std::filesystem::path path_;
   std::string file_;

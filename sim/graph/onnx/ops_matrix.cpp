@@ -7,12 +7,46 @@
 namespace tessera::graph::onnx_import {
 
 namespace {
-std::string ints_text(const std::vector<int64_t>& v) { return shape_text(v); }
+
+// The spatial dimensions of an NCHW shape (its axes from 2 on).
+std::vector<int64_t> spatial_extent(const SymShape& s) {
+  std::vector<int64_t> in;
+  for (size_t i = 2; i < s.size(); ++i) in.push_back(s[i].v);
+  return in;
+}
+
+// A transposed convolution's output along one axis before its pads are removed:
+// stride * (in - 1) + output_padding + the dilated kernel's span.
+int64_t transposed_extent(int64_t in, int64_t stride, int64_t out_pad, int64_t span) {
+  return add64(add64(mul64(stride, in - 1), out_pad), span);
+}
+
+// The window fields of a 1-D or 2-D layer (1-D: the height axis is 1).
+void set_window(Layer& l, const SpatialAttrs& a, size_t nd) {
+  const bool two = nd == 2;
+  l.kernel_h = two ? a.kernel[0] : 1, l.kernel_w = a.kernel[nd - 1];
+  l.stride_h = two ? a.strides[0] : 1, l.stride_w = a.strides[nd - 1];
+  l.dilation_h = two ? a.dilations[0] : 1, l.dilation_w = a.dilations[nd - 1];
+  l.pad_top = two ? a.pads[0] : 0, l.pad_bottom = two ? a.pads[nd] : 0;
+  l.pad_left = a.pads[nd - 1], l.pad_right = a.pads[2 * nd - 1];
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- spatial attributes
 
-Importer::SpatialAttrs Importer::spatial(const Node& n, size_t dims, const std::vector<int64_t>& kernel) {
+// Convolution and pooling take NCHW inputs with 1 or 2 spatial axes and the batch first.
+size_t Importer::spatial_dims(const Value& x, const std::string& what) const {
+  const size_t rank = x.shape.size();
+  if (rank != 3 && rank != 4) {
+    throw Unsupported{(rank < 3 ? what + " of a rank-" + std::to_string(rank) + " input" : std::to_string(rank - 2) + "-D " + what) +
+                      " (1-D and 2-D are supported)"};
+  }
+  if (!can_channels_last(x.shape)) throw Unsupported{"input " + sym_shape_text(x.shape) + " does not have the batch first"};
+  return rank - 2;
+}
+
+SpatialAttrs Importer::spatial(const Node& n, size_t dims, const std::vector<int64_t>& kernel) {
   SpatialAttrs a;
   a.kernel = kernel;
   a.strides = attr_ints(n, "strides");
@@ -58,7 +92,7 @@ void Importer::plan_padding(const Node& n, SpatialAttrs& a, const std::vector<in
     int64_t total = 0;
     if (transposed) {
       const int64_t out = mul64(in[i], a.strides[i]);
-      total = std::max<int64_t>(sub64(add64(add64(mul64(a.strides[i], in[i] - 1), out_pad[i]), span), out), 0);
+      total = std::max<int64_t>(sub64(transposed_extent(in[i], a.strides[i], out_pad[i], span), out), 0);
       a.pads[i] = upper ? total / 2 : total - total / 2;
     } else {
       const int64_t out = in[i] == 0 ? 0 : 1 + (in[i] - 1) / a.strides[i];  // ceil(in / stride) without overflow
@@ -81,19 +115,24 @@ int64_t window_len(int64_t in, int64_t pb, int64_t pe, int64_t k, int64_t s, int
 }
 }  // namespace
 
+// Output length of spatial axis i (a ShapeError names the node).
+int64_t Importer::window_out(const Node& n, const SpatialAttrs& a, const std::vector<int64_t>& in, size_t i, bool ceil_mode) {
+  const size_t nd = in.size();
+  try {
+    return window_len(in[i], a.pads[i], a.pads[i + nd], a.kernel[i], a.strides[i], a.dilations[i], ceil_mode);
+  } catch (const ShapeError& e) {
+    fail_node(n, e.what());
+  }
+}
+
 // ---------------------------------------------------------------- matrix ops
 
 void Importer::op_conv(const Node& n, bool transposed) {
   Value& x = val(n, 0);
   Value& w = val(n, 1);
   if (!w.constant) throw Unsupported{"weights computed from activations"};
-  const size_t rank = x.shape.size();
-  if (rank != 3 && rank != 4) {
-    throw Unsupported{(rank < 3 ? "convolution of a rank-" + std::to_string(rank) + " input" : std::to_string(rank - 2) + "-D convolution") +
-                      " (1-D and 2-D are supported)"};
-  }
-  if (!can_channels_last(x.shape)) throw Unsupported{"input " + sym_shape_text(x.shape) + " does not have the batch first"};
-  const size_t nd = rank - 2;
+  const size_t nd = spatial_dims(x, "convolution");
+  const size_t rank = nd + 2;
   if (w.shape.size() != rank || !all_plain(w.shape)) fail_node(n, "weight shape " + sym_shape_text(w.shape) + " does not match a rank-" + std::to_string(rank) + " input");
   const auto wd = plain_dims(w.shape);
   std::vector<int64_t> kernel = attr_ints(n, "kernel_shape");
@@ -103,11 +142,10 @@ void Importer::op_conv(const Node& n, bool transposed) {
   if (group < 1) fail_node(n, "group must be >= 1, got " + std::to_string(group));
   const int64_t F = transposed ? mul64(wd[1], group) : wd[0];
   if (transposed ? wd[0] != C : mul64(wd[1], group) != C) {
-    fail_node(n, "weights " + ints_text(wd) + " with group " + std::to_string(group) + " do not fit " + std::to_string(C) +
+    fail_node(n, "weights " + shape_text(wd) + " with group " + std::to_string(group) + " do not fit " + std::to_string(C) +
                  " input channels");
   }
-  std::vector<int64_t> in;
-  for (size_t i = 2; i < rank; ++i) in.push_back(x.shape[i].v);
+  const std::vector<int64_t> in = spatial_extent(x.shape);
   SpatialAttrs a = spatial(n, nd, kernel);
   std::vector<int64_t> out_pad = attr_ints(n, "output_padding");
   if (out_pad.empty()) out_pad.assign(nd, 0);
@@ -126,7 +164,7 @@ void Importer::op_conv(const Node& n, bool transposed) {
     const std::vector<int64_t> os(out_shape_attr.end() - static_cast<long>(nd), out_shape_attr.end());
     for (size_t i = 0; i < nd; ++i) {
       const int64_t span = window_span(a.kernel[i], a.dilations[i]);
-      const int64_t total = sub64(add64(add64(mul64(a.strides[i], in[i] - 1), out_pad[i]), span), os[i]);
+      const int64_t total = sub64(transposed_extent(in[i], a.strides[i], out_pad[i], span), os[i]);
       // A negative total is extra output (ONNX: output_shape may exceed the natural size).
       if (os[i] < 1 || os[i] > kMaxBoundDim) {
         fail_node(n, "output_shape " + shape_text(out_shape_attr) + " must have spatial dimensions in [1, " +
@@ -141,14 +179,10 @@ void Importer::op_conv(const Node& n, bool transposed) {
     for (size_t i = 0; i < nd; ++i) {
       const int64_t span = window_span(a.kernel[i], a.dilations[i]);
       if (transposed) {
-        dims_out[i] = sub64(sub64(add64(add64(mul64(a.strides[i], in[i] - 1), out_pad[i]), span), a.pads[i]), a.pads[i + nd]);
+        dims_out[i] = sub64(sub64(transposed_extent(in[i], a.strides[i], out_pad[i], span), a.pads[i]), a.pads[i + nd]);
         if (dims_out[i] < 1) fail_node(n, "the pads leave spatial axis " + std::to_string(i) + " empty");
       } else {
-        try {
-          dims_out[i] = window_len(in[i], a.pads[i], a.pads[i + nd], a.kernel[i], a.strides[i], a.dilations[i], false);
-        } catch (const ShapeError& e) {
-          fail_node(n, e.what());
-        }
+        dims_out[i] = window_out(n, a, in, i, false);
       }
     }
   }
@@ -157,19 +191,9 @@ void Importer::op_conv(const Node& n, bool transposed) {
   l.inputs = {tensor_in(x, Layout::kChannelsLast, n)};
   l.out_features = F;
   l.groups = group;
-  const size_t h = nd == 2 ? 0 : SIZE_MAX, wi = nd - 1;
-  l.kernel_h = h == 0 ? a.kernel[0] : 1;
-  l.kernel_w = a.kernel[wi];
-  l.stride_h = h == 0 ? a.strides[0] : 1;
-  l.stride_w = a.strides[wi];
-  l.dilation_h = h == 0 ? a.dilations[0] : 1;
-  l.dilation_w = a.dilations[wi];
-  l.pad_top = h == 0 ? a.pads[0] : 0;
-  l.pad_bottom = h == 0 ? a.pads[nd] : 0;
-  l.pad_left = a.pads[wi];
-  l.pad_right = a.pads[wi + nd];
-  l.output_pad_h = h == 0 ? out_pad[0] : 0;
-  l.output_pad_w = out_pad[wi];
+  set_window(l, a, nd);
+  l.output_pad_h = nd == 2 ? out_pad[0] : 0;
+  l.output_pad_w = out_pad[nd - 1];
   Value& o = out(n);
   o.shape = {x.shape[0], {F, 0}};
   for (int64_t d : dims_out) o.shape.push_back({d, 0});
@@ -321,38 +345,20 @@ void Importer::op_recurrent(const Node& n, bool lstm) {
 void Importer::op_pool(const Node& n, OpKind kind) {
   Value& x = val(n, 0);
   if (n.output_size() > 1 && !n.output(1).empty() && consumers_.count(n.output(1))) throw Unsupported{"the Indices output"};
-  const size_t rank = x.shape.size();
-  if (rank != 3 && rank != 4) {
-    throw Unsupported{(rank < 3 ? "pooling of a rank-" + std::to_string(rank) + " input" : std::to_string(rank - 2) + "-D pooling") +
-                      " (1-D and 2-D are supported)"};
-  }
-  if (!can_channels_last(x.shape)) throw Unsupported{"input " + sym_shape_text(x.shape) + " does not have the batch first"};
-  const size_t nd = rank - 2;
+  const size_t nd = spatial_dims(x, "pooling");
   const std::vector<int64_t> kernel = attr_ints(n, "kernel_shape");
   if (kernel.size() != nd) fail_node(n, "kernel_shape must have " + std::to_string(nd) + " entries");
   SpatialAttrs a = spatial(n, nd, kernel);
-  std::vector<int64_t> in;
-  for (size_t i = 2; i < rank; ++i) in.push_back(x.shape[i].v);
+  const std::vector<int64_t> in = spatial_extent(x.shape);
   plan_padding(n, a, in, false, {});
   const bool ceil_mode = attr_i(n, "ceil_mode", 0) != 0;
   Value& o = out(n);
   o.shape = {x.shape[0], x.shape[1]};
-  for (size_t i = 0; i < nd; ++i) {
-    try {
-      o.shape.push_back({window_len(in[i], a.pads[i], a.pads[i + nd], a.kernel[i], a.strides[i], a.dilations[i], ceil_mode), 0});
-    } catch (const ShapeError& e) {
-      fail_node(n, e.what());
-    }
-  }
+  for (size_t i = 0; i < nd; ++i) o.shape.push_back({window_out(n, a, in, i, ceil_mode), 0});
   Layer l;
   l.op = kind;
   l.inputs = {tensor_in(x, Layout::kChannelsLast, n)};
-  const bool two = nd == 2;
-  l.kernel_h = two ? a.kernel[0] : 1, l.kernel_w = a.kernel[nd - 1];
-  l.stride_h = two ? a.strides[0] : 1, l.stride_w = a.strides[nd - 1];
-  l.dilation_h = two ? a.dilations[0] : 1, l.dilation_w = a.dilations[nd - 1];
-  l.pad_top = two ? a.pads[0] : 0, l.pad_bottom = two ? a.pads[nd] : 0;
-  l.pad_left = a.pads[nd - 1], l.pad_right = a.pads[2 * nd - 1];
+  set_window(l, a, nd);
   l.ceil_mode = ceil_mode;
   add_output(n, o, l, Layout::kChannelsLast);
 }
