@@ -29,6 +29,13 @@ const std::unordered_set<std::string>& same_shape_ops() {
   return s;
 }
 
+// Element k as a double; nullopt when it carries the batch.
+std::optional<double> plain_double(const Value& v, int64_t k) {
+  if (v.is_float) return v.floats[static_cast<size_t>(k)];
+  const Sym s = v.ints[static_cast<size_t>(k)];
+  return s.p ? std::nullopt : std::optional<double>(s.v);
+}
+
 void push_elem(const Value& v, int64_t k, Value& o) {
   if (v.is_float) o.floats.push_back(v.floats[static_cast<size_t>(k)]);
   else o.ints.push_back(v.ints[static_cast<size_t>(k)]);
@@ -237,10 +244,7 @@ void Importer::fold_or_shape(const Node& n) {
       res.has_data = true;
       for (size_t k = 0; k < mx.size(); ++k) {
         if (x.is_float || y.is_float) {
-          const auto xv = x.is_float ? std::optional<double>(x.floats[mx[k]])
-                                     : (x.ints[mx[k]].p ? std::nullopt : std::optional<double>(x.ints[mx[k]].v));
-          const auto yv = y.is_float ? std::optional<double>(y.floats[my[k]])
-                                     : (y.ints[my[k]].p ? std::nullopt : std::optional<double>(y.ints[my[k]].v));
+          const auto xv = plain_double(x, mx[k]), yv = plain_double(y, my[k]);
           const auto r = xv && yv ? float_binary(op, *xv, *yv) : std::nullopt;
           if (!r) { res.has_data = false; break; }
           if (res.is_float) res.floats.push_back(*r);
@@ -373,8 +377,7 @@ void Importer::fold_or_shape(const Node& n) {
     return finish();
   }
   if (op == "Expand") {
-    const std::vector<Sym> target = const_syms(n, 1, "the shape");
-    res.shape = broadcast_sym(x.shape, SymShape(target.begin(), target.end()));
+    res.shape = expand_shape(n, x.shape);
     if (x.has_data && small_enough(res.shape, res.is_float)) {
       for (int64_t k : broadcast_map(plain_dims(x.shape), plain_dims(res.shape))) push_elem(x, k, res);
       res.has_data = true;

@@ -212,6 +212,7 @@ class Importer {
   // batch is unsupported (an activation keeps its batch) rather than a shape error.
   SymShape reshape_like_shape(const Node& n, const SymShape& in, bool keep_batch);
   SymShape infer_shape_only(const Node& n);  // output 0 shape for ops on constants
+  SymShape expand_shape(const Node& n, const SymShape& in);  // Expand: in broadcast to input 1
   struct SliceSpec {
     std::vector<int64_t> starts, ends, axes, steps;  // one entry per sliced axis, checked
   };

@@ -295,10 +295,9 @@ void Importer::op_gather(const Node& n) {
 
 void Importer::op_expand(const Node& n) {
   Value& x = val(n, 0);
-  const std::vector<Sym> target = const_syms(n, 1, "the shape");
   Value& o = out(n);
   try {
-    o.shape = broadcast_sym(x.shape, SymShape(target.begin(), target.end()));
+    o.shape = expand_shape(n, x.shape);
   } catch (const ShapeError& e) {
     fail_node(n, e.what());
   }

@@ -78,6 +78,11 @@ SymShape Importer::reshape_like_shape(const Node& n, const SymShape& in, bool ke
   return squeeze_shape(in, axes);
 }
 
+SymShape Importer::expand_shape(const Node& n, const SymShape& in) {
+  const std::vector<Sym> target = const_syms(n, 1, "the shape");
+  return broadcast_sym(in, SymShape(target.begin(), target.end()));
+}
+
 // Slice: attributes before opset 10, inputs from it on; axes default to 0.., steps to 1.
 Importer::SliceSpec Importer::read_slice(const Node& n, size_t rank) {
   SliceSpec s;
