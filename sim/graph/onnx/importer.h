@@ -220,6 +220,8 @@ class Importer {
   std::vector<int64_t> reduce_axes(const Node& n);  // as given: empty means every axis
   std::vector<int64_t> transpose_perm(const Node& n, size_t rank);  // checked
   int64_t gather_index(const Node& n, int64_t k, int64_t dim) const;  // in [0, dim)
+
+  // ---- op helpers: slices, convolution and pooling windows
   int slice_ir(const Node& n, Value& in, int64_t onnx_axis, int64_t begin, int64_t end, int64_t step, int tensor,
                const std::string& out_name, const std::string& suffix, Shape* ir_out);
   size_t spatial_dims(const Value& x, const std::string& what) const;  // 1 or 2, else unsupported
