@@ -319,7 +319,7 @@ def _subgraphs(node):
             yield a.name, g
 
 
-def fold_pass(model):
+def fold_pass(model, folded_ops=None):
     """Evaluate known values, replace them by Constant nodes, inline If nodes with a known
     condition. Returns (changes, Ifs inlined)."""
     g = model.graph
@@ -366,6 +366,8 @@ def fold_pass(model):
                 if any(o in graph_outputs for o in outs):
                     new_nodes.append(n)          # a graph output stays what it is
                     continue
+                if folded_ops is not None:
+                    folded_ops[n.op_type] += 1
                 for o in outs:
                     new_nodes.append(helper.make_node("Constant", [], [o], name=(n.name or o) + "/folded",
                                                       value=numpy_helper.from_array(vals[o], o)))
@@ -470,8 +472,10 @@ def _free_names(graph):
     return used - local - {""}
 
 
-def prepare(model, shapes=None, dims=None, values=None, max_passes=50):
-    """Bind inputs, then alternate shape inference and folding until nothing changes."""
+def prepare(model, shapes=None, dims=None, values=None, max_passes=50, folded_ops=None):
+    """Bind inputs, then alternate shape inference and folding until nothing changes.
+    Returns (the model, the number of If nodes inlined); `folded_ops`, a Counter, receives the op
+    types of the nodes folded to constants."""
     m = copy.deepcopy(model)
     bind_inputs(m, shapes, dims, values)
     toposort(m.graph)
@@ -479,7 +483,7 @@ def prepare(model, shapes=None, dims=None, values=None, max_passes=50):
     for _ in range(max_passes):
         del m.graph.value_info[:]
         m = infer(m)
-        changes, ifs = fold_pass(m)
+        changes, ifs = fold_pass(m, folded_ops)
         folded_ifs += ifs
         if not changes:
             break

@@ -51,6 +51,6 @@ case "$mode" in
     ;;
   test)
     ctest --test-dir build --output-on-failure -j"$(nproc)"
-    /usr/bin/python3 -m pytest -q -p no:cacheprovider analysis workloads python
+    /usr/bin/python3 -m pytest -q -p no:cacheprovider analysis workloads python bench
     ;;
 esac
