@@ -77,6 +77,13 @@ class CounterError(Exception):
 
 # ---------------------------------------------------------------- binding the inputs
 
+def np_dtype(elem_type):
+    """numpy dtype of an ONNX TensorProto element type (onnx 1.12 and later)."""
+    if hasattr(helper, "tensor_dtype_to_np_dtype"):
+        return helper.tensor_dtype_to_np_dtype(elem_type)
+    return onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[elem_type]
+
+
 def bind_inputs(model, shapes=None, dims=None, values=None):
     """Give every graph input a static shape; inputs with a value become initializers."""
     shapes = dict(shapes or {})
@@ -90,9 +97,7 @@ def bind_inputs(model, shapes=None, dims=None, values=None):
             continue
         if inp.name in values:
             tt = inp.type.tensor_type
-            dtype = helper.tensor_dtype_to_np_dtype(tt.elem_type) if hasattr(helper, "tensor_dtype_to_np_dtype") \
-                else onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[tt.elem_type]
-            arr = np.asarray(values.pop(inp.name), dtype=dtype)
+            arr = np.asarray(values.pop(inp.name), dtype=np_dtype(tt.elem_type))
             if tt.HasField("shape") and len(tt.shape.dim) != arr.ndim:
                 arr = arr.reshape([d.dim_value if d.dim_value > 0 else 1 for d in tt.shape.dim])
             g.initializer.append(numpy_helper.from_array(arr, inp.name))
@@ -241,9 +246,7 @@ def evaluate(node, vals, shapes, opset):
     if op == "Mod":
         return [np.fmod(x[0], x[1]) if _attr(node, "fmod", 0) else np.mod(x[0], x[1])]
     if op == "Cast":
-        to = _attr(node, "to")
-        dt = onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[to]
-        return [np.asarray(x[0]).astype(dt)]
+        return [np.asarray(x[0]).astype(np_dtype(_attr(node, "to")))]
     if op == "Gather":
         return [np.take(x[0], x[1].astype(np.int64), axis=_attr(node, "axis", 0))]
     if op == "Unsqueeze":
