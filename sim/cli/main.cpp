@@ -10,6 +10,7 @@
 #include "sim/common/atomic_file.h"
 #include "sim/common/exit_code.h"
 #include "sim/run/pipeline.h"
+#include "sim/serve/cli.h"
 #include "sim/sweep/cli.h"
 
 namespace {
@@ -40,7 +41,8 @@ int main(int argc, char** argv) {
       "Tessera: a cycle-approximate simulator of DNN accelerators (TPU-v1-class systolic arrays on SystemC).\n\n"
       "Examples:\n"
       "  tessera run --arch configs/tpu-v1.yaml --workload workloads/tpu/mlp0.yaml --out out/mlp0\n"
-      "  tessera compile --arch configs/tpu-v1.yaml --workload workloads/tpu/cnn0.yaml --batch 1\n\n"
+      "  tessera compile --arch configs/tpu-v1.yaml --workload workloads/tpu/cnn0.yaml --batch 1\n"
+      "  tessera serve --arch configs/tpu-v1.yaml --workload workloads/tpu/mlp0.yaml --latency-bound-ms 7 --out out/serve\n\n"
       "Exit codes: 0 success, 2 bad input (config, workload, command line), 1 internal error.",
       "tessera"};
   app.set_version_flag("--version", "tessera 0.1.0");
@@ -97,6 +99,9 @@ int main(int argc, char** argv) {
   tessera::sweep::SweepOptions sweep_opts;
   auto* sweep = tessera::sweep::add_sweep_command(app, sweep_opts);
 
+  tessera::serve::ServeOptions serve_opts;
+  auto* serve = tessera::serve::add_serve_command(app, serve_opts);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -112,6 +117,7 @@ int main(int argc, char** argv) {
 
   return tessera::exit_code_of([&] {
     if (*sweep) return tessera::sweep::run_sweep_command(sweep_opts, argc, argv);
+    if (*serve) return tessera::serve::run_serve_command(serve_opts);
     if (*compile) {
       const auto compiled = tessera::run::compile(compile_opts);
       if (listing_file.empty()) {

@@ -100,6 +100,9 @@ struct Experiment {
   std::string out;            // default output directory ("" = out/sweeps/<name>)
   bool keep_reports = true;   // keep each point's report.json, layers.csv, summary.md
   double timeout_s = 0;       // per point; 0 = none
+  // `tessera run` options every point gets after its own (not from the experiment file: set by
+  // a program that drives the runner, e.g. `tessera serve` passing --baseline).
+  std::vector<std::string> extra_run_arguments;
 
   std::vector<ParamBlock> blocks;
   std::vector<Point> points;
@@ -111,7 +114,8 @@ struct Experiment {
   // for `precision`, tessera run's default.
   std::optional<Value> base_value(const std::string& key) const;
   // The point's `tessera run` options beyond --arch/--workload/--batch/--out:
-  // --precision and --input-shape, from the run-option parameters and the workload's bindings.
+  // --precision and --input-shape, from the run-option parameters and the workload's bindings,
+  // then extra_run_arguments.
   std::vector<std::string> run_arguments(const Point& p) const;
 };
 

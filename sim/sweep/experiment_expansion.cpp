@@ -374,6 +374,7 @@ std::vector<std::string> Experiment::run_arguments(const Point& p) const {
     args.push_back("--input-shape");
     args.push_back(name + "=" + dims);
   }
+  args.insert(args.end(), extra_run_arguments.begin(), extra_run_arguments.end());
   return args;
 }
 
