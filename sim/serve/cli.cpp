@@ -26,6 +26,27 @@ namespace fs = std::filesystem;
 
 namespace tessera::serve {
 
+namespace {
+
+// "--rate: must be a number > 0, got -1" (CLI11's own range message prints DBL_MAX in full).
+CLI::Validator number_above(double lo, bool inclusive) {
+  return CLI::Validator(
+      [lo, inclusive](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        const bool ok = !text.empty() && end == text.c_str() + text.size() && std::isfinite(v) && (inclusive ? v >= lo : v > lo);
+        if (ok) return "";
+        char bound[32];
+        std::snprintf(bound, sizeof bound, "%g", lo);
+        return std::string("must be a number ") + (inclusive ? ">= " : "> ") + bound + ", got '" + text + "'";
+      },
+      inclusive ? "NUMBER>=0" : "NUMBER>0");
+}
+const CLI::Validator kPositive = number_above(0, false);
+const CLI::Validator kNonNegative = number_above(0, true);
+
+}  // namespace
+
 CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
   auto* cmd = app.add_subcommand(
       "serve", "Serve a workload under a request stream: tail latency, the maximum throughput under a latency bound, "
@@ -45,39 +66,40 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
                   "oldest request's --deadline-ms). Default fixed")
       ->type_name("LIST");
   cmd->add_option("--timeout-ms", o.timeout_ms, "The timeout policy's longest queue delay (default 1 ms)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   cmd->add_option("--deadline-ms", o.deadline_ms, "The deadline policy's response-time limit (default: --latency-bound-ms)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   cmd->add_option("--percentile", o.percentile, "Latency percentile the bound applies to (default 99; SingleStream 90)")
       ->check(CLI::Range(1.0, 99.999));
   cmd->add_option("--latency-bound-ms", o.bound_ms,
                   "Find the maximum throughput whose --percentile latency stays at most this (TPU paper Table 4: 7)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   cmd->add_option("--rate", o.rate, "Also (or instead) report the latency at this arrival rate, requests/s for the whole host")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   cmd->add_option("--arrivals", o.arrivals,
                   "Arrival process: poisson (default), constant, gamma or hyperexp (bursty: give --cv), trace (give --trace)")
       ->check(CLI::IsMember({"poisson", "constant", "gamma", "hyperexp", "trace"}));
   cmd->add_option("--cv", o.cv, "Coefficient of variation of the gaps between arrivals (gamma: > 0; hyperexp: >= 1)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   cmd->add_option("--trace", o.trace,
                   "Request trace: CSV rows arrival_s[,size] (seconds from the start, samples per request); time-scaled "
                   "to --rate or the searched rate, at its own rate otherwise")
       ->check(CLI::ExistingFile);
   cmd->add_option("--requests", o.requests, "Requests per simulation (default 200000)")->check(CLI::Range(int64_t{1}, int64_t{1} << 31));
-  cmd->add_option("--seed", o.seed, "Random seed; the same seed gives byte-identical files (default 1)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--seed", o.seed, "Random seed; the same seed gives byte-identical files (default 1)")
+      ->check(CLI::Range(int64_t{0}, INT64_MAX));
   cmd->add_option("--host", o.host,
                   "Host model: a file or a name in configs/hosts (haswell-tpu-server, ...), or none (default): host CPU "
                   "time per request and per batch, cores, PCIe root complex")
       ->type_name("FILE|NAME");
-  cmd->add_option("--host-scale", o.host_scale, "Multiply every host CPU time by this")->check(CLI::PositiveNumber);
+  cmd->add_option("--host-scale", o.host_scale, "Multiply every host CPU time by this")->check(kPositive);
   cmd->add_option("--calibrate-rate", o.calibrate_rate,
                   "Calibrate the host: the rate (requests/s, whole host) of a published measurement of the accelerator "
                   "at --calibrate-batch")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   cmd->add_option("--calibrate-latency-ms", o.calibrate_latency_ms,
                   "... and its --percentile latency: the host scale is set so the simulation gives it")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   cmd->add_option("--calibrate-batch", o.calibrate_batch, "... and its fixed batch (default: the first --batch)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   cmd->add_option("--replicas", o.replicas,
@@ -95,7 +117,7 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
                   "--latency-bound-ms), single-stream (one query at a time, p90 estimate), offline (all samples at once)")
       ->check(CLI::IsMember({"server", "single-stream", "offline"}));
   cmd->add_option("--min-duration-s", o.min_duration_s, "MLPerf: simulated time a run must cover (rules: 600)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   cmd->add_option("--max-requests", o.max_requests,
                   "MLPerf: the most requests one simulation may use; a run cut short is flagged (default 10000000)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 31));

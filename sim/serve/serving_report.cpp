@@ -463,6 +463,11 @@ std::string serving_markdown(const ServeInputs& in, const StudySpec& spec, const
       << "\n|---|---:|---|---:|---:|---:|---|" << (spec.scenario == Scenario::kOffline ? "---:|" : "---:|---:|---|") << "\n";
     for (const StudyRow& r : res.rows) {
       const MlperfOutcome& m = r.mlperf;
+      if (spec.scenario == Scenario::kServer && !r.feasible) {
+        o << "| " << tables.platforms[r.platform].name << " | " << r.batch << " | " << policy_label(spec, r.policy)
+          << " | no rate passes | " << rate_text(static_cast<double>(m.min_queries)) << " | | | | | no |\n";
+        continue;
+      }
       o << "| " << tables.platforms[r.platform].name << " | " << r.batch << " | " << policy_label(spec, r.policy) << " | "
         << rate_text(static_cast<double>(m.queries)) << " | " << rate_text(static_cast<double>(m.min_queries)) << " | "
         << fmt("%.1f", m.duration_s) << " | " << (m.meets_duration ? "yes" : m.capped ? "no (--max-requests)" : "no") << " | ";
