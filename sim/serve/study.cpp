@@ -65,12 +65,10 @@ uint64_t clamp_requests(double wanted, const StudySpec& spec, MlperfOutcome& m) 
 void run_server(const StudySpec& spec, SimConfig base, StudyRow& row, uint64_t& simulated) {
   const double q = spec.quantile;
   const uint64_t min_q = mlperf_min_queries(q);
-  bool capped = false;
   RateSearch search;
   search.requests_at = [&](double rate) {
     MlperfOutcome m;
     const uint64_t n = clamp_requests(std::max(static_cast<double>(min_q), rate * spec.min_duration_s), spec, m);
-    capped = capped || m.capped;
     simulated += n;
     return n;
   };
@@ -99,7 +97,6 @@ void run_server(const StudySpec& spec, SimConfig base, StudyRow& row, uint64_t& 
     o.capped = probe.capped;
     o.meets_duration = !probe.capped && o.queries >= min_q;
   }
-  (void)capped;
 }
 
 void run_single_stream(const StudySpec& spec, SimConfig c, StudyRow& row, uint64_t& simulated) {
