@@ -142,7 +142,13 @@ void MatrixUnit::run() {
                                   ctx_.unified_buffer.read_bytes_per_cycle);
     const int64_t mac_cycles = cost.mac_cycles, ub_cycles = cost.ub_read_cycles;
 
-    const array::OperandReadiness ready = dataflow_.readiness(tile.ready_cycle, requested);
+    // The streamed or stationary operand from the unified buffer is there once the
+    // controller dispatched the matmul (its hazards cleared), not only when this unit takes
+    // it from its queue: an input-stationary tile loads its inputs into the shadow buffer
+    // while the previous tile still streams.
+    const int64_t dispatched = ctx_.tracker.dispatch(idx);
+    const array::OperandReadiness ready =
+        dataflow_.readiness(tile.ready_cycle, dispatched >= 0 ? std::min(dispatched, requested) : requested);
     const array::TileSchedule s =
         pipeline_.issue(in.tile, ready.stationary_ready, ready.stream_ready, cost.cycles());
     ub_.read.serve(s.stream_start, ub_cycles, in.layer, idx);
