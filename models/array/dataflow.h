@@ -8,6 +8,11 @@
 //  - tile_bounds: how far each tile dimension may extend on an array. The stationary
 //    dimensions are capped by the array, the streamed ones are kUnbounded. The
 //    compiler's and functional mode's tile extents and tile_fits() derive from it.
+//  - accumulator_bounds: which tile dimensions index the accumulator entries and which
+//    their width, so the compiler caps a streamed dimension only where its results land.
+//  - weight_stream_step: how the weight operand B arrives from the weight FIFO, whose
+//    tiles hold at most rows x cols weights: held (ws: one FIFO tile, loaded before the
+//    stream) or streamed in FIFO tiles, each needed when the stream reaches it.
 //  - timing: the isolated cycle components of a tile that fits (systolic_timing.h).
 //  - readiness: which of the matmul's two arrival times (weights in the FIFO, the
 //    instruction dispatched) gates the stationary load and which the stream.
@@ -62,6 +67,13 @@ class DataflowModel {
   virtual Dataflow id() const = 0;
   virtual std::string_view name() const = 0;  // "ws"
   virtual GemmTile tile_bounds(ArrayDims dims) const = 0;
+  // The tile extents that one half of the accumulators (`entries` rows of `width` partial
+  // sums) can receive: ws and os write m rows of n sums, is writes n rows of m sums.
+  virtual GemmTile accumulator_bounds(int64_t entries, int64_t width) const { return {entries, kUnbounded, width}; }
+  // 0 when B is held in the array (it must be complete before the stream starts);
+  // otherwise the natural stream cycles one FIFO tile of B feeds: B's FIFO tile i is first
+  // needed at stream step i x weight_stream_step (os: rows of B, is: columns of B).
+  virtual int64_t weight_stream_step(ArrayDims dims) const = 0;
   // Requires fits(dims, tile).
   virtual TileTiming timing(ArrayDims dims, GemmTile tile) const = 0;
   // weights_ready: the tile is in the weight FIFO; dispatched: the matmul left the controller.
@@ -72,6 +84,14 @@ class DataflowModel {
                                 const TileTiming& timing, int64_t stream_cycles,
                                 OperandReadiness ready) const = 0;
   virtual ReferenceMachine reference_machine() const = 0;
+
+  // When the weights of a tile let its stream start, given the cycle each of its FIFO
+  // tiles (in stream order) is ready: B held, the last of them; B streamed, the latest
+  // ready_i - (the stream offset of step i x weight_stream_step), so that every FIFO tile
+  // is there when the stream reaches it. natural_stream: the tile's stream at one step per
+  // cycle; stream_cycles: the stream window after stretching (>= natural_stream).
+  int64_t weights_ready(ArrayDims dims, std::span<const int64_t> tile_ready, int64_t natural_stream,
+                        int64_t stream_cycles) const;
 
   // All of m, k, n >= 1, dims positive, and every extent within tile_bounds(dims).
   bool fits(ArrayDims dims, GemmTile tile) const;

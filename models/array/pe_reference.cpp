@@ -13,12 +13,7 @@ int32_t mac32(int32_t acc, int32_t a, int32_t b) {
   return static_cast<int32_t>(static_cast<uint32_t>(acc) + static_cast<uint32_t>(product));
 }
 
-// Offset of step r (0 <= r < steps) inside a stream window of `len` >= steps cycles:
-// natural rate when len == steps, otherwise spread evenly with the last step at len-1.
-int64_t step_offset(int64_t r, int64_t steps, int64_t len) {
-  if (steps == 1) return len - 1;
-  return r * (len - 1) / (steps - 1);
-}
+int64_t step_offset(int64_t r, int64_t steps, int64_t len) { return stream_step_offset(r, steps, len); }
 
 struct Common {
   Dataflow dataflow;

@@ -25,6 +25,14 @@ struct GemmTile {
 // The extent of a streamed tile dimension: the array puts no bound on it.
 inline constexpr int64_t kUnbounded = std::numeric_limits<int64_t>::max();
 
+// Offset of stream step r (0 <= r < steps) inside a stream window of `len` >= steps
+// cycles: the natural rate when len == steps, otherwise spread evenly with the last step
+// at len - 1 (how the PE-level reference stretches a stream).
+inline int64_t stream_step_offset(int64_t r, int64_t steps, int64_t len) {
+  if (steps == 1) return len - 1;
+  return r * (len - 1) / (steps - 1);
+}
+
 // Cycle components of one tile run in isolation on an idle array.
 struct TileTiming {
   int64_t preload_cycles = 0;  // loading the stationary operand (ws: weights, is: inputs, os: 0)

@@ -131,9 +131,11 @@ void MatrixUnit::run() {
     queue.read(idx);
     const Instruction& in = ctx_.program.instructions[static_cast<size_t>(idx)];
     const int64_t requested = ctx_.clock.now();
-    const WeightTile tile = fifo_.pop();  // an empty FIFO is a weight stall
+    // The tile's weights, in the FIFO tiles the compiler split them into (B held: one;
+    // B streamed: one per array tile of B, in stream order). An empty FIFO is a weight stall.
+    ready_cycles_.clear();
+    for (int32_t t = 0; t < std::max<int32_t>(1, in.weight_tiles); ++t) ready_cycles_.push_back(fifo_.pop().ready_cycle);
     const int64_t popped = ctx_.clock.now();
-    log_.add(requested, popped, kWeightStall, in.layer, idx);
 
     const array::TileTiming natural = array::tile_timing(arr.dataflow, dims, in.tile);
     const MacMode* mode = arr.find_mode(in.a_dtype, in.b_dtype);
@@ -141,20 +143,26 @@ void MatrixUnit::run() {
         array::matmul_stream_cost(natural.stream_cycles, mode ? mode->rate : 1.0, static_cast<int64_t>(in.ub_read_bytes),
                                   ctx_.unified_buffer.read_bytes_per_cycle);
     const int64_t mac_cycles = cost.mac_cycles, ub_cycles = cost.ub_read_cycles;
+    const int64_t stream_cycles = std::max(natural.stream_cycles, cost.cycles());
 
     // The streamed or stationary operand from the unified buffer is there once the
     // controller dispatched the matmul (its hazards cleared), not only when this unit takes
     // it from its queue: an input-stationary tile loads its inputs into the shadow buffer
     // while the previous tile still streams.
     const int64_t dispatched = ctx_.tracker.dispatch(idx);
+    const int64_t weights_ready = dataflow_.weights_ready(dims, ready_cycles_, natural.stream_cycles, stream_cycles);
     const array::OperandReadiness ready =
-        dataflow_.readiness(tile.ready_cycle, dispatched >= 0 ? std::min(dispatched, requested) : requested);
+        dataflow_.readiness(weights_ready, dispatched >= 0 ? std::min(dispatched, requested) : requested);
     const array::TileSchedule s =
         pipeline_.issue(in.tile, ready.stationary_ready, ready.stream_ready, cost.cycles());
     ub_.read.serve(s.stream_start, ub_cycles, in.layer, idx);
 
+    // A streamed B's later FIFO tiles may arrive after the stream started (each in time
+    // for its part of the stream): the wait before the stream is what stalled it.
+    const int64_t stalled_until = std::min(popped, s.stream_start);
+    log_.add(requested, stalled_until, kWeightStall, in.layer, idx);
     const int64_t active_end = std::min(s.stream_end, s.stream_start + std::max(mac_cycles, natural.stream_cycles));
-    log_.add(popped, s.stream_start, kWeightShift, in.layer, idx);
+    log_.add(stalled_until, s.stream_start, kWeightShift, in.layer, idx);
     log_.add(s.stream_start, active_end, kActive, in.layer, idx);
     log_.add(active_end, s.stream_end, kInputStall, in.layer, idx);
     drain_log_.add(s.stream_end, s.done, kActive, in.layer, idx);

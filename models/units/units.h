@@ -117,6 +117,7 @@ class MatrixUnit : public sc_core::sc_module, public StatProvider {
   IntervalLog drain_log_;
   int64_t macs_ = 0;
   int64_t tiles_ = 0;
+  std::vector<int64_t> ready_cycles_;  // the current matmul's FIFO tiles
 };
 
 class VectorUnit : public sc_core::sc_module, public StatProvider {

@@ -150,19 +150,12 @@ Program Lowering::run() {
   // The matrix layers' tiles alone, before lowering anything: a program over the
   // instruction bound fails here at once instead of after gigabytes of instructions.
   {
-    const int64_t acc_half = std::max<int64_t>(1, arch_.accumulators.entries / 2);
-    const int64_t mt = arch_.array.dataflow == array::Dataflow::kWeightStationary ? acc_half
-                       : arch_.array.dataflow == array::Dataflow::kOutputStationary
-                           ? std::min(arch_.array.rows, acc_half)
-                           : std::min(arch_.array.cols, acc_half);
-    const auto steps = [](int64_t total, int64_t step) { return std::ceil(static_cast<double>(total) / static_cast<double>(step)); };
     double planned = 0;
     for (size_t li = 0; li < g_.layers.size(); ++li) {
       const Layer& l = g_.layers[li];
       if (!graph::is_matrix_op(l.op) || l.gemm_k <= 0 || l.gemm_n <= 0) continue;
-      const double m = static_cast<double>(total_batch_) * static_cast<double>(std::max<int64_t>(1, l.gemm_m_per_sample));
-      planned += static_cast<double>(std::max<int64_t>(1, l.gemm_groups)) * std::ceil(m / static_cast<double>(mt)) *
-                 steps(l.gemm_n, arch_.array.cols) * (2.0 * steps(l.gemm_k, arch_.array.rows) + 1.0);
+      const int64_t m = total_batch_ * std::max<int64_t>(1, l.gemm_m_per_sample);
+      planned += static_cast<double>(std::max<int64_t>(1, l.gemm_groups)) * planned_gemm_instructions(m, l.gemm_k, l.gemm_n);
       if (planned > static_cast<double>(kMaxInstructions)) too_many_instructions(static_cast<int>(li));
     }
   }

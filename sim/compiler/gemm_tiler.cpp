@@ -21,25 +21,40 @@ ActivationFn activation_fn(graph::Activation a) {
 
 }  // namespace
 
-// The largest matmul tile: m within half the accumulator entries (the other half
-// drains while this one fills), n within one accumulator row (array.cols partial
-// sums), k one array height per step; the dataflow then caps its stationary extents.
+// The largest matmul tile: the dimensions the dataflow keeps stationary capped by the
+// array (ws: B's k x n, os: C's m x n, is: A's k x m), the results within one half of the
+// accumulators (the other half drains while this one fills; accumulator_bounds says which
+// tile dimension indexes its entries and which its array.cols-wide rows), and the
+// dimension that only streams (ws: m, os: k, is: n) otherwise whole: splitting a streamed
+// dimension would only add exposed drains and reloads of the same stationary tile.
 array::GemmTile Lowering::max_gemm_tile() const {
   const auto& a = arch_.array;
   const int64_t acc_half = std::max<int64_t>(1, arch_.accumulators.entries / 2);
-  return array::dataflow_model(a.dataflow).max_tile(array::ArrayDims{a.rows, a.cols}, {acc_half, a.rows, a.cols});
+  const array::DataflowModel& df = array::dataflow_model(a.dataflow);
+  return df.max_tile(array::ArrayDims{a.rows, a.cols}, df.accumulator_bounds(acc_half, a.cols));
+}
+
+// Instructions emit_gemm emits for an M x K x N GEMM (at most): per (m, n) tile, one
+// matmul per K tile, one read_weights per array tile (rows x cols) of B, one activate.
+double Lowering::planned_gemm_instructions(int64_t M, int64_t K, int64_t N) const {
+  const array::GemmTile max = max_gemm_tile();
+  const auto& a = arch_.array;
+  const auto tiles = [](int64_t total, int64_t step) { return static_cast<double>((total + step - 1) / step); };
+  const double fifo_tiles = tiles(K, a.rows) * tiles(std::min(N, max.n), a.cols);
+  return tiles(M, max.m) * tiles(N, max.n) * (tiles(K, max.k) + fifo_tiles + 1.0);
 }
 
 void Lowering::emit_gemm(const GemmJob& job) {
   const array::GemmTile max = max_gemm_tile();
   const int64_t mt = max.m, kt = max.k, nt = max.n;
+  const int64_t rows = arch_.array.rows, cols = arch_.array.cols;
   const int64_t a_bytes = dtype_bytes(job.a_dtype);
   const int64_t b_bytes = dtype_bytes(job.b_dtype);
   const int64_t y_bytes = dtype_bytes(job.y_dtype);
   LayerInfo& info = p_.layers[static_cast<size_t>(job.li)];
-  // Per (m, n) tile: one weight read and one matmul per k tile, then one activate.
-  const auto tiles = [](int64_t total, int64_t step) { return static_cast<double>((total + step - 1) / step); };
-  const double planned = tiles(job.M, mt) * tiles(job.N, nt) * (2.0 * tiles(job.K, kt) + 1.0);
+  // Per (m, n) tile: per k tile, the read_weights of its B (one per array tile of B, in
+  // the order the array consumes them) and one matmul; then one activate.
+  const double planned = planned_gemm_instructions(job.M, job.K, job.N);
   if (static_cast<double>(body_.size() + weight_reads_.size()) + planned > static_cast<double>(kMaxInstructions)) {
     too_many_instructions(job.li);
   }
@@ -52,22 +67,34 @@ void Lowering::emit_gemm(const GemmJob& job) {
       const Region acc{Space::kAccumulators, half, 0, m1 - m0, 0, n1 - n0};
       for (int64_t k0 = 0; k0 < job.K; k0 += kt) {
         const int64_t k1 = std::min(job.K, k0 + kt);
-        const uint64_t tile_bytes = static_cast<uint64_t>((k1 - k0) * (n1 - n0) * b_bytes);
-        Instruction rw;
-        rw.op = Opcode::kReadWeights;
-        rw.layer = job.li;
-        if (job.b_from_ub) {
-          rw.weight_source = WeightSource::kUnifiedBuffer;
-          rw.bytes = 0;
-          rw.ub_read_bytes = tile_bytes;
-          rw.reads.push_back(job.b_region(k0, k1, n0, n1));
-          note_units(rw);
-          weight_reads_.push_back({rw, layer_body_start_});
-        } else {
-          rw.bytes = tile_bytes;
-          rw.weight_address = job.weight_base + static_cast<uint64_t>((k0 * job.weight_row_stride + n0) * b_bytes);
-          info.weight_bytes += rw.bytes;
-          weight_reads_.push_back({rw, 0});
+        // B[k0:k1, n0:n1] in weight-FIFO tiles of at most rows x cols. A held B (ws) is one;
+        // a streamed B (os: along k, is: along n) is several, in stream order.
+        uint64_t b_tile_bytes = 0;
+        int32_t fifo_tiles = 0;
+        for (int64_t kc = k0; kc < k1; kc += rows) {
+          const int64_t kc1 = std::min(k1, kc + rows);
+          for (int64_t nc = n0; nc < n1; nc += cols) {
+            const int64_t nc1 = std::min(n1, nc + cols);
+            const uint64_t tile_bytes = static_cast<uint64_t>((kc1 - kc) * (nc1 - nc) * b_bytes);
+            b_tile_bytes += tile_bytes;
+            fifo_tiles++;
+            Instruction rw;
+            rw.op = Opcode::kReadWeights;
+            rw.layer = job.li;
+            if (job.b_from_ub) {
+              rw.weight_source = WeightSource::kUnifiedBuffer;
+              rw.bytes = 0;
+              rw.ub_read_bytes = tile_bytes;
+              rw.reads.push_back(job.b_region(kc, kc1, nc, nc1));
+              note_units(rw);
+              weight_reads_.push_back({rw, layer_body_start_});
+            } else {
+              rw.bytes = tile_bytes;
+              rw.weight_address = job.weight_base + static_cast<uint64_t>((kc * job.weight_row_stride + nc) * b_bytes);
+              info.weight_bytes += rw.bytes;
+              weight_reads_.push_back({rw, 0});
+            }
+          }
         }
 
         Instruction mm;
@@ -77,8 +104,8 @@ void Lowering::emit_gemm(const GemmJob& job) {
         mm.a_dtype = job.a_dtype;
         mm.b_dtype = job.b_dtype;
         mm.accumulate = k0 > 0;
-        mm.weight_tiles = 1;
-        mm.ub_read_bytes = static_cast<uint64_t>((m1 - m0) * (k1 - k0) * a_bytes) + (job.b_from_ub ? tile_bytes : 0);
+        mm.weight_tiles = fifo_tiles;
+        mm.ub_read_bytes = static_cast<uint64_t>((m1 - m0) * (k1 - k0) * a_bytes) + (job.b_from_ub ? b_tile_bytes : 0);
         mm.reads.push_back(job.a_region(m0, m1, k0, k1));
         mm.writes.push_back(acc);
         emit(std::move(mm), false);

@@ -137,6 +137,7 @@ class Lowering {
 
   void emit_gemm(const GemmJob& job);
   array::GemmTile max_gemm_tile() const;
+  double planned_gemm_instructions(int64_t M, int64_t K, int64_t N) const;
   void lower_matrix(int li);
   void check_mac_mode(const Layer& layer) const;
   uint64_t reserve_weights(const Layer& layer);

@@ -68,7 +68,7 @@ struct OutputValues {
 struct FunctionalResult {
   FunctionalOptions options;
   int64_t accumulator_bits = 32;    // arch.accumulators.width_bits
-  int64_t k_tile = 0;               // K extent of one matmul tile (arch.array.rows)
+  int64_t k_tile = 0;               // K extent of one matmul tile (arch.array.rows; os: array::kUnbounded)
   std::vector<LayerError> layers;
   double output_sqnr_db = 0;        // over all graph outputs together; +inf when exact (JSON null)
   double output_max_abs_error = 0;

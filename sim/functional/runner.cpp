@@ -37,7 +37,11 @@ std::string op_text(OpKind op) {
 Runner::Runner(const Graph& g, const ArchConfig& arch, const FunctionalOptions& opt) : g_(g), arch_(arch), opt_(opt) {
   n_eval_ = opt.batch;
   n_all_ = opt.batch * (1 + opt.calibration_batches);
-  model_.k_tile = std::max<int64_t>(1, arch.array.rows);
+  // The K extent of one matmul tile, as the compiler tiles: one array height where the
+  // dataflow holds K in the array (ws, is); os streams K whole (kUnbounded: one partial sum
+  // per output reaches the accumulators).
+  model_.k_tile = std::max<int64_t>(
+      1, array::dataflow_model(arch.array.dataflow).tile_bounds(array::ArrayDims{arch.array.rows, arch.array.cols}).k);
   model_.width_bits = static_cast<int>(arch.accumulators.width_bits);
   if (opt.use_pe_reference) {
     pe_ = std::make_unique<array::PeArrayReference>(arch.array.dataflow,
@@ -401,7 +405,11 @@ nlohmann::ordered_json to_json(const FunctionalResult& r) {
   j["weight_scales"] = r.options.per_channel ? "per_channel" : "per_tensor";
   j["pe_reference"] = r.options.use_pe_reference;
   j["accumulator_bits"] = r.accumulator_bits;
-  j["k_tile"] = r.k_tile;
+  if (r.k_tile == array::kUnbounded) {
+    j["k_tile"] = nullptr;  // K streams whole (os)
+  } else {
+    j["k_tile"] = r.k_tile;
+  }
   j["accumulator_headroom_bits"] = r.options.accumulator_headroom_bits;
   j["rounding"] = {{"integer", "half_away_from_zero"}, {"fp16_bf16", "nearest_even"}};
   j["output_sqnr_db"] = sqnr_json(r.output_sqnr_db);

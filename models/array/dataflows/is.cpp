@@ -10,6 +10,11 @@ class InputStationary final : public StationaryDataflow {
   Dataflow id() const override { return Dataflow::kInputStationary; }
   std::string_view name() const override { return "is"; }
   GemmTile tile_bounds(ArrayDims dims) const override { return {dims.cols, dims.rows, kUnbounded}; }
+  // The bottom row delivers the m sums of one streamed column of B per cycle: an
+  // accumulator entry per column (n entries), m sums wide.
+  GemmTile accumulator_bounds(int64_t entries, int64_t width) const override { return {width, kUnbounded, entries}; }
+  // B's n columns stream, one per step: a FIFO tile of `cols` columns feeds `cols` steps.
+  int64_t weight_stream_step(ArrayDims dims) const override { return dims.cols; }
   TileTiming timing(ArrayDims dims, GemmTile tile) const override {
     return TileTiming{tile.k, tile.n, dims.rows + tile.m - 1};
   }

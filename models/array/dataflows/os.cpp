@@ -12,6 +12,8 @@ class OutputStationary final : public DataflowModel {
   Dataflow id() const override { return Dataflow::kOutputStationary; }
   std::string_view name() const override { return "os"; }
   GemmTile tile_bounds(ArrayDims dims) const override { return {dims.rows, kUnbounded, dims.cols}; }
+  // B's k rows stream, one per step: a FIFO tile of `rows` rows feeds `rows` steps.
+  int64_t weight_stream_step(ArrayDims dims) const override { return dims.rows; }
   TileTiming timing(ArrayDims dims, GemmTile tile) const override {
     // k skewed steps of A and B; PE(m-1, n-1) finishes m+n-2 cycles after the last
     // step entered; its column then shifts all R rows down into the accumulators.

@@ -20,6 +20,19 @@ GemmTile DataflowModel::max_tile(ArrayDims dims, GemmTile limits) const {
   return GemmTile{std::min(limits.m, b.m), std::min(limits.k, b.k), std::min(limits.n, b.n)};
 }
 
+int64_t DataflowModel::weights_ready(ArrayDims dims, std::span<const int64_t> tile_ready, int64_t natural_stream,
+                                     int64_t stream_cycles) const {
+  const int64_t step = weight_stream_step(dims);
+  int64_t ready = 0;
+  for (std::size_t i = 0; i < tile_ready.size(); ++i) {
+    const int64_t first_step = static_cast<int64_t>(i) * step;
+    const int64_t offset =
+        step > 0 && first_step < natural_stream ? stream_step_offset(first_step, natural_stream, stream_cycles) : 0;
+    ready = std::max(ready, tile_ready[i] - offset);
+  }
+  return ready;
+}
+
 void DataflowRegistry::add(std::unique_ptr<const DataflowModel> model) {
   for (const auto& m : models_) {
     if (m->id() == model->id() || m->name() == model->name()) {

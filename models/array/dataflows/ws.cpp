@@ -10,6 +10,7 @@ class WeightStationary final : public StationaryDataflow {
   Dataflow id() const override { return Dataflow::kWeightStationary; }
   std::string_view name() const override { return "ws"; }
   GemmTile tile_bounds(ArrayDims dims) const override { return {kUnbounded, dims.rows, dims.cols}; }
+  int64_t weight_stream_step(ArrayDims) const override { return 0; }  // B is held
   TileTiming timing(ArrayDims dims, GemmTile tile) const override {
     // B shifts in one row per cycle; the m rows of A enter one per cycle; the last
     // row's partial sum for column n-1 leaves the bottom row R-1 + n-1 cycles after it

@@ -41,9 +41,8 @@ TEST(Dataflows, TileBoundsCapOnlyTheStationaryDimensions) {
   EXPECT_EQ(is.n, kUnbounded);  // A^T: k x m
 }
 
-TEST(Dataflows, MaxTileIsTheCompilersTileExtent) {
-  // Compiler limits on a 4x6 array with 10 accumulator entries: m <= 5 (one half),
-  // k <= 4 (one array height), n <= 6 (one accumulator row).
+TEST(Dataflows, MaxTileTightensOutsideLimitsByTheArray) {
+  // Outside limits on a 4x6 array: m <= 5, k <= 4, n <= 6.
   const ArrayDims d{4, 6};
   const GemmTile limits{5, 4, 6};
   auto max = [&](Dataflow df) { return dataflow_model(df).max_tile(d, limits); };
@@ -53,6 +52,44 @@ TEST(Dataflows, MaxTileIsTheCompilersTileExtent) {
   EXPECT_EQ(max(Dataflow::kInputStationary).k, 4);
   EXPECT_EQ(max(Dataflow::kOutputStationary).n, 6);
   EXPECT_EQ(dataflow_model(Dataflow::kInputStationary).max_tile(d, {100, 4, 6}).m, 6);
+}
+
+TEST(Dataflows, TheCompilersTileStreamsWhatTheArrayDoesNotHold) {
+  // 4x6 array, accumulator halves of 10 entries x 6 sums. Each dataflow caps what it holds
+  // by the array and streams the rest whole, within what one accumulator half receives.
+  const ArrayDims d{4, 6};
+  auto max = [&](Dataflow df) {
+    const DataflowModel& m = dataflow_model(df);
+    return m.max_tile(d, m.accumulator_bounds(10, 6));
+  };
+  const GemmTile ws = max(Dataflow::kWeightStationary), os = max(Dataflow::kOutputStationary),
+                 is = max(Dataflow::kInputStationary);
+  EXPECT_EQ(ws.m, 10);  // rows of A stream; m results per accumulator half
+  EXPECT_EQ(ws.k, 4);
+  EXPECT_EQ(ws.n, 6);
+  EXPECT_EQ(os.m, 4);  // C held: m x n within the array
+  EXPECT_EQ(os.k, kUnbounded);  // K streams whole: no array-height K tiles
+  EXPECT_EQ(os.n, 6);
+  EXPECT_EQ(is.m, 6);  // A^T held: k x m within the array
+  EXPECT_EQ(is.k, 4);
+  EXPECT_EQ(is.n, 10);  // B's columns stream whole: one accumulator entry each
+}
+
+TEST(Dataflows, StreamedWeightsAreNeededWhenTheStreamReachesThem) {
+  // 4x6 array. ws holds B: every FIFO tile before the stream. os streams B's rows, a FIFO
+  // tile of 4 rows per 4 steps; is streams B's columns, 6 per FIFO tile.
+  const ArrayDims d{4, 6};
+  EXPECT_EQ(dataflow_model(Dataflow::kWeightStationary).weight_stream_step(d), 0);
+  EXPECT_EQ(dataflow_model(Dataflow::kOutputStationary).weight_stream_step(d), 4);
+  EXPECT_EQ(dataflow_model(Dataflow::kInputStationary).weight_stream_step(d), 6);
+  const std::vector<int64_t> ready = {10, 30, 31};
+  EXPECT_EQ(dataflow_model(Dataflow::kWeightStationary).weights_ready(d, ready, 12, 12), 31);
+  // os, k = 12 at the natural rate: tiles needed at steps 0, 4, 8: max(10, 26, 23) = 26.
+  EXPECT_EQ(dataflow_model(Dataflow::kOutputStationary).weights_ready(d, ready, 12, 12), 26);
+  // Stretched to 23 cycles, step p is at p * 22 / 11 = 2p: max(10, 30 - 8, 31 - 16) = 22.
+  EXPECT_EQ(dataflow_model(Dataflow::kOutputStationary).weights_ready(d, ready, 12, 23), 22);
+  // is, n = 18: steps 0, 6, 12: max(10, 24, 19) = 24.
+  EXPECT_EQ(dataflow_model(Dataflow::kInputStationary).weights_ready(d, ready, 18, 18), 24);
 }
 
 TEST(Dataflows, ReadinessGatesTheStationaryAndStreamedOperands) {

@@ -1,5 +1,6 @@
 // Property: every matmul tile the compiler emits fits the array under the configured
-// dataflow (tile_fits), and stays within the accumulator half and row it writes.
+// dataflow (tile_fits), stays within the accumulator half and row it writes, and takes
+// its weights in FIFO tiles of at most one array tile each.
 // Checked for every shipped config under every registered dataflow, on the shipped
 // YAML workloads and on small graphs that exercise each matrix lowering.
 #include <gtest/gtest.h>
@@ -32,8 +33,13 @@ int64_t check_tiles(const compiler::Program& p, const ArchConfig& arch, const st
     const std::string tile = what + " tile m=" + std::to_string(t.m) + " k=" + std::to_string(t.k) + " n=" +
                              std::to_string(t.n);
     EXPECT_TRUE(array::tile_fits(arch.array.dataflow, dims, t)) << tile;
-    EXPECT_LE(t.m, acc_half) << tile;       // rows of one accumulator half
-    EXPECT_LE(t.n, arch.array.cols) << tile;  // one accumulator row holds array.cols sums
+    // One accumulator half holds acc_half rows of array.cols sums: ws and os write m rows
+    // of n sums, is writes n rows (one per streamed column of B) of m sums.
+    const bool is = arch.array.dataflow == array::Dataflow::kInputStationary;
+    EXPECT_LE(is ? t.n : t.m, acc_half) << tile;
+    EXPECT_LE(is ? t.m : t.n, arch.array.cols) << tile;
+    // The weights arrive in FIFO tiles of at most rows x cols, one read_weights each.
+    EXPECT_EQ(in.weight_tiles, ((t.k + dims.rows - 1) / dims.rows) * ((t.n + dims.cols - 1) / dims.cols)) << tile;
     if (::testing::Test::HasFailure()) return n;
     ++n;
   }

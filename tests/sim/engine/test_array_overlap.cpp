@@ -126,3 +126,39 @@ TEST(ArrayOverlap, InputStationarySingleBuffered) {
   EXPECT_EQ(array_cycles(r.stats), 22);
   expect_breakdown_sums(r.stats);
 }
+
+// (c) Output stationary streams K whole. fc [4, 6] -> 4 on a 4x4 os array: one tile
+// (m=4, k=6, n=4): stream 6, drain R + m + n - 2 = 10, 16 cycles. Split into array-height
+// K tiles (4 and 2) it took 18: t0 streams 0..4 (drain frontier 4 + 4 = 8), t1's short
+// stream must end at >= 8: 6..8, done 8 + 10 = 18. Its weights still come from the FIFO in
+// array tiles (4x4 and 2x4): two read_weights, one matmul.
+TEST(ArrayOverlap, OutputStationaryStreamsKWhole) {
+  TinyArch t;
+  t.dataflow = "os";
+  const Simulated r = run(t, fc(4, 6, 4));
+  EXPECT_EQ(count(r.program, compiler::Opcode::kMatmul), 1);
+  EXPECT_EQ(count(r.program, compiler::Opcode::kReadWeights), 2);
+  EXPECT_EQ(reference_cycles(array::Dataflow::kOutputStationary, true, {{4, 6, 4}}), 16);
+  EXPECT_EQ(reference_cycles(array::Dataflow::kOutputStationary, true, {{4, 4, 4}, {4, 2, 4}}), 18);
+  EXPECT_EQ(array_cycles(r.stats), 16);
+  EXPECT_EQ(r.stats.macs, 4 * 6 * 4);
+  expect_breakdown_sums(r.stats);
+}
+
+// (c) Input stationary streams N whole. fc [4, 4] -> 8 on a single-buffered 4x4 is array:
+// one tile (m=4, k=4, n=8): load 4 + stream 8 + drain 7 = 19. Split into array-width N
+// tiles it reloaded the same inputs: t0 0..4, 4..8, done 15; t1 load 7..11, stream 11..15,
+// done 22. The weights come in two 4x4 FIFO tiles.
+TEST(ArrayOverlap, InputStationaryStreamsNWhole) {
+  TinyArch t;
+  t.dataflow = "is";
+  t.double_buffered = false;
+  const Simulated r = run(t, fc(4, 4, 8));
+  EXPECT_EQ(count(r.program, compiler::Opcode::kMatmul), 1);
+  EXPECT_EQ(count(r.program, compiler::Opcode::kReadWeights), 2);
+  EXPECT_EQ(count(r.program, compiler::Opcode::kActivate), 1);
+  EXPECT_EQ(reference_cycles(array::Dataflow::kInputStationary, false, {{4, 4, 8}}), 19);
+  EXPECT_EQ(reference_cycles(array::Dataflow::kInputStationary, false, {{4, 4, 4}, {4, 4, 4}}), 22);
+  EXPECT_EQ(array_cycles(r.stats), 19);
+  expect_breakdown_sums(r.stats);
+}
