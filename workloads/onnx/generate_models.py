@@ -312,6 +312,35 @@ def bert_base(out_dir, seq=128):
     return b, "BERT-base uncased, sequence %d, zero weights" % seq
 
 
+def positions(b, ids, past_input, p):
+    """position_ids [1, sequence] = Range(past, past + sequence), from the inputs' shapes."""
+    seq = b.node("Gather", [b.node("Shape", [ids], p + "/Shape_ids"), b.const_i64("one", [1], shape=[])],
+                 p + "/Gather_seq", axis=0)
+    if past_input is None:
+        start = b.const_i64("zero", [0], shape=[])
+    else:
+        start = b.node("Gather", [b.node("Shape", [past_input], p + "/Shape_past"), b.const_i64("two", [2], shape=[])],
+                       p + "/Gather_past", axis=0)
+    end = b.node("Add", [start, seq], p + "/Add_pos")
+    r = b.node("Range", [start, end, b.const_i64("step", [1], shape=[])], p + "/Range")
+    return b.node("Unsqueeze", [r, b.const_i64("axes0", [0])], p + "/Unsqueeze_pos")
+
+
+def causal_mask_1024(b, scores):
+    """[1, 1, q, k] of a lower-triangular 1024 x 1024 bool buffer, q and k from `scores`' shape
+    (built once per model and shared by the layers, as the exporter's constant is)."""
+    if getattr(b, "_causal", None) is None:
+        n = 1024
+        buf = helper.make_tensor(b.uniq("attn.bias"), TensorProto.BOOL, [1, 1, n, n],
+                                 bytes(1 if j <= i else 0 for i in range(n) for j in range(n)), raw=True)
+        b.inits.append(buf)
+        b._causal = buf.name
+    p = b.uniq("/mask")
+    q, k = shape_dims(b, scores, p, [2, 3])
+    ends = b.node("Concat", [q, k], p + "/Concat", axis=0)
+    return b.node("Slice", [b._causal, b.const_i64("zero2", [0, 0]), ends, b.const_i64("axes23", [2, 3])], p + "/Slice")
+
+
 def gpt2_block(b, x, l, seq, ctx, H, A, past=None):
     """One GPT-2 block. seq: query positions; ctx: key positions (past + seq)."""
     d = H // A
@@ -342,11 +371,9 @@ def gpt2_block(b, x, l, seq, ctx, H, A, past=None):
     b.macs += A * seq * d * ctx
     s = b.node("Div", [s, b.const_f("sqrt_d", [math.sqrt(d)])], p + "/attn/Div")
     if past is None:
-        # Causal mask: a constant lower-triangular [1, 1, seq, seq] selects, the rest is -inf.
-        tri = helper.make_tensor(b.uniq("causal_mask"), TensorProto.BOOL, [1, 1, seq, ctx],
-                                 [1 if j <= i else 0 for i in range(seq) for j in range(ctx)])
-        b.inits.append(tri)
-        s = b.node("Where", [tri.name, s, b.const_f("neg_inf", [-1e4])], p + "/attn/Where")
+        # Causal mask: HF's GPT-2 keeps a lower-triangular [1, 1, 1024, 1024] buffer and
+        # slices [.., :sequence, :sequence] out of it by the input's shape.
+        s = b.node("Where", [causal_mask_1024(b, s), s, b.const_f("neg_inf", [-1e4])], p + "/attn/Where")
     s = b.node("Softmax", [s], p + "/attn/Softmax", axis=-1)
     c = b.node("MatMul", [s, v], p + "/attn/MatMul_1")
     b.macs += A * seq * ctx * d
@@ -382,7 +409,9 @@ def gpt2(out_dir, decode):
     ids = b.input("input_ids", INT64, ["batch", "sequence"])
     wte = b.weight("wte.weight", [V, H])
     te = b.node("Gather", [wte, ids], "/wte/Gather")
-    pos = b.const_i64("position_ids", list(range(past_len, past_len + seq)), shape=[1, seq])
+    # Positions past .. past + sequence, read from the shapes as HF's export does, so any
+    # --input-shape up to the 1024 learned positions runs.
+    pos = positions(b, ids, "past.0.key" if decode else None, "")
     pe = b.node("Gather", [b.weight("wpe.weight", [1024, H]), pos], "/wpe/Gather")
     x = b.node("Add", [te, pe], "/Add")
     for l in range(L):
@@ -405,6 +434,194 @@ def gpt2(out_dir, decode):
     b.output("logits", FLOAT, ["batch", V])
     what = "one decode step after 128 tokens" if decode else "prefill of 128 tokens"
     return b, "GPT-2 small, %s, logits of the last token, zero weights" % what
+
+
+# ------------------------------------------------------------------ Llama-style decoders
+
+LLAMA = {
+    # Touvron et al. 2023 (Llama 2), Table 1 / HF config.json of meta-llama/Llama-2-7b-hf:
+    # 32 layers, hidden 4096, 32 heads (no GQA at 7B), FFN 11008, vocab 32000, 4096 positions.
+    "llama2_7b": dict(L=32, H=4096, A=32, KV=32, F=11008, V=32000, P=4096, seq=512, past=512),
+    # A small variant with grouped-query attention (8 query heads share 2 key/value heads),
+    # for tests: the same graph, every feature exercised.
+    "llama_tiny": dict(L=2, H=256, A=8, KV=2, F=688, V=1000, P=2048, seq=32, past=32),
+}
+
+
+def rms_norm(b, x, hidden, p):
+    """RMSNorm as torch exports LlamaRMSNorm: x * rsqrt(mean(x^2) + eps) * weight."""
+    sq = b.node("Pow", [x, b.const_f("two", [2.0])], p + "/Pow")
+    ms = b.node("ReduceMean", [sq], p + "/ReduceMean", axes=[-1], keepdims=1)
+    ms = b.node("Add", [ms, b.const_f("eps", [1e-5])], p + "/Add")
+    r = b.node("Reciprocal", [b.node("Sqrt", [ms], p + "/Sqrt")], p + "/Reciprocal")
+    y = b.node("Mul", [x, r], p + "/Mul")
+    return b.node("Mul", [b.weight(p + ".weight", [hidden]), y], p + "/Mul_1")
+
+
+def rotary(b, x, cos, sin, d, p):
+    """x * cos + rotate_half(x) * sin; rotate_half(x) = concat(-x[..., d/2:], x[..., :d/2])."""
+    x1 = b.node("Slice", [x, b.const_i64("s0", [0]), b.const_i64("half", [d // 2]), b.const_i64("ax3", [3])], p + "/Slice")
+    x2 = b.node("Slice", [x, b.const_i64("half", [d // 2]), b.const_i64("end", [2**63 - 1]), b.const_i64("ax3", [3])],
+                p + "/Slice_1")
+    rot = b.node("Concat", [b.node("Neg", [x2], p + "/Neg"), x1], p + "/Concat", axis=-1)
+    return b.node("Add", [b.node("Mul", [x, cos], p + "/Mul"), b.node("Mul", [rot, sin], p + "/Mul_1")], p + "/Add")
+
+
+def repeat_kv(b, x, kv, rep, d, p):
+    """[b, kv, t, d] -> [b, kv * rep, t, d] as HF's repeat_kv exports: unsqueeze, expand, reshape."""
+    if rep == 1:
+        return x
+    bs, t = shape_dims(b, x, p, [0, 2])
+    u = b.node("Unsqueeze", [x, b.const_i64("ax2", [2])], p + "/Unsqueeze")
+    tgt = b.node("Concat", [bs, b.const_i64("kv", [kv]), b.const_i64("rep", [rep]), t, b.const_i64("d", [d])],
+                 p + "/Concat", axis=0)
+    e = b.node("Expand", [u, tgt], p + "/Expand")
+    tgt2 = b.node("Concat", [bs, b.const_i64("heads", [kv * rep]), t, b.const_i64("d", [d])], p + "/Concat_1", axis=0)
+    return b.node("Reshape", [e, tgt2], p + "/Reshape")
+
+
+def llama(out_dir, size, decode):
+    """A Llama-style decoder as the torch exporter writes LlamaForCausalLM: RMSNorm, rotary
+    embeddings from cos/sin tables gathered by position, grouped-query attention with a
+    causal mask built from the positions, SwiGLU MLP, no biases; logits of the last token.
+    Prefill: `sequence` tokens; decode: one token against a KV cache of `past` tokens (the
+    cache is a graph input per layer, so reading it is real traffic). Both dynamic."""
+    c = LLAMA[size]
+    L, H, A, KV, F, V, P = c["L"], c["H"], c["A"], c["KV"], c["F"], c["V"], c["P"]
+    d, rep = H // A, A // KV
+    name = "%s_%s" % (size, "decode" if decode else "prefill")
+    b = Builder(name, 17)
+    seq = 1 if decode else c["seq"]
+    past_len = c["past"] if decode else 0
+    ctx = past_len + seq
+    ids = b.input("input_ids", INT64, ["batch", "sequence"])
+    past_inputs = []
+    if decode:
+        for l in range(L):
+            past_inputs.append((b.input("past_key_values.%d.key" % l, FLOAT, ["batch", KV, "past", d]),
+                                b.input("past_key_values.%d.value" % l, FLOAT, ["batch", KV, "past", d])))
+    x = b.node("Gather", [b.weight("model.embed_tokens.weight", [V, H]), ids], "/model/embed_tokens/Gather")
+    pos = positions(b, ids, past_inputs[0][0] if decode else None, "/model")
+    # cos/sin caches [P, d] (rotary base 10000), gathered by position -> [1, 1, sequence, d].
+    cos = b.node("Gather", [b.weight("model.rotary_emb.cos_cached", [P, d]), pos], "/model/rotary_emb/Gather")
+    sin = b.node("Gather", [b.weight("model.rotary_emb.sin_cached", [P, d]), pos], "/model/rotary_emb/Gather_1")
+    cos = b.node("Unsqueeze", [cos, b.const_i64("ax1", [1])], "/model/rotary_emb/Unsqueeze")
+    sin = b.node("Unsqueeze", [sin, b.const_i64("ax1", [1])], "/model/rotary_emb/Unsqueeze_1")
+    mask = None
+    if not decode:
+        # Causal mask [1, 1, sequence, sequence] from the positions: key j visible to query i iff j <= i.
+        qi = b.node("Unsqueeze", [pos, b.const_i64("axm1", [-1])], "/model/mask/Unsqueeze")   # [1, s, 1]
+        kj = b.node("Unsqueeze", [pos, b.const_i64("ax1", [1])], "/model/mask/Unsqueeze_1")   # [1, 1, s]
+        vis = b.node("LessOrEqual", [kj, qi], "/model/mask/LessOrEqual")                    # [1, s, s]
+        vis = b.node("Unsqueeze", [vis, b.const_i64("ax1", [1])], "/model/mask/Unsqueeze_2")  # [1, 1, s, s]
+        mask = b.node("Where", [vis, b.const_f("zero_f", [0.0]), b.const_f("neg_inf", [-3.4028234663852886e38])],
+                      "/model/mask/Where")
+    for l in range(L):
+        p = "/model/layers.%d" % l
+        h = rms_norm(b, x, H, p + "/input_layernorm")
+        def proj(t, din, dout, pname):
+            b.macs += seq * din * dout
+            return b.node("MatMul", [t, b.weight(p[1:].replace("/", ".") + "." + pname + ".weight", [din, dout])],
+                          p + "/" + pname + "/MatMul")
+        q = proj(h, H, A * d, "self_attn.q_proj")
+        k = proj(h, H, KV * d, "self_attn.k_proj")
+        v = proj(h, H, KV * d, "self_attn.v_proj")
+        q = split_heads(b, q, p + "/self_attn/q", A, d, [0, 2, 1, 3])
+        k = split_heads(b, k, p + "/self_attn/k", KV, d, [0, 2, 1, 3])
+        v = split_heads(b, v, p + "/self_attn/v", KV, d, [0, 2, 1, 3])
+        q = rotary(b, q, cos, sin, d, p + "/self_attn/rotary_q")
+        k = rotary(b, k, cos, sin, d, p + "/self_attn/rotary_k")
+        if decode:
+            k = b.node("Concat", [past_inputs[l][0], k], p + "/self_attn/Concat_k", axis=2)
+            v = b.node("Concat", [past_inputs[l][1], v], p + "/self_attn/Concat_v", axis=2)
+            b.nodes.append(helper.make_node("Identity", [k], ["present.%d.key" % l], name=p + "/present_key"))
+            b.nodes.append(helper.make_node("Identity", [v], ["present.%d.value" % l], name=p + "/present_value"))
+            b.output("present.%d.key" % l, FLOAT, ["batch", KV, "past_plus_1", d])
+            b.output("present.%d.value" % l, FLOAT, ["batch", KV, "past_plus_1", d])
+        k = repeat_kv(b, k, KV, rep, d, p + "/self_attn/repeat_k")
+        v = repeat_kv(b, v, KV, rep, d, p + "/self_attn/repeat_v")
+        kt = b.node("Transpose", [k], p + "/self_attn/Transpose_k", perm=[0, 1, 3, 2])
+        s = b.node("MatMul", [q, kt], p + "/self_attn/MatMul")
+        b.macs += A * seq * d * ctx
+        s = b.node("Div", [s, b.const_f("sqrt_d", [math.sqrt(d)])], p + "/self_attn/Div")
+        if mask is not None:
+            s = b.node("Add", [s, mask], p + "/self_attn/Add")
+        s = b.node("Softmax", [s], p + "/self_attn/Softmax", axis=-1)
+        o = b.node("MatMul", [s, v], p + "/self_attn/MatMul_1")
+        b.macs += A * seq * ctx * d
+        o = merge_heads(b, o, p + "/self_attn/merge", H)
+        o = proj(o, H, H, "self_attn.o_proj")
+        x = b.node("Add", [x, o], p + "/Add")
+        h = rms_norm(b, x, H, p + "/post_attention_layernorm")
+        g = proj(h, H, F, "mlp.gate_proj")
+        g = b.node("Mul", [g, b.node("Sigmoid", [g], p + "/mlp/act_fn/Sigmoid")], p + "/mlp/act_fn/Mul")  # SiLU
+        u = proj(h, H, F, "mlp.up_proj")
+        o = proj(b.node("Mul", [g, u], p + "/mlp/Mul"), F, H, "mlp.down_proj")
+        x = b.node("Add", [x, o], p + "/Add_1")
+    x = rms_norm(b, x, H, "/model/norm")
+    last = b.node("Gather", [x, b.const_i64("last", [-1], shape=[])], "/Gather_last", axis=1)
+    b.node("MatMul", [last, b.weight("lm_head.weight", [H, V])], "/lm_head/MatMul", outputs=["logits"])
+    b.macs += H * V
+    b.output("logits", FLOAT, ["batch", V])
+    what = ("one decode step against a KV cache of %d tokens" % past_len) if decode else ("prefill of %d tokens" % seq)
+    return b, "%s (Llama-style decoder), %s (dynamic: bind sequence/past), logits of the last token, zero weights" % (
+        size, what)
+
+
+# ------------------------------------------------------------------ vision transformer
+
+def vit_b16(out_dir):
+    """ViT-B/16 (Dosovitskiy et al. 2021; torchvision vit_b_16), 224x224: a 16x16 stride-16
+    Conv patch embedding, class token, learned positions, 12 pre-norm encoder layers
+    (768 hidden, 12 heads, MLP 3072, exact GELU), classifier on the class token."""
+    L, H, A, F, N = 12, 768, 12, 3072, 1000
+    d, T = H // A, 197
+    b = Builder("vit_b16", 17)
+    img = b.input("pixel_values", FLOAT, ["batch", 3, 224, 224])
+    pe = b.node("Conv", [img, b.weight("conv_proj.weight", [H, 3, 16, 16]), b.weight("conv_proj.bias", [H])],
+                "/conv_proj/Conv", kernel_shape=[16, 16], strides=[16, 16])
+    b.macs += 196 * H * 3 * 16 * 16
+    bs = shape_dims(b, pe, "/patches", [0])[0]
+    pe = b.node("Reshape", [pe, b.node("Concat", [bs, b.const_i64("hw", [H, 196])], "/patches/Concat", axis=0)],
+                "/patches/Reshape")
+    x = b.node("Transpose", [pe], "/patches/Transpose", perm=[0, 2, 1])                    # [b, 196, 768]
+    cls = b.node("Expand", [b.weight("class_token", [1, 1, H]),
+                            b.node("Concat", [bs, b.const_i64("one_h", [1, H])], "/cls/Concat", axis=0)], "/cls/Expand")
+    x = b.node("Concat", [cls, x], "/Concat", axis=1)                                      # [b, 197, 768]
+    x = b.node("Add", [x, b.weight("encoder.pos_embedding", [1, T, H])], "/encoder/Add")
+    for l in range(L):
+        p = "/encoder/layers/encoder_layer_%d" % l
+        h = b.node("LayerNormalization", [x, b.weight(p + ".ln_1.weight", [H]), b.weight(p + ".ln_1.bias", [H])],
+                   p + "/ln_1/LayerNormalization", axis=-1, epsilon=1e-6)
+        q = linear(b, h, H, H, p + "/self_attention/q", T)
+        k = linear(b, h, H, H, p + "/self_attention/k", T)
+        v = linear(b, h, H, H, p + "/self_attention/v", T)
+        q = split_heads(b, q, p + "/self_attention/q", A, d, [0, 2, 1, 3])
+        k = split_heads(b, k, p + "/self_attention/k", A, d, [0, 2, 3, 1])
+        v = split_heads(b, v, p + "/self_attention/v", A, d, [0, 2, 1, 3])
+        s = b.node("MatMul", [q, k], p + "/self_attention/MatMul")
+        b.macs += A * T * d * T
+        s = b.node("Div", [s, b.const_f("sqrt_d", [math.sqrt(d)])], p + "/self_attention/Div")
+        s = b.node("Softmax", [s], p + "/self_attention/Softmax", axis=-1)
+        c = b.node("MatMul", [s, v], p + "/self_attention/MatMul_1")
+        b.macs += A * T * T * d
+        c = merge_heads(b, c, p + "/self_attention/ctx", H)
+        o = linear(b, c, H, H, p + "/self_attention/out_proj", T)
+        x = b.node("Add", [x, o], p + "/Add")
+        h = b.node("LayerNormalization", [x, b.weight(p + ".ln_2.weight", [H]), b.weight(p + ".ln_2.bias", [H])],
+                   p + "/ln_2/LayerNormalization", axis=-1, epsilon=1e-6)
+        h = linear(b, h, H, F, p + "/mlp/0", T)
+        h = gelu_erf(b, h, p + "/mlp/1")
+        o = linear(b, h, F, H, p + "/mlp/3", T)
+        x = b.node("Add", [x, o], p + "/Add_1")
+    x = b.node("LayerNormalization", [x, b.weight("encoder.ln.weight", [H]), b.weight("encoder.ln.bias", [H])],
+               "/encoder/ln/LayerNormalization", axis=-1, epsilon=1e-6)
+    first = b.node("Gather", [x, b.const_i64("first", [0], shape=[])], "/Gather_cls", axis=1)
+    b.node("Gemm", [first, b.weight("heads.head.weight", [N, H]), b.weight("heads.head.bias", [N])],
+           "/heads/head/Gemm", outputs=["logits"], transB=1)
+    b.macs += H * N
+    b.output("logits", FLOAT, ["batch", N])
+    return b, "ViT-B/16, 224x224, 1000 classes, zero weights"
 
 
 # ------------------------------------------------------------------ recurrent
@@ -454,6 +671,11 @@ MODELS = {
     "gpt2_prefill": lambda out: gpt2(out, False),
     "gpt2_decode": lambda out: gpt2(out, True),
     "lstm_seq2seq": lstm_seq2seq,
+    "llama2_7b_prefill": lambda out: llama(out, "llama2_7b", False),
+    "llama2_7b_decode": lambda out: llama(out, "llama2_7b", True),
+    "llama_tiny_prefill": lambda out: llama(out, "llama_tiny", False),
+    "llama_tiny_decode": lambda out: llama(out, "llama_tiny", True),
+    "vit_b16": vit_b16,
 }
 
 
