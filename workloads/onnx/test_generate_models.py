@@ -22,6 +22,14 @@ PUBLISHED = {
     "bert_base": (11.2e9, 0.02),     # 12 x (12 S H^2 + 2 S^2 H) at S = 128
     "gpt2_prefill": (11.06e9, 0.02),  # Kaplan et al. 2020: N + n_layer n_ctx d per token, + LM head
     "gpt2_decode": (124.7e6, 0.02),
+    "vit_b16": (17.6e9, 0.01),       # timm model card vit_base_patch16_224: 17.6 GMACs
+    # Llama-2-7B: HF meta-llama/Llama-2-7b-hf has 6,738,415,616 parameters; per token a
+    # forward pass costs one MAC per weight but the embedding table (32000 x 4096, a
+    # lookup), plus QK^T and AV: 2 x 32 layers x 4096 x ctx. Decode: ctx 513; prefill of 512
+    # tokens: every token through the layers (ctx 512 each, no causal saving), the LM head
+    # (32000 x 4096) for the last token only.
+    "llama2_7b_decode": (6738415616 - 32000 * 4096 + 2 * 32 * 4096 * 513, 0.001),
+    "llama2_7b_prefill": (512 * (6738415616 - 2 * 32000 * 4096 + 2 * 32 * 4096 * 512) + 32000 * 4096, 0.001),
 }
 
 

@@ -150,6 +150,9 @@ class Importer {
   // ---- IR building
   int tensor_in(Value& v, Layout want, const Node& n);
   int materialize_input(Value& v, Layout layout);
+  // Per-sample data that is constant in the model (rows of an embedding table, a class
+  // token expanded to the batch) arrives from the host as an input of the program.
+  void host_input(Value& o, const std::string& name);
   int add_tensor(const std::string& name, Shape shape, Dtype dtype, int producer);
   int add_layer(const Node& n, Layer layer, const std::string& out_name, const Shape& expect, const std::string& suffix = "");
   void set_activation(Value& out, int tensor, Layout layout);

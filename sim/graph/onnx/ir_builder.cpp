@@ -31,6 +31,14 @@ int Importer::materialize_input(Value& v, Layout layout) {
   return v.tensor;
 }
 
+void Importer::host_input(Value& o, const std::string& name) {
+  o.constant = false;
+  o.layout = Layout::kNatural;
+  o.tensor = add_tensor(name, per_sample(o.shape), opts_.activation_dtype, -1);
+  g_.inputs.push_back(o.tensor);
+  input_order_.push_back(model_.graph().input_size() + static_cast<int>(input_order_.size()));
+}
+
 int Importer::add_layer(const Node& n, Layer layer, const std::string& out_name, const Shape& expect,
                         const std::string& suffix) {
   layer.name = layer_name(n, suffix);

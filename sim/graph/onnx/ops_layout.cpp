@@ -2,6 +2,7 @@
 // Concat, Split, Slice, Gather (an embedding lookup goes to the host), Expand, Pad, Resize.
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <stdexcept>
 
 #include "sim/graph/onnx/importer.h"
@@ -101,9 +102,18 @@ void Importer::op_transpose(const Node& n) {
 
 void Importer::op_concat(const Node& n) {
   std::vector<Value*> ins;
+  std::deque<Value> from_host;  // constant operands (a class token expanded to the batch)
   for (int i = 0; i < n.input_size(); ++i) {
     Value& v = val(n, i);
-    if (v.constant) throw Unsupported{"Concat of activations with a constant ('" + n.input(i) + "')"};
+    if (v.constant) {
+      if (batch_axis(v.shape, &n) < 0) {
+        throw Unsupported{"Concat of activations with a constant without a batch dimension ('" + n.input(i) + "')"};
+      }
+      from_host.push_back(v);
+      host_input(from_host.back(), n.input(i));
+      ins.push_back(&from_host.back());
+      continue;
+    }
     ins.push_back(&v);
   }
   Value& x = *ins.front();
@@ -258,11 +268,7 @@ void Importer::op_gather(const Node& n) {
     // An embedding lookup: the table lives with the host (as on TPU v1), the looked-up
     // rows arrive as an input of the accelerator program.
     if (batch_axis(o.shape, &n) < 0) throw Unsupported{"result has no batch dimension"};
-    o.constant = false;
-    o.layout = Layout::kNatural;
-    o.tensor = add_tensor(n.output(0), per_sample(o.shape), opts_.activation_dtype, -1);
-    g_.inputs.push_back(o.tensor);
-    input_order_.push_back(model_.graph().input_size() + static_cast<int>(input_order_.size()));
+    host_input(o, n.output(0));
     absorb(n, "host");
     return;
   }

@@ -157,6 +157,69 @@ TEST(OnnxWorkloads, Gpt2PrefillAndDecode) {
   check_value_shapes(model("gpt2_decode"), dinfo, {{"batch", 1}, {"sequence", 1}, {"past", 128}, {"past_plus_1", 129}});
 }
 
+// Positions and the causal mask come from the input's shape (as HF's export does), so the
+// prefill runs at any length up to GPT-2's 1024 learned positions, not only the 128 the file
+// was written with.
+TEST(OnnxWorkloads, Gpt2PrefillRunsAtAnyLengthUpTo1024) {
+  NEED_MODEL("gpt2_prefill");
+  for (int64_t seq : {1, 300, 1024}) {
+    const Graph g = load_onnx(model("gpt2_prefill"), bind({{"input_ids", {1, seq}}}));
+    EXPECT_EQ(g.total_macs_per_sample(), transformer_macs(12, 768, seq, seq) + 768 * 50257) << seq;
+  }
+  OnnxOptions o;
+  o.input_shapes = {{"sequence", {1}}, {"past", {1000}}};
+  const Graph dec = load_onnx(model("gpt2_decode"), o);
+  EXPECT_EQ(dec.total_macs_per_sample(), transformer_macs(12, 768, 1, 1001) + 768 * 50257);
+}
+
+// Llama-style decoder (RMSNorm, rotary, grouped-query attention, SwiGLU), per layer:
+// Q and O (H x H), K and V (H x KV*d), QK^T and AV over ctx keys, gate/up/down (H x F); the LM
+// head for the last token.
+int64_t llama_macs(int64_t L, int64_t H, int64_t A, int64_t KV, int64_t F, int64_t V, int64_t seq, int64_t ctx) {
+  const int64_t d = H / A;
+  return L * (2 * seq * H * H + 2 * seq * H * KV * d + 2 * A * seq * ctx * d + 3 * seq * H * F) + H * V;
+}
+
+TEST(OnnxWorkloads, LlamaTinyPrefillAndDecodeWithGroupedQueryAttention) {
+  NEED_MODEL("llama_tiny_prefill");
+  NEED_MODEL("llama_tiny_decode");
+  OnnxImportInfo info;
+  const Graph pre = load_onnx(model("llama_tiny_prefill"), bind({{"input_ids", {1, 32}}}), &info);
+  EXPECT_EQ(pre.total_macs_per_sample(), llama_macs(2, 256, 8, 2, 688, 1000, 32, 32));
+  check_value_shapes(model("llama_tiny_prefill"), info, {{"batch", 1}, {"sequence", 32}});
+  // Another length than the file's: positions, rotary tables and the mask follow the shape.
+  const Graph pre100 = load_onnx(model("llama_tiny_prefill"), bind({{"input_ids", {1, 100}}}));
+  EXPECT_EQ(pre100.total_macs_per_sample(), llama_macs(2, 256, 8, 2, 688, 1000, 100, 100));
+  OnnxOptions o;
+  o.input_shapes = {{"sequence", {1}}, {"past", {500}}};
+  OnnxImportInfo dinfo;
+  const Graph dec = load_onnx(model("llama_tiny_decode"), o, &dinfo);
+  EXPECT_EQ(dec.total_macs_per_sample(), llama_macs(2, 256, 8, 2, 688, 1000, 1, 501));
+  EXPECT_EQ(dec.inputs.size(), 1u + 4u);  // the token's embedding, the KV cache of each layer
+  // The KV cache is real traffic: its per-sample bytes are inputs read from the host.
+  int64_t cache_elements = 0;
+  for (int t : dec.inputs) {
+    if (dec.tensors[static_cast<size_t>(t)].name.find("past_key_values") != std::string::npos) {
+      cache_elements += shape_elements(dec.tensors[static_cast<size_t>(t)].shape);
+    }
+  }
+  EXPECT_EQ(cache_elements, 2 * 2 * 2 * 500 * 32);  // layers x {key, value} x KV heads x past x d
+  check_value_shapes(model("llama_tiny_decode"), dinfo, {{"batch", 1}, {"sequence", 1}, {"past", 500}, {"past_plus_1", 501}});
+}
+
+// ViT-B/16: patch embedding (a 16x16 stride-16 conv), 197 tokens (the class token is
+// concatenated from the host), 12 encoder layers, the classifier on the class token.
+TEST(OnnxWorkloads, VitB16) {
+  NEED_MODEL("vit_b16");
+  OnnxImportInfo info;
+  const Graph g = load_onnx(model("vit_b16"), {}, &info);
+  const int64_t want = 196LL * 768 * 3 * 16 * 16 + transformer_macs(12, 768, 197, 197) + 768 * 1000;
+  EXPECT_EQ(g.total_macs_per_sample(), want);
+  // timm's model card for vit_base_patch16_224: 17.6 GMACs.
+  EXPECT_NEAR(static_cast<double>(want), 17.6e9, 0.01 * 17.6e9);
+  check_value_shapes(model("vit_b16"), info, {{"batch", 1}});
+}
+
 TEST(OnnxWorkloads, LstmSeq2seq) {
   NEED_MODEL("lstm_seq2seq");
   OnnxImportInfo info;
@@ -180,7 +243,8 @@ TEST(OnnxWorkloads, EveryModelCompilesForTpuV1AtBatch8) {
   const std::pair<const char*, OnnxOptions> models[] = {
       {"resnet50", {}}, {"mobilenet_v2", {}}, {"bert_base", bind({{"input_ids", {1, 128}}})},
       {"gpt2_prefill", bind({{"input_ids", {1, 128}}})}, {"gpt2_decode", bind({{"sequence", {1}}, {"past", {128}}})},
-      {"lstm_seq2seq", {}}};
+      {"lstm_seq2seq", {}}, {"llama_tiny_prefill", bind({{"input_ids", {1, 32}}})},
+      {"llama_tiny_decode", bind({{"sequence", {1}}, {"past", {32}}})}, {"vit_b16", {}}};
   for (const auto& [name, opts] : models) {
     if (!fs::exists(model(name))) GTEST_SKIP() << "models not generated";
     const Graph g = load_onnx(model(name), opts);
@@ -190,6 +254,29 @@ TEST(OnnxWorkloads, EveryModelCompilesForTpuV1AtBatch8) {
     EXPECT_EQ(macs, 8 * g.total_macs_per_sample()) << name;
     EXPECT_GT(p.instructions.size(), g.layers.size() / 2) << name;
   }
+}
+
+// The LLM workloads on every shipped architecture (edge NPU included: spills, several passes).
+TEST(OnnxWorkloads, LlamaCompilesOnEveryShippedConfig) {
+  NEED_MODEL("llama_tiny_prefill");
+  NEED_MODEL("llama_tiny_decode");
+  const Graph pre = load_onnx(model("llama_tiny_prefill"), bind({{"input_ids", {1, 64}}}));
+  OnnxOptions o;
+  o.input_shapes = {{"sequence", {1}}, {"past", {256}}};
+  const Graph dec = load_onnx(model("llama_tiny_decode"), o);
+  int configs = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(TESSERA_SOURCE_DIR) / "configs")) {
+    if (e.path().extension() != ".yaml") continue;
+    ++configs;
+    const ArchConfig arch = load_arch_config(e.path().string());
+    for (const Graph* g : {&pre, &dec}) {
+      const auto p = compiler::compile(*g, arch, {.batch = 2});
+      int64_t macs = 0;
+      for (const auto& l : p.layers) macs += l.macs;
+      EXPECT_EQ(macs, 2 * g->total_macs_per_sample()) << e.path().filename() << " " << g->name;
+    }
+  }
+  EXPECT_GE(configs, 5);
 }
 
 }  // namespace
