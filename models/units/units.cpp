@@ -195,6 +195,11 @@ void VectorUnit::run() {
     int32_t idx = -1;
     queue.read(idx);
     const Instruction& in = ctx_.program.instructions[static_cast<size_t>(idx)];
+    // An activate waits here for the matmuls that fill its accumulator half.
+    for (int32_t producer : ctx_.tracker.take_unit_waits(idx)) {
+      while (ctx_.tracker.finish(producer) == CompletionTracker::kUnknown) sc_core::wait(ctx_.tracker.changed());
+      ctx_.clock.wait_until(ctx_.tracker.finish(producer));
+    }
     const int64_t start = ctx_.clock.now();
     int64_t end = saturating_add(start, compute_cycles(ctx_.vector_unit, in));
     if (in.ub_read_bytes > 0) {
@@ -223,18 +228,22 @@ void Controller::run() {
   const auto& instrs = ctx_.program.instructions;
   std::vector<int32_t> in_flight;
   auto unit_index = [&](int32_t i) { return static_cast<int>(unit_of(instrs[static_cast<size_t>(i)].op)); };
+  // Which spaces a and b conflict in: bit 1 the unified buffer, bit 2 the accumulators.
   auto conflicts = [&](const Instruction& a, const Instruction& b) {
+    int spaces = 0;
+    auto note = [&](const isa::Region& x, const isa::Region& y) {
+      if (x.overlaps(y)) spaces |= x.space == isa::Space::kAccumulators ? 2 : 1;
+    };
     for (const auto& r : a.reads)
-      for (const auto& w : b.writes)
-        if (r.overlaps(w)) return true;
+      for (const auto& w : b.writes) note(r, w);
     for (const auto& w : a.writes) {
-      for (const auto& r : b.reads)
-        if (w.overlaps(r)) return true;
-      for (const auto& w2 : b.writes)
-        if (w.overlaps(w2)) return true;
+      for (const auto& r : b.reads) note(w, r);
+      for (const auto& w2 : b.writes) note(w, w2);
     }
-    return false;
+    return spaces;
   };
+  const int vector_unit = static_cast<int>(Unit::kVector), matrix_unit = static_cast<int>(Unit::kMatrix);
+  std::vector<int32_t> unit_waits;
 
   for (size_t i = 0; i < instrs.size(); ++i) {
     const auto idx = static_cast<int32_t>(i);
@@ -277,9 +286,15 @@ void Controller::run() {
       std::erase_if(in_flight, [&](int32_t j) { return ctx_.tracker.finish(j) <= now; });
       bool unknown = false;
       int64_t latest = -1;
+      unit_waits.clear();
       for (int32_t j : in_flight) {
         if (unit_index(j) == my_unit) continue;  // a unit runs its own instructions in order
-        if (!conflicts(in, instrs[static_cast<size_t>(j)])) continue;
+        const int spaces = conflicts(in, instrs[static_cast<size_t>(j)]);
+        if (spaces == 0) continue;
+        if (spaces == 2 && my_unit == vector_unit && unit_index(j) == matrix_unit) {
+          unit_waits.push_back(j);  // the accumulator half: waited for in the vector unit
+          continue;
+        }
         if (blocker < 0) blocker = j;
         const int64_t f = ctx_.tracker.finish(j);
         if (f == CompletionTracker::kUnknown) unknown = true;
@@ -300,6 +315,7 @@ void Controller::run() {
                                                                                    : kHazardOnCompute;
       log_.add(stall_start, ctx_.clock.now(), kind, in.layer, idx);
     }
+    ctx_.tracker.wait_in_unit(idx, unit_waits);
     auto* queue = queues_[static_cast<size_t>(my_unit)];
     const int64_t queue_start = ctx_.clock.now();
     queue->write(idx);  // a full unit queue blocks the in-order controller

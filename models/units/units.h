@@ -7,6 +7,7 @@
 #include <tlm_utils/simple_initiator_socket.h>
 
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 #include "models/array/params.h"
@@ -35,9 +36,23 @@ class CompletionTracker {
   int64_t dispatch(int32_t index) const { return dispatch_[static_cast<size_t>(index)]; }
   const sc_core::sc_event& changed() const { return changed_; }
 
+  // Instructions of another unit that `index` must wait for in its own unit, not at the
+  // controller (Controller: an activate's accumulator half); taken once by that unit.
+  void wait_in_unit(int32_t index, std::vector<int32_t> producers) {
+    if (!producers.empty()) unit_waits_.emplace(index, std::move(producers));
+  }
+  std::vector<int32_t> take_unit_waits(int32_t index) {
+    const auto it = unit_waits_.find(index);
+    if (it == unit_waits_.end()) return {};
+    std::vector<int32_t> out = std::move(it->second);
+    unit_waits_.erase(it);
+    return out;
+  }
+
  private:
   std::vector<int64_t> finish_;
   std::vector<int64_t> dispatch_;
+  std::unordered_map<int32_t, std::vector<int32_t>> unit_waits_;  // only instructions in flight
   sc_core::sc_event changed_;
 };
 
@@ -139,6 +154,11 @@ class VectorUnit : public sc_core::sc_module, public StatProvider {
 
 // Fetches instructions in order, waits for read/write-region conflicts with
 // in-flight instructions of other units, and dispatches to the unit queues.
+// One conflict does not hold up dispatch: an activate (any vector-unit instruction) whose
+// only conflicts with in-flight matmuls are on their accumulator half is dispatched at
+// once and waits in the vector unit for those matmuls' last results (the accumulators'
+// double buffering: the next group's matmuls, on the other half, dispatch behind it and
+// compute while this group drains and is activated).
 class Controller : public sc_core::sc_module, public StatProvider {
  public:
   enum Kind : int32_t { kHazardOnHost = 0, kHazardOnCompute, kHazardOnWeights, kQueueFull, kIssue };

@@ -7,7 +7,7 @@ void Lowering::merge_weight_reads() {
   // Merge weight reads into the body: before every instruction, the reads of the
   // next `depth` tiles not yet consumed are issued, so the FIFO prefetches up to
   // its depth ahead, across layer boundaries, even while the in-order controller
-  // waits on an activate; more would only stall the fetcher, never deadlock. A tile
+  // waits on a hazard; more would only stall the fetcher, never deadlock. A tile
   // loaded from the unified buffer waits until its layer starts (its producer is an
   // earlier layer), and the FIFO keeps the tiles in order.
   const size_t depth = static_cast<size_t>(arch_.weight_fifo.depth_tiles);

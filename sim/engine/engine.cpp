@@ -114,6 +114,7 @@ void classify(const compiler::Program& program, const Accelerator& acc, int64_t 
     int64_t CycleBreakdown::*bucket = &CycleBreakdown::non_matrix;
     int32_t layer = -1;
     const Interval* ctl = c_ctrl.at(a);
+    const Interval* drain = c_drain.at(a);
     if (const Interval* i = c_array.at(a)) {
       layer = i->layer;
       switch (i->kind) {
@@ -122,16 +123,19 @@ void classify(const compiler::Program& program, const Accelerator& acc, int64_t 
         case models::MatrixUnit::kWeightStall: bucket = &CycleBreakdown::weight_stall; break;
         default: bucket = &CycleBreakdown::input_stall; break;
       }
-    } else if (const Interval* d = c_drain.at(a)) {
-      layer = d->layer;
-      bucket = &CycleBreakdown::array_active;
     } else if (ctl && ctl->instruction >= 0 &&
                program.instructions[static_cast<size_t>(ctl->instruction)].op == Opcode::kMatmul &&
                ctl->kind <= models::Controller::kHazardOnWeights) {
+      // The next matmul waits at the controller: an exposed drain under it (the results
+      // it waits for are still leaving the array) is that wait, not array work.
       layer = ctl->layer;
       bucket = ctl->kind == models::Controller::kHazardOnHost      ? &CycleBreakdown::pcie
                : ctl->kind == models::Controller::kHazardOnWeights ? &CycleBreakdown::weight_stall
                                                                    : &CycleBreakdown::raw_stall;
+    } else if (drain) {
+      // The array finishes its last tile with no matmul waiting behind it.
+      layer = drain->layer;
+      bucket = &CycleBreakdown::array_active;
     } else if (const Interval* t = c_pcie.at(a)) {
       layer = t->layer;
       bucket = &CycleBreakdown::pcie;

@@ -14,7 +14,10 @@ namespace tessera::engine {
 
 // Where the cycles went, from the array's point of view (DESIGN.md §6). Every
 // cycle of the run falls in exactly one bucket, so the buckets sum to the total.
-//  array_active  the array streams operands (incl. exposed fill/drain and slower MAC modes)
+//  array_active  the array streams operands (incl. slower MAC modes), or drains its last
+//                results with no matmul waiting behind them
+//  (an exposed drain that the next matmul waits for is booked to what it waits for:
+//   raw_stall for another unit's results, pcie for host input, weight_stall for weights)
 //  weight_shift  the array waits for a stationary tile to shift in (not hidden by double buffering)
 //  weight_stall  the array waits for a weight tile from weight memory (FIFO empty)
 //  input_stall   unified-buffer bandwidth stretches the array's stream

@@ -162,3 +162,59 @@ TEST(ArrayOverlap, InputStationaryStreamsNWhole) {
   EXPECT_EQ(array_cycles(r.stats), 19);
   expect_breakdown_sums(r.stats);
 }
+
+// (b) The next accumulator group computes while the previous one drains. fc [8, 4] -> 4 on
+// a 4x4 os array: C rows are held in the 4 array rows, so two output tiles (m=4, k=4, n=4),
+// one per accumulator half, each with its activate. Double buffered, t1 streams as soon as
+// t0's results have left row 0: drain frontier 4 + 4 = 8, so t1 streams 4..8 (done 18),
+// 4 cycles after t0 started. Before the fix the controller held t1 behind t0's activate,
+// which waits for t0's last result (14): t1 started 14 cycles after t0.
+TEST(ArrayOverlap, OutputStationaryDrainsOneTileWhileTheNextComputes) {
+  TinyArch t;
+  t.dataflow = "os";
+  const Simulated r = run(t, fc(8, 4, 4));
+  const auto mm = events(r.stats, "array", "matmul");
+  ASSERT_EQ(mm.size(), 2u);
+  EXPECT_EQ(reference_cycles(array::Dataflow::kOutputStationary, true, {{4, 4, 4}, {4, 4, 4}}), 18);
+  EXPECT_EQ(mm[1].begin_cycle - mm[0].begin_cycle, 4);
+  // The activates drain the halves behind the array: t0's results from 14 (4 cycles),
+  // t1's from 18.
+  const auto acts = events(r.stats, "vector_unit", "activate");
+  ASSERT_EQ(acts.size(), 2u);
+  EXPECT_EQ(acts[0].begin_cycle - mm[0].begin_cycle, 14);
+  EXPECT_EQ(acts[1].begin_cycle - mm[0].begin_cycle, 18);
+  expect_breakdown_sums(r.stats);
+}
+
+// (b) Weight stationary: the second accumulator group streams straight after the first.
+// fc [64, 4] -> 4 on a 4x4 ws array, 32-entry accumulator halves: two tiles (m=32, k=4,
+// n=4). Reference: t0 loads 0..4, streams 4..36 (done 43); t1's weights load into the
+// shadow 4..8 and it streams 36..68, done 75. Before the fix t1 waited for t0's activate,
+// i.e. for t0's drain (R + n - 1 = 7 cycles exposed): 43..75.
+TEST(ArrayOverlap, WeightStationaryGroupsStreamBackToBack) {
+  const Simulated r = run(TinyArch{}, fc(64, 4, 4));
+  const auto mm = events(r.stats, "array", "matmul");
+  ASSERT_EQ(mm.size(), 2u);
+  EXPECT_EQ(reference_cycles(array::Dataflow::kWeightStationary, true, {{32, 4, 4}, {32, 4, 4}}), 75);
+  EXPECT_EQ(mm[0].end_cycle - mm[0].begin_cycle, 32);
+  EXPECT_EQ(mm[1].begin_cycle, mm[0].end_cycle);
+  const auto acts = events(r.stats, "vector_unit", "activate");
+  ASSERT_EQ(acts.size(), 2u);
+  EXPECT_EQ(acts[1].begin_cycle - mm[0].begin_cycle + 4, 75);  // t0 streamed from the reference's cycle 4
+  expect_breakdown_sums(r.stats);
+}
+
+// (b) A drain that the next layer's matmul waits for is a read-after-write stall, not array
+// work. Two fc layers [2, 4] -> 4 -> 4 on the 4x4 ws array: fc2's matmul waits at the
+// controller for fc1's activate, which waits for fc1's drain (R + n - 1 = 7 cycles) and
+// then runs 2 cycles (8 values on 4 lanes). All 9 cycles are raw_stall of fc2; array_active
+// is the two 2-row streams plus fc2's own final drain (7): 11.
+TEST(ArrayOverlap, ADrainTheNextLayerWaitsForIsARawStall) {
+  const Simulated r = run(TinyArch{}, "name: two\nbatch: 2\ninputs: [{name: x, shape: [4]}]\nlayers:\n"
+                                "  - {name: fc1, op: fc, units: 4}\n  - {name: fc2, op: fc, units: 4}\n");
+  const auto& s = r.stats;
+  EXPECT_EQ(s.cycles.array_active, 2 + 2 + 7);
+  EXPECT_EQ(s.layers[1].cycles.raw_stall, 7 + 2);
+  EXPECT_EQ(s.cycles.raw_stall, 7 + 2);
+  expect_breakdown_sums(s);
+}

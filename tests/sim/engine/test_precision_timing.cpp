@@ -72,10 +72,11 @@ TEST(PrecisionTiming, WeightBoundInt16IsTwiceTheWeightMemoryTime) {
   EXPECT_EQ(s.weight_memory_busy_cycles, 128);
   // Tiles ready at 32, 64, 96, 128. matmul 0 waits [2, 32), shifts [32, 36),
   // streams its single row at rate 1/2 in 2 cycles [36, 38), drains 7 (done 45);
-  // each later matmul is dispatched when the previous one is done (45, 77, 109)
-  // and waits 19 cycles for its tile; the last is done at 141, its activate
+  // each later matmul (the other accumulator half, dispatched while the previous group
+  // drains) waits for its tile from the previous stream's end (38, 70, 102): 26 cycles
+  // each, with the previous drain under the wait; the last is done at 141, its activate
   // takes [141, 142) and the 16 B output [142, 145).
-  EXPECT_EQ(s.cycles.weight_stall, 30 + 3 * 19);
+  EXPECT_EQ(s.cycles.weight_stall, 30 + 3 * 26);
   EXPECT_EQ(s.array_stream_cycles, 4 * 2);
   EXPECT_EQ(s.total_cycles, 145);
 }
