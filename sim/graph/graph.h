@@ -7,6 +7,7 @@
 // are [T, features]; attention tensors are e.g. [heads, T, d].
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -74,6 +75,30 @@ enum class OpKind {
   kSlice,      // along `axis`: begin/end/step; data moves (a copy)
   kExpand,     // broadcast to `target_shape`: data moves
   kSoftplus,   // log(1 + exp(x)), element-wise (vector unit)
+  // Element-wise (vector unit): unary functions and rounding; comparisons and logic
+  // give 1 or 0; mod takes the divisor's sign (Python's %), fmod the dividend's (C's fmod).
+  kLog,
+  kAbs,
+  kSign,
+  kFloor,
+  kCeil,
+  kRound,  // to nearest, halves to even
+  kNot,
+  kGreater,
+  kGreaterEqual,
+  kLess,
+  kLessEqual,
+  kEqual,
+  kAnd,
+  kOr,
+  kMod,
+  kFmod,
+  // Scans, selection and copies (vector unit).
+  kCumSum,  // running sum along `axis` (exclusive, reverse)
+  kTopK,    // the k largest (or smallest) along `axis`: their values, or (`indices`) their positions
+  kArgMax,  // position of the largest along `axis`
+  kArgMin,
+  kTile,    // repeats every axis `repeats[i]` times: data moves
   // Add new ops above this line: tables over all ops iterate up to kOpCount.
   kOpCount,
 };
@@ -114,14 +139,23 @@ struct Layer {
   // lstm / gru
   int64_t hidden = 0;
   int64_t directions = 1;          // 1 or 2 (bidirectional)
-  bool reverse = false;            // direction: reverse (with directions == 1)
+  bool reverse = false;            // direction: reverse (with directions == 1); cumsum: from the end
   bool linear_before_reset = true; // gru: r applies after the recurrent matmul (PyTorch's form)
   bool peepholes = false;          // lstm
 
   // Vector / layout op attributes (axes are per-sample axes of the IR shape).
   int64_t axis = -1;                 // concat, softmax, layer_norm, slice
   std::vector<int64_t> axes;         // reductions
-  bool keepdims = true;              // reductions
+  bool keepdims = true;              // reductions, argmax/argmin
+  bool select_last = false;          // argmax/argmin: the last of equal values (else the first)
+  bool exclusive = false;            // cumsum: the sum of the elements before (not including) each
+  int64_t k = 0;                     // topk
+  bool largest = true;               // topk: the largest (else the smallest)
+  bool indices = false;              // topk: the output is the positions (else the values)
+  std::vector<int64_t> repeats;      // tile: per axis
+  // clip: the bounds (infinite: none)
+  float clip_min = -std::numeric_limits<float>::infinity();
+  float clip_max = std::numeric_limits<float>::infinity();
   std::vector<int64_t> perm;         // transpose
   Shape target_shape;                // reshape (may hold one -1), resize, expand
   int64_t slice_begin = 0, slice_end = 0, slice_step = 1;  // slice
@@ -134,6 +168,7 @@ struct Layer {
   // Only functional mode reads them.
   std::vector<float> const_values;
   bool const_first = false;
+  int const_index = -1;  // where: the operand (0 cond, 1 a, 2 b) the constant stands for; -1: the last
   // Matrix ops: a scalar Mul/Div after the layer that the importer absorbed
   // (attention's 1 / sqrt(d)), applied as results leave the accumulators.
   double output_multiplier = 1.0;

@@ -17,7 +17,7 @@ const std::unordered_set<std::string>& binary_fold_ops() {
 }
 const std::unordered_set<std::string>& unary_fold_ops() {
   static const std::unordered_set<std::string> s = {"Neg", "Sqrt", "Reciprocal", "Abs", "Floor", "Ceil", "Not", "Exp",
-                                                   "Relu", "Sigmoid", "Tanh", "Erf", "Log", "Round"};
+                                                   "Relu", "Sigmoid", "Tanh", "Erf", "Log", "Round", "Sign"};
   return s;
 }
 // Ops that keep the shape of their (first) input.
@@ -57,6 +57,37 @@ bool small_enough(const SymShape& s, bool is_float) {
   return n <= (is_float ? kMaxFoldFloats : kMaxFoldInts);
 }
 }  // namespace
+
+// x op y for the element-wise binary ops (broadcasting), data when both are known and small.
+Value Importer::fold_binary(const Node& n, const Value& x, const Value& y) {
+  const std::string& op = n.op_type();
+  Value res;
+  res.elem = x.elem;
+  res.shape = broadcast_sym(x.shape, y.shape);
+  const bool cmp = op == "Equal" || op == "Less" || op == "Greater" || op == "LessOrEqual" || op == "GreaterOrEqual" ||
+                   op == "And" || op == "Or";
+  res.is_float = !cmp && (x.is_float || y.is_float);
+  if (x.has_data && y.has_data && small_enough(res.shape, res.is_float)) {
+    const auto od = plain_dims(res.shape);
+    const auto mx = broadcast_map(plain_dims(x.shape), od), my = broadcast_map(plain_dims(y.shape), od);
+    res.has_data = true;
+    for (size_t k = 0; k < mx.size(); ++k) {
+      if (x.is_float || y.is_float) {
+        const auto xv = plain_double(x, mx[k]), yv = plain_double(y, my[k]);
+        const auto r = xv && yv ? float_binary(op, *xv, *yv) : std::nullopt;
+        if (!r) { res.has_data = false; break; }
+        if (res.is_float) res.floats.push_back(*r);
+        else res.ints.push_back({static_cast<int64_t>(*r), 0});
+      } else {
+        const auto r = sym_binary(op, x.ints[mx[k]], y.ints[my[k]], op == "Mod" && attr_i(n, "fmod", 0) != 0);
+        if (!r) { res.has_data = false; break; }
+        res.ints.push_back(*r);
+      }
+    }
+    if (!res.has_data) res.ints.clear(), res.floats.clear();
+  }
+  return res;
+}
 
 bool Importer::all_constant(const Node& n) {
   for (int i = 0; i < n.input_size(); ++i) {
@@ -210,6 +241,7 @@ void Importer::fold_or_shape(const Node& n) {
           else if (op == "Tanh") r = std::tanh(d);
           else if (op == "Erf") r = std::erf(d);
           else if (op == "Not") r = d == 0;
+          else if (op == "Sign") r = d > 0 ? 1.0 : d < 0 ? -1.0 : 0.0;
           res.floats.push_back(r);
         }
       } else {
@@ -219,9 +251,33 @@ void Importer::fold_or_shape(const Node& n) {
           else if (op == "Not") res.ints.push_back({s.v == 0, 0});
           else if (op == "Relu") res.ints.push_back({std::max<int64_t>(0, s.v), s.p});
           else if (op == "Floor" || op == "Ceil" || op == "Round") res.ints.push_back(s);
+          else if (op == "Sign") res.ints.push_back({s.v > 0 ? 1 : s.v < 0 ? -1 : 0, 0});  // the batch is >= 1
           else res.has_data = false;
         }
       }
+    }
+    if (op == "Clip" && x.has_data) {
+      // Bounds: attributes before opset 11, then inputs (absent: none).
+      std::optional<double> lo, hi;
+      if (opset_ < 11) {
+        if (has_attr(n, "min")) lo = attr_f(n, "min", 0);
+        if (has_attr(n, "max")) hi = attr_f(n, "max", 0);
+      } else {
+        if (has_input(n, 1) && val(n, 1).has_data) lo = const_floats(n, 1, "min").at(0);
+        if (has_input(n, 2) && val(n, 2).has_data) hi = const_floats(n, 2, "max").at(0);
+      }
+      const bool known = (opset_ < 11 || ((!has_input(n, 1) || lo) && (!has_input(n, 2) || hi))) && all_plain(x.shape);
+      res.has_data = known;
+      for (int64_t k = 0; known && k < count(plain_dims(x.shape)); ++k) {
+        const auto v = plain_double(x, k);
+        if (!v) { res.has_data = false; break; }
+        double r = *v;
+        if (lo) r = std::max(r, *lo);
+        if (hi) r = std::min(r, *hi);
+        if (res.is_float) res.floats.push_back(r);
+        else res.ints.push_back({static_cast<int64_t>(r), 0});
+      }
+      if (!res.has_data) res.ints.clear(), res.floats.clear();
     }
     for (int i = 1; i < n.output_size(); ++i) {  // e.g. Dropout's mask
       if (!n.output(i).empty()) {
@@ -232,30 +288,15 @@ void Importer::fold_or_shape(const Node& n) {
     }
     return finish();
   }
+  if (binary_fold_ops().count(op) && n.input_size() > 2) {
+    // Max / Min of more than two: pairwise, left to right.
+    Value acc = x;
+    for (int i = 1; i < n.input_size(); ++i) acc = fold_binary(n, acc, val(n, i));
+    res = acc;
+    return finish();
+  }
   if (binary_fold_ops().count(op)) {
-    const Value& y = val(n, 1);
-    res.shape = broadcast_sym(x.shape, y.shape);
-    const bool cmp = op == "Equal" || op == "Less" || op == "Greater" || op == "LessOrEqual" || op == "GreaterOrEqual" ||
-                     op == "And" || op == "Or";
-    res.is_float = !cmp && (x.is_float || y.is_float);
-    if (x.has_data && y.has_data && small_enough(res.shape, res.is_float)) {
-      const auto od = plain_dims(res.shape);
-      const auto mx = broadcast_map(plain_dims(x.shape), od), my = broadcast_map(plain_dims(y.shape), od);
-      res.has_data = true;
-      for (size_t k = 0; k < mx.size(); ++k) {
-        if (x.is_float || y.is_float) {
-          const auto xv = plain_double(x, mx[k]), yv = plain_double(y, my[k]);
-          const auto r = xv && yv ? float_binary(op, *xv, *yv) : std::nullopt;
-          if (!r) { res.has_data = false; break; }
-          if (res.is_float) res.floats.push_back(*r);
-          else res.ints.push_back({static_cast<int64_t>(*r), 0});
-        } else {
-          const auto r = sym_binary(op, x.ints[mx[k]], y.ints[my[k]], op == "Mod" && attr_i(n, "fmod", 0) != 0);
-          if (!r) { res.has_data = false; break; }
-          res.ints.push_back(*r);
-        }
-      }
-    }
+    res = fold_binary(n, x, val(n, 1));
     return finish();
   }
   if (op == "Where") {
@@ -410,7 +451,162 @@ void Importer::fold_or_shape(const Node& n) {
     }
     return;
   }
+  if (op == "CumSum" || op == "ArgMax" || op == "ArgMin" || op == "TopK") {
+    const size_t r = x.shape.size();
+    int64_t axis = 0, k = 0;
+    if (op == "CumSum") {
+      const auto a = const_ints(n, 1, "axis");
+      if (a.size() != 1) throw ShapeError("axis must be a scalar, got " + std::to_string(a.size()) + " values");
+      axis = a[0];
+    } else {
+      axis = attr_i(n, "axis", op == "TopK" ? -1 : 0);
+    }
+    axis = norm_axis(axis, r, "axis");
+    const auto ax = static_cast<size_t>(axis);
+    const bool arg = op == "ArgMax" || op == "ArgMin";
+    SymShape shape = x.shape;
+    if (arg) shape = reduce_shape(x.shape, {axis}, attr_i(n, "keepdims", 1) != 0);
+    if (op == "TopK") {
+      if (opset_ < 10) {
+        k = attr_i(n, "k", -1);
+      } else {
+        const auto kv = const_ints(n, 1, "k");
+        if (kv.size() != 1) throw ShapeError("k must hold one value, got " + std::to_string(kv.size()));
+        k = kv[0];
+      }
+      if (x.shape[ax].p) throw Unsupported{"TopK of a constant along the batch"};
+      if (k < 1 || k > x.shape[ax].v) {
+        throw ShapeError("k = " + std::to_string(k) + " must be in [1, " + std::to_string(x.shape[ax].v) + "]");
+      }
+      shape[ax] = {k, 0};
+    }
+    res.shape = shape;
+    if (arg) res.is_float = false, res.elem = onnx::TensorProto_DataType_INT64;
+    Value idx;  // TopK's second output
+    idx.shape = shape;
+    idx.elem = onnx::TensorProto_DataType_INT64;
+    std::vector<double> v;
+    bool data = x.has_data && all_plain(x.shape) && small_enough(shape, res.is_float);
+    for (int64_t e = 0; data && e < count(plain_dims(x.shape)); ++e) {
+      const auto d = plain_double(x, e);
+      if (!d) data = false;
+      else v.push_back(*d);
+    }
+    if (data) {
+      const auto xd = plain_dims(x.shape);
+      const int64_t outer = count(std::vector<int64_t>(xd.begin(), xd.begin() + axis));
+      const int64_t dim = xd[ax];
+      const int64_t inner = count(std::vector<int64_t>(xd.begin() + axis + 1, xd.end()));
+      const int64_t width = op == "CumSum" ? dim : op == "TopK" ? k : 1;
+      std::vector<double> vals(static_cast<size_t>(outer * width * inner)), pos(vals.size());
+      std::vector<int64_t> order(static_cast<size_t>(dim));
+      const bool largest = attr_i(n, "largest", 1) != 0, last = attr_i(n, "select_last_index", 0) != 0;
+      const bool exclusive = attr_i(n, "exclusive", 0) != 0, reverse = attr_i(n, "reverse", 0) != 0;
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t j = 0; j < inner; ++j) {
+          auto at = [&](int64_t d) { return v[static_cast<size_t>((o * dim + d) * inner + j)]; };
+          auto put = [&](int64_t d, double value, double p) {
+            const auto i = static_cast<size_t>((o * width + d) * inner + j);
+            vals[i] = value, pos[i] = p;
+          };
+          if (op == "CumSum") {
+            double acc = 0;
+            for (int64_t t = 0; t < dim; ++t) {
+              const int64_t d = reverse ? dim - 1 - t : t;
+              if (!exclusive) acc += at(d);
+              put(d, acc, 0);
+              if (exclusive) acc += at(d);
+            }
+          } else if (arg) {
+            int64_t best = 0;
+            for (int64_t d = 1; d < dim; ++d) {
+              const double a = at(d), b = at(best);
+              if (op == "ArgMax" ? (a > b || (last && a == b)) : (a < b || (last && a == b))) best = d;
+            }
+            put(0, static_cast<double>(best), 0);
+          } else {
+            for (int64_t d = 0; d < dim; ++d) order[static_cast<size_t>(d)] = d;
+            std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+              return largest ? at(a) > at(b) : at(a) < at(b);
+            });
+            for (int64_t d = 0; d < k; ++d) put(d, at(order[static_cast<size_t>(d)]), static_cast<double>(order[static_cast<size_t>(d)]));
+          }
+        }
+      res.has_data = idx.has_data = true;
+      for (size_t i = 0; i < vals.size(); ++i) {
+        if (res.is_float) res.floats.push_back(vals[i]);
+        else res.ints.push_back({static_cast<int64_t>(vals[i]), 0});
+        idx.ints.push_back({static_cast<int64_t>(pos[i]), 0});
+      }
+    }
+    finish(0);
+    if (op == "TopK") {
+      res = idx;
+      finish(1);
+    }
+    return;
+  }
+  if (op.rfind("Reduce", 0) == 0) {
+    std::vector<int64_t> axes = reduce_axes(n);
+    if (axes.empty() && attr_i(n, "noop_with_empty_axes", 0)) {
+      res.shape = x.shape;
+      res.has_data = x.has_data, res.ints = x.ints, res.floats = x.floats;
+      return finish();
+    }
+    axes = norm_axes(axes, x.shape.size(), "axis");
+    res.shape = reduce_shape(x.shape, axes, attr_i(n, "keepdims", 1) != 0);
+    const bool known_op = op == "ReduceSum" || op == "ReduceMax" || op == "ReduceMin" || op == "ReduceProd" ||
+                          (op == "ReduceMean" && x.is_float);
+    bool data = known_op && x.has_data && all_plain(x.shape) && small_enough(x.shape, x.is_float);
+    std::vector<double> v;
+    for (int64_t e = 0; data && e < count(plain_dims(x.shape)); ++e) {
+      const auto d = plain_double(x, e);
+      if (!d) data = false;
+      else v.push_back(*d);
+    }
+    if (data) {
+      const auto xd = plain_dims(x.shape);
+      std::vector<bool> reduced(xd.size(), axes.empty());
+      for (int64_t a : axes) reduced[static_cast<size_t>(a)] = true;
+      std::vector<int64_t> kept;
+      for (size_t i = 0; i < xd.size(); ++i) kept.push_back(reduced[i] ? 1 : xd[i]);
+      const auto ks = strides_of(kept);
+      const int64_t outs = count(kept);
+      std::vector<double> acc(static_cast<size_t>(outs)), cnt(static_cast<size_t>(outs), 0);
+      std::vector<bool> first(static_cast<size_t>(outs), true);
+      int64_t e = 0;
+      for_each_index(xd, [&](const std::vector<int64_t>& idx) {
+        int64_t o = 0;
+        for (size_t i = 0; i < xd.size(); ++i) o += reduced[i] ? 0 : idx[i] * ks[i];
+        const auto oi = static_cast<size_t>(o);
+        const double val = v[static_cast<size_t>(e++)];
+        if (first[oi]) acc[oi] = val, first[oi] = false;
+        else if (op == "ReduceMax") acc[oi] = std::max(acc[oi], val);
+        else if (op == "ReduceMin") acc[oi] = std::min(acc[oi], val);
+        else if (op == "ReduceProd") acc[oi] *= val;
+        else acc[oi] += val;
+        cnt[oi] += 1;
+      });
+      res.has_data = true;
+      for (size_t i = 0; i < acc.size(); ++i) {
+        const double r = op == "ReduceMean" ? acc[i] / cnt[i] : acc[i];
+        if (res.is_float) res.floats.push_back(r);
+        else res.ints.push_back({static_cast<int64_t>(r), 0});
+      }
+    }
+    return finish();
+  }
   res.shape = infer_shape_only(n);
+  if (op == "Tile" && x.has_data && all_plain(x.shape) && small_enough(res.shape, res.is_float)) {
+    const auto xd = plain_dims(x.shape);
+    const auto xs = strides_of(xd);
+    for_each_index(plain_dims(res.shape), [&](const std::vector<int64_t>& idx) {
+      int64_t src = 0;
+      for (size_t i = 0; i < xd.size(); ++i) src += (idx[i] % xd[i]) * xs[i];
+      push_elem(x, src, res);
+    });
+    res.has_data = true;
+  }
   return finish();
 }
 

@@ -27,15 +27,17 @@ void Importer::check_arity(const Node& n) const {
       {"ReduceMean", {1, 2}}, {"ReduceSum", {1, 2}}, {"ReduceMax", {1, 2}}, {"ReduceMin", {1, 2}}, {"ReduceProd", {1, 2}},
       {"Reshape", {2, 2}}, {"Squeeze", {1, 2}}, {"Unsqueeze", {1, 2}}, {"CastLike", {2, 2}}, {"Dropout", {1, 3}},
       {"QuantizeLinear", {2, 3}}, {"DequantizeLinear", {2, 3}}, {"Concat", {1, kAny}}, {"Split", {1, 2}},
-      {"Gather", {2, 2}}, {"Expand", {2, 2}}, {"Resize", {1, 4}}, {"Upsample", {1, 2}}, {"Tile", {2, 2}}};
+      {"Gather", {2, 2}}, {"Expand", {2, 2}}, {"Resize", {1, 4}}, {"Upsample", {1, 2}}, {"Tile", {2, 2}},
+      {"CumSum", {2, 2}}, {"Einsum", {1, kAny}}};
   // Every other op the importer handles or folds takes exactly one input.
   static const std::unordered_set<std::string> unary = {
       "Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "HardSwish", "Gelu", "Erf", "Sqrt", "Exp", "Log", "Neg",
       "Reciprocal", "Abs", "Floor", "Ceil", "Round", "Not", "Sign", "Softmax", "LogSoftmax", "MaxPool", "AveragePool",
-      "GlobalAveragePool", "GlobalMaxPool", "Flatten", "Identity", "Cast", "Transpose"};
+      "GlobalAveragePool", "GlobalMaxPool", "Flatten", "Identity", "Cast", "Transpose", "ArgMax", "ArgMin"};
   Arity a{-1, -1};
   if (n.op_type() == "Slice") a = opset_ < 10 ? Arity{1, 1} : Arity{3, 5};  // starts/ends: attributes, then inputs
   else if (n.op_type() == "Pad") a = opset_ < 11 ? Arity{1, 1} : Arity{2, 4};
+  else if (n.op_type() == "TopK") a = opset_ < 10 ? Arity{1, 1} : Arity{2, 2};  // k: an attribute, then an input
   else if (auto it = table.find(n.op_type()); it != table.end()) a = it->second;
   else if (unary.count(n.op_type())) a = {1, 1};
   if (n.output_size() < 1) fail_node(n, "has no outputs (every op has at least one; corrupt file?)");
@@ -134,6 +136,13 @@ const std::map<std::string, Importer::Handler>& Importer::handler_table() {
       {"Erf", [](Importer& m, const Node& n) { m.op_unary(n, OpKind::kErf); }},
       {"Sqrt", [](Importer& m, const Node& n) { m.op_unary(n, OpKind::kSqrt); }},
       {"Exp", [](Importer& m, const Node& n) { m.op_unary(n, OpKind::kExp); }},
+      {"Log", [](Importer& m, const Node& n) { m.op_unary(n, OpKind::kLog); }},
+      {"Abs", [](Importer& m, const Node& n) { m.op_unary(n, OpKind::kAbs); }},
+      {"Sign", [](Importer& m, const Node& n) { m.op_unary(n, OpKind::kSign); }},
+      {"Floor", [](Importer& m, const Node& n) { m.op_unary(n, OpKind::kFloor); }},
+      {"Ceil", [](Importer& m, const Node& n) { m.op_unary(n, OpKind::kCeil); }},
+      {"Round", [](Importer& m, const Node& n) { m.op_unary(n, OpKind::kRound); }},
+      {"Not", [](Importer& m, const Node& n) { m.op_unary(n, OpKind::kNot); }},
       {"Softplus", [](Importer& m, const Node& n) { m.op_unary(n, OpKind::kSoftplus); }},
       {"Neg", [](Importer& m, const Node& n) { m.op_with_scalar(n, OpKind::kMul, -1.0f, false); }},  // x * -1
       {"Reciprocal", [](Importer& m, const Node& n) { m.op_with_scalar(n, OpKind::kDiv, 1.0f, true); }},  // 1 / x
@@ -142,9 +151,25 @@ const std::map<std::string, Importer::Handler>& Importer::handler_table() {
       {"Mul", [](Importer& m, const Node& n) { m.op_binary(n, OpKind::kMul); }},
       {"Div", [](Importer& m, const Node& n) { m.op_binary(n, OpKind::kDiv); }},
       {"Pow", [](Importer& m, const Node& n) { m.op_binary(n, OpKind::kPow); }},
-      {"Max", [](Importer& m, const Node& n) { m.op_binary(n, OpKind::kMax); }},
-      {"Min", [](Importer& m, const Node& n) { m.op_binary(n, OpKind::kMin); }},
+      {"Max", [](Importer& m, const Node& n) { m.op_variadic(n, OpKind::kMax); }},
+      {"Min", [](Importer& m, const Node& n) { m.op_variadic(n, OpKind::kMin); }},
       {"Where", [](Importer& m, const Node& n) { m.op_binary(n, OpKind::kWhere); }},
+      {"Greater", [](Importer& m, const Node& n) { m.op_binary(n, OpKind::kGreater); }},
+      {"GreaterOrEqual", [](Importer& m, const Node& n) { m.op_binary(n, OpKind::kGreaterEqual); }},
+      {"Less", [](Importer& m, const Node& n) { m.op_binary(n, OpKind::kLess); }},
+      {"LessOrEqual", [](Importer& m, const Node& n) { m.op_binary(n, OpKind::kLessEqual); }},
+      {"Equal", [](Importer& m, const Node& n) { m.op_binary(n, OpKind::kEqual); }},
+      {"And", [](Importer& m, const Node& n) { m.op_binary(n, OpKind::kAnd); }},
+      {"Or", [](Importer& m, const Node& n) { m.op_binary(n, OpKind::kOr); }},
+      {"Mod", [](Importer& m, const Node& n) { m.op_binary(n, m.attr_i(n, "fmod", 0) ? OpKind::kFmod : OpKind::kMod); }},
+      {"CumSum", [](Importer& m, const Node& n) { m.op_cumsum(n); }},
+      {"TopK", [](Importer& m, const Node& n) { m.op_topk(n); }},
+      {"ArgMax", [](Importer& m, const Node& n) { m.op_arg(n, OpKind::kArgMax); }},
+      {"ArgMin", [](Importer& m, const Node& n) { m.op_arg(n, OpKind::kArgMin); }},
+      {"Einsum", [](Importer& m, const Node& n) { m.op_einsum(n); }},
+      {"Range", [](Importer&, const Node&) {
+         throw Unsupported{"start, limit or delta computed from the activations (a data-dependent shape)"};
+       }},
       {"Softmax", [](Importer& m, const Node& n) { m.op_softmax(n); }},
       {"LogSoftmax", [](Importer& m, const Node& n) { m.op_softmax(n); }},
       {"LayerNormalization", [](Importer& m, const Node& n) { m.op_layernorm(n); }},
@@ -171,6 +196,7 @@ const std::map<std::string, Importer::Handler>& Importer::handler_table() {
       {"Slice", [](Importer& m, const Node& n) { m.op_slice(n); }},
       {"Gather", [](Importer& m, const Node& n) { m.op_gather(n); }},
       {"Expand", [](Importer& m, const Node& n) { m.op_expand(n); }},
+      {"Tile", [](Importer& m, const Node& n) { m.op_tile(n); }},
       {"Pad", [](Importer& m, const Node& n) { m.op_pad(n); }},
       {"Resize", [](Importer& m, const Node& n) { m.op_resize(n); }},
       {"Upsample", [](Importer& m, const Node& n) { m.op_resize(n); }},

@@ -181,6 +181,7 @@ class Importer {
   static const std::map<std::string, Handler>& handler_table();
   bool all_constant(const Node& n);
   void fold_or_shape(const Node& n);  // every data input constant
+  Value fold_binary(const Node& n, const Value& x, const Value& y);  // Add, Sub, ..., Equal, And, Max, Min
   void op_conv(const Node& n, bool transposed);
   void op_gemm(const Node& n);
   void op_matmul(const Node& n);
@@ -193,6 +194,7 @@ class Importer {
   void op_with_scalar(const Node& n, OpKind kind, float value, bool const_first);
   void op_activation(const Node& n);  // Relu, Clip, Sigmoid, Tanh: fused when possible
   void op_binary(const Node& n, OpKind kind);
+  void op_variadic(const Node& n, OpKind kind);  // Max, Min of 1, 2 or more inputs: a chain of binary layers
   void op_softmax(const Node& n);
   void op_layernorm(const Node& n);
   void op_reduce(const Node& n, OpKind kind);
@@ -208,6 +210,29 @@ class Importer {
   void op_expand(const Node& n);
   void op_pad(const Node& n);
   void op_resize(const Node& n);
+  void op_clip_runtime(const Node& n);  // Clip whose bounds are activations: max, then min
+  void op_cumsum(const Node& n);
+  void op_tile(const Node& n);
+  void op_topk(const Node& n);
+  void op_arg(const Node& n, OpKind kind);  // ArgMax, ArgMin
+  void op_einsum(const Node& n);
+
+  // ---- lowering one node onto others: a node `op` on `inputs` writing `output`, named
+  // after n (its name + suffix), dispatched like a node of the model. An output other
+  // than n's own is an intermediate with one consumer (the next step).
+  using AttrSetter = std::function<void(Node&)>;
+  void synthetic(const Node& n, const std::string& op, const std::vector<std::string>& inputs, const std::string& output,
+                 const std::string& suffix, const AttrSetter& attrs = {});
+  std::string synthetic_ints(const std::string& name, const std::vector<Sym>& values);  // a constant 1-D int64 value
+
+  // Einsum: the equation parsed for two operands of the given ranks (ellipses expanded):
+  // one label string per operand and the output's (checked; Unsupported otherwise).
+  struct EinsumSpec {
+    std::vector<std::string> in;
+    std::string out;
+  };
+  EinsumSpec einsum_spec(const Node& n, const std::vector<size_t>& ranks);
+  SymShape einsum_shape(const Node& n, const EinsumSpec& e, const std::vector<const SymShape*>& shapes);
 
   // ---- attributes and shapes read once for the constant and the activation path
   SymShape infer_reshape(const Node& n, const SymShape& in);

@@ -194,6 +194,29 @@ void Importer::alias(const Node& n, Value& in, Value& o) {
   reshape_into(n, o, t, n.output(0));
 }
 
+void Importer::synthetic(const Node& n, const std::string& op, const std::vector<std::string>& inputs,
+                         const std::string& output, const std::string& suffix, const AttrSetter& attrs) {
+  Node s;
+  s.set_op_type(op);
+  s.set_name(node_name(n) + suffix);
+  for (const auto& in : inputs) s.add_input(in);
+  s.add_output(output);
+  if (attrs) attrs(s);
+  if (output != n.output(0)) consumers_[output] = 1;
+  dispatch(s);
+  check_outputs(s);
+}
+
+std::string Importer::synthetic_ints(const std::string& name, const std::vector<Sym>& values) {
+  Value c;
+  c.shape = {{static_cast<int64_t>(values.size()), 0}};
+  c.elem = onnx::TensorProto_DataType_INT64;
+  c.has_data = true;
+  c.ints = values;
+  values_[name] = c;
+  return name;
+}
+
 Layout Importer::preferred_layout(const Value& v) const {
   if (v.tensor >= 0) return v.layout;
   return v.prefer_channels_last ? Layout::kChannelsLast : Layout::kNatural;

@@ -23,7 +23,10 @@ void Importer::op_reshape_like(const Node& n) {
       fail_node(n, e.what());
     }
   }
-  if (batch_axis(shape, &n) < 0) throw Unsupported{"result " + sym_shape_text(shape) + " has no batch dimension"};
+  // (A rank-0 activation, one value per sample, may be cast or passed through.)
+  if (batch_axis(shape, &n) < 0 && !(shape.empty() && x.shape.empty())) {
+    throw Unsupported{"result " + sym_shape_text(shape) + " has no batch dimension"};
+  }
   if (shape_elements(per_sample(shape)) != shape_elements(per_sample(x.shape))) {
     throw Unsupported{"reshapes " + sym_shape_text(x.shape) + " to " + sym_shape_text(shape) + " across the batch"};
   }

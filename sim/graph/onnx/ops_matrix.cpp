@@ -378,3 +378,254 @@ void Importer::op_global_pool(const Node& n, OpKind kind) {
 }
 
 }  // namespace tessera::graph::onnx_import
+
+// ---------------------------------------------------------------- Einsum
+
+namespace tessera::graph::onnx_import {
+
+namespace {
+constexpr const char* kEinsumForms =
+    "two operands, no index repeated within one, every index in both operands or in the output, e.g. 'bij,bjk->bik', "
+    "'ij,jk->ik', 'bhqd,bhkd->bhqk', 'bid,jd->bij'";
+}
+
+Importer::EinsumSpec Importer::einsum_spec(const Node& n, const std::vector<size_t>& ranks) {
+  std::string eq;
+  for (char c : attr_s(n, "equation", "")) {
+    if (c != ' ') eq += c;
+  }
+  auto unsupported = [&](const std::string& why) {
+    return Unsupported{"equation '" + utf8_safe(eq) + "': " + why + " (supported: " + kEinsumForms + ")"};
+  };
+  if (eq.empty()) fail_node(n, "needs the attribute 'equation'");
+  const size_t arrow = eq.find("->");
+  const std::string lhs = eq.substr(0, arrow);
+  const bool explicit_out = arrow != std::string::npos;
+  std::vector<std::string> terms;
+  for (size_t b = 0;;) {
+    const size_t comma = lhs.find(',', b);
+    terms.push_back(lhs.substr(b, comma == std::string::npos ? std::string::npos : comma - b));
+    if (comma == std::string::npos) break;
+    b = comma + 1;
+  }
+  if (terms.size() != ranks.size()) {
+    fail_node(n, "equation '" + utf8_safe(eq) + "' has " + std::to_string(terms.size()) + " operand(s) for " +
+                     std::to_string(ranks.size()) + " input(s)");
+  }
+  // Letters as given, "..." as one marker ('.'); the ellipsis becomes digits (never letters).
+  auto parse = [&](const std::string& t, std::string& letters, bool& ellipsis) {
+    ellipsis = false;
+    for (size_t i = 0; i < t.size(); ++i) {
+      const char c = t[i];
+      if (c == '.') {
+        if (ellipsis || t.compare(i, 3, "...") != 0) fail_node(n, "equation '" + utf8_safe(eq) + "' has a malformed ellipsis");
+        ellipsis = true;
+        letters += '.';
+        i += 2;
+      } else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
+        letters += c;
+      } else {
+        fail_node(n, "equation '" + utf8_safe(eq) + "' has the character '" + utf8_safe(std::string(1, c)) + "'");
+      }
+    }
+  };
+  std::vector<std::string> raw(terms.size());
+  std::vector<size_t> ell(terms.size(), 0);
+  size_t max_ell = 0;
+  for (size_t k = 0; k < terms.size(); ++k) {
+    bool e = false;
+    parse(terms[k], raw[k], e);
+    const size_t letters = raw[k].size() - (e ? 1 : 0);
+    if (e ? letters > ranks[k] : letters != ranks[k]) {
+      fail_node(n, "equation '" + utf8_safe(eq) + "' gives operand " + std::to_string(k) + " " + std::to_string(letters) +
+                       " indices, but it has rank " + std::to_string(ranks[k]));
+    }
+    ell[k] = e ? ranks[k] - letters : 0;
+    max_ell = std::max(max_ell, ell[k]);
+  }
+  if (max_ell > 10) throw unsupported("an ellipsis of more than 10 axes");
+  auto expand = [&](const std::string& letters, size_t e) {
+    std::string out;
+    for (char c : letters) {
+      if (c != '.') {
+        out += c;
+        continue;
+      }
+      for (size_t j = max_ell - e; j < max_ell; ++j) out += static_cast<char>('0' + j);
+    }
+    return out;
+  };
+  EinsumSpec spec;
+  for (size_t k = 0; k < terms.size(); ++k) {
+    spec.in.push_back(expand(raw[k], ell[k]));
+    for (size_t i = 0; i < spec.in[k].size(); ++i) {
+      if (spec.in[k].find(spec.in[k][i], i + 1) != std::string::npos) {
+        throw unsupported("index '" + std::string(1, spec.in[k][i]) + "' repeats within operand " + std::to_string(k) +
+                          " (a diagonal)");
+      }
+    }
+  }
+  if (explicit_out) {
+    std::string letters;
+    bool e = false;
+    parse(eq.substr(arrow + 2), letters, e);
+    spec.out = expand(letters, max_ell);
+  } else {
+    // Implicit output: the ellipsis, then the indices that occur once, in alphabetical order.
+    for (size_t j = 0; j < max_ell; ++j) spec.out += static_cast<char>('0' + j);
+    std::string once;
+    for (const auto& t : spec.in) {
+      for (char c : t) {
+        if (c >= '0' && c <= '9') continue;
+        int count = 0;
+        for (const auto& u : spec.in) count += static_cast<int>(std::count(u.begin(), u.end(), c));
+        if (count == 1) once += c;
+      }
+    }
+    std::sort(once.begin(), once.end());
+    spec.out += once;
+  }
+  for (size_t i = 0; i < spec.out.size(); ++i) {
+    const char c = spec.out[i];
+    if (spec.out.find(c, i + 1) != std::string::npos) {
+      fail_node(n, "equation '" + utf8_safe(eq) + "' names output index '" + std::string(1, c) + "' twice");
+    }
+    bool found = false;
+    for (const auto& t : spec.in) found = found || t.find(c) != std::string::npos;
+    if (!found) fail_node(n, "equation '" + utf8_safe(eq) + "' has output index '" + std::string(1, c) + "' in no operand");
+  }
+  if (spec.in.size() != 2) throw unsupported(std::to_string(spec.in.size()) + " operand(s)");
+  for (size_t k = 0; k < 2; ++k) {
+    for (char c : spec.in[k]) {
+      if (spec.out.find(c) == std::string::npos && spec.in[1 - k].find(c) == std::string::npos) {
+        throw unsupported("index '" + std::string(1, c) + "' of operand " + std::to_string(k) +
+                          " is summed over without being contracted with the other operand");
+      }
+    }
+  }
+  return spec;
+}
+
+// Every index's extent (equal in every operand, or 1 in one of them: broadcast); the output's shape.
+SymShape Importer::einsum_shape(const Node& n, const EinsumSpec& e, const std::vector<const SymShape*>& shapes) {
+  std::map<char, Sym> dim;
+  for (size_t k = 0; k < e.in.size(); ++k) {
+    for (size_t i = 0; i < e.in[k].size(); ++i) {
+      const char c = e.in[k][i];
+      const Sym d = (*shapes[k])[i];
+      auto it = dim.find(c);
+      if (it == dim.end() || is_one(it->second)) {
+        dim[c] = d;
+      } else if (!(it->second == d) && !is_one(d)) {
+        fail_node(n, "index '" + std::string(1, c) + "' has extent " + sym_text(it->second) + " in one operand and " +
+                         sym_text(d) + " in operand " + std::to_string(k));
+      }
+    }
+  }
+  SymShape out;
+  for (char c : e.out) out.push_back(dim.at(c));
+  return out;
+}
+
+// Two-operand Einsum as MatMul: the operands transposed to [batch..., M..., K...] and
+// [batch..., K..., N...] (and reshaped to one M, K and N axis where there are several),
+// multiplied, then brought into the output's order. With a constant operand, it goes
+// second: a MatMul with constant weights is an fc layer.
+void Importer::op_einsum(const Node& n) {
+  if (n.input_size() != 2) {
+    throw Unsupported{"equation '" + utf8_safe(attr_s(n, "equation", "")) + "': " + std::to_string(n.input_size()) +
+                      " operand(s) (supported: " + kEinsumForms + ")"};
+  }
+  std::string ia = n.input(0), ib = n.input(1);
+  if (val(n, 0).constant && !val(n, 1).constant) std::swap(ia, ib);
+  const Value& A = values_.at(ia);
+  const Value& B = values_.at(ib);
+  EinsumSpec spec = einsum_spec(n, {val(n, 0).shape.size(), val(n, 1).shape.size()});
+  if (ia != n.input(0)) std::swap(spec.in[0], spec.in[1]);
+  const std::string la = spec.in[0], lb = spec.in[1], lo = spec.out;
+  Value& o = out(n);
+  o.shape = einsum_shape(n, spec, {&A.shape, &B.shape});
+  std::map<char, Sym> dim;
+  for (size_t i = 0; i < la.size(); ++i) dim[la[i]] = A.shape[i];
+  for (size_t i = 0; i < lb.size(); ++i) {
+    if (!dim.count(lb[i]) || is_one(dim[lb[i]])) dim[lb[i]] = B.shape[i];
+  }
+  std::string batch, M, N, K;
+  for (char c : lo) {
+    const bool a = la.find(c) != std::string::npos, b = lb.find(c) != std::string::npos;
+    (a && b ? batch : a ? M : N) += c;
+  }
+  for (char c : la) {
+    if (lo.find(c) == std::string::npos) K += c;
+  }
+  auto prod = [&](const std::string& labels) {
+    Sym p{1, 0};
+    for (char c : labels) p = sym_mul(p, dim.at(c));
+    return p;
+  };
+  auto dims_of = [&](const std::string& labels) {
+    std::vector<Sym> d;
+    for (char c : labels) d.push_back(dim.at(c));
+    return d;
+  };
+  const std::string base = n.output(0) + "/einsum";
+  int step = 0;
+  // Value `name` with index order `from` -> order `to` (a Transpose when they differ).
+  auto transpose = [&](const std::string& name, const std::string& from, const std::string& to, const std::string& out_name,
+                       const std::string& suffix) {
+    if (from == to) return name;
+    std::vector<int64_t> perm;
+    for (char c : to) perm.push_back(static_cast<int64_t>(from.find(c)));
+    synthetic(n, "Transpose", {name}, out_name, suffix, [&](Node& s) {
+      auto* a = s.add_attribute();
+      a->set_name("perm");
+      a->set_type(onnx::AttributeProto_AttributeType_INTS);
+      for (int64_t p : perm) a->add_ints(p);
+    });
+    return out_name;
+  };
+  // Value `name` reshaped to `target` (nothing when its shape is that already).
+  auto reshape = [&](const std::string& name, const std::vector<Sym>& target, const std::string& out_name,
+                     const std::string& suffix) {
+    if (values_.at(name).shape == SymShape(target.begin(), target.end())) return name;
+    const std::string shape = synthetic_ints(base + "/shape" + std::to_string(step++), target);
+    synthetic(n, "Reshape", {name, shape}, out_name, suffix);
+    return out_name;
+  };
+  // The output after the MatMul: [batch..., M..., N...] in that order, then `lo`.
+  const std::string after = batch + M + N;
+  const bool permute = after != lo;
+  std::vector<Sym> a_shape, b_shape, c_shape;
+  const bool leading = batch.empty() && !M.empty();  // A's M axes can stay leading axes of the MatMul
+  if (leading) {
+    a_shape = dims_of(M);
+  } else {
+    a_shape = dims_of(batch);
+    a_shape.push_back(prod(M));
+  }
+  a_shape.push_back(prod(K));
+  b_shape = dims_of(batch);
+  b_shape.push_back(prod(K));
+  b_shape.push_back(prod(N));
+  c_shape = leading ? dims_of(M) : dims_of(batch);
+  if (!leading) c_shape.push_back(prod(M));
+  c_shape.push_back(prod(N));
+  const bool unflatten = SymShape(c_shape.begin(), c_shape.end()) != [&] {
+    const auto d = dims_of(after);
+    return SymShape(d.begin(), d.end());
+  }();
+  std::string a = transpose(ia, la, batch + M + K, base + "/a", "/a_transpose");
+  a = reshape(a, a_shape, base + "/a_reshape", "/a_reshape");
+  std::string b = transpose(ib, lb, batch + K + N, base + "/b", "/b_transpose");
+  b = reshape(b, b_shape, base + "/b_reshape", "/b_reshape");
+  const std::string c = unflatten || permute ? base + "/matmul" : n.output(0);
+  synthetic(n, "MatMul", {a, b}, c, "/matmul");
+  std::string d = c;
+  if (unflatten) {
+    const auto target = dims_of(after);
+    d = reshape(c, target, permute ? base + "/c_reshape" : n.output(0), "/c_reshape");
+  }
+  if (permute) transpose(d, after, lo, n.output(0), "/transpose");
+}
+
+}  // namespace tessera::graph::onnx_import

@@ -1,6 +1,8 @@
 // Handlers of vector-unit ops: activations (fused into the matrix layer before them when
 // possible), element-wise ops, normalisation, softmax and reductions.
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "sim/graph/onnx/importer.h"
 
@@ -58,6 +60,8 @@ void Importer::op_activation(const Node& n) {
   Value& x = val(n, 0);
   Activation act = Activation::kNone;
   OpKind kind = OpKind::kRelu;
+  Layer clip;
+  clip.op = OpKind::kClip;
   if (op == "Relu") act = Activation::kRelu, kind = OpKind::kRelu;
   if (op == "Sigmoid") act = Activation::kSigmoid, kind = OpKind::kSigmoid;
   if (op == "Tanh") act = Activation::kTanh, kind = OpKind::kTanh;
@@ -68,11 +72,25 @@ void Importer::op_activation(const Node& n) {
       if (has_attr(n, "min")) lo = attr_f(n, "min", 0);
       if (has_attr(n, "max")) hi = attr_f(n, "max", 0);
     } else {
-      if (has_input(n, 1)) lo = const_floats(n, 1, "min").at(0);
-      if (has_input(n, 2)) hi = const_floats(n, 2, "max").at(0);
+      if ((has_input(n, 1) && !val(n, 1).constant) || (has_input(n, 2) && !val(n, 2).constant)) {
+        return op_clip_runtime(n);
+      }
+      auto bound = [&](int i, const char* what) -> std::optional<double> {
+        if (!has_input(n, i)) return std::nullopt;
+        const std::vector<double> v = const_floats(n, i, what);
+        if (v.size() != 1) fail_node(n, std::string(what) + " must be a scalar, got " + std::to_string(v.size()) + " values");
+        return v[0];
+      };
+      lo = bound(1, "min"), hi = bound(2, "max");
     }
     if (lo && *lo == 0 && hi && *hi == 6) act = Activation::kRelu6;
     else if (lo && *lo == 0 && !hi) act = Activation::kRelu;
+    // Bounds past fp32's range are no bounds (+-FLT_MAX, infinities).
+    auto to_float = [](double v, float none) {
+      return std::isnan(v) || std::fabs(v) >= std::numeric_limits<float>::max() ? none : static_cast<float>(v);
+    };
+    if (lo) clip.clip_min = to_float(*lo, -std::numeric_limits<float>::infinity());
+    if (hi) clip.clip_max = to_float(*hi, std::numeric_limits<float>::infinity());
   }
   Value& o = out(n);
   o.shape = x.shape;
@@ -83,6 +101,7 @@ void Importer::op_activation(const Node& n) {
       return absorb_into_producer(n, x, o, "fused");
     }
   }
+  if (kind == OpKind::kClip) return op_elementwise(n, clip);
   op_unary(n, kind);
 }
 
@@ -101,9 +120,12 @@ void Importer::op_binary(const Node& n, OpKind kind) {
     first = false;
   }
   const int ob = batch_axis(shape, &n);
-  if (ob < 0) throw Unsupported{"result " + sym_shape_text(shape) + " has no batch dimension"};
+  // A rank-0 activation is one value per sample (a reduction over every axis at batch 1):
+  // it broadcasts against anything.
+  if (ob < 0 && !shape.empty()) throw Unsupported{"result " + sym_shape_text(shape) + " has no batch dimension"};
   const size_t r = shape.size();
   for (Value* a : acts) {
+    if (a->shape.empty()) continue;
     const int ba = batch_axis(a->shape, &n);
     if (ba + static_cast<int>(r - a->shape.size()) != ob || !(a->shape[static_cast<size_t>(ba)] == shape[static_cast<size_t>(ob)])) {
       throw Unsupported{"broadcasts the batch of " + sym_shape_text(a->shape) + " against another dimension of " +
@@ -120,7 +142,9 @@ void Importer::op_binary(const Node& n, OpKind kind) {
   }
   // The constants' per-sample shape in the output's IR order.
   Shape cshape;
+  if (shape.empty()) cshape = {1};  // scalars
   for (Value* c : consts) {
+    if (shape.empty()) break;
     SymShape full(r - c->shape.size(), Sym{1, 0});
     full.insert(full.end(), c->shape.begin(), c->shape.end());
     if (!(is_one(full[static_cast<size_t>(ob)]) || full[static_cast<size_t>(ob)] == shape[static_cast<size_t>(ob)])) {
@@ -165,8 +189,41 @@ void Importer::op_binary(const Node& n, OpKind kind) {
       if (static_cast<int64_t>(l.const_values.size()) != shape_elements(cshape)) l.const_values.clear();
     }
     l.const_first = consts.front() == &val(n, 0);
+    if (kind == OpKind::kWhere && consts.size() == 1) {
+      for (int i = 0; i < n.input_size(); ++i) {
+        if (&val(n, i) == consts.front()) l.const_index = i;
+      }
+    }
   }
   add_output(n, o, l, layout);
+}
+
+void Importer::op_variadic(const Node& n, OpKind kind) {
+  if (n.input_size() == 2) return op_binary(n, kind);
+  if (n.input_size() == 1) {
+    Value& x = val(n, 0);
+    Value& o = out(n);
+    o.shape = x.shape;
+    return alias(n, x, o);
+  }
+  // ((a op b) op c) ...: constants first, so they fold together.
+  std::vector<std::string> ins(n.input().begin(), n.input().end());
+  std::stable_partition(ins.begin(), ins.end(), [&](const std::string& v) { return values_.at(v).constant; });
+  std::string acc = ins[0];
+  for (size_t i = 1; i < ins.size(); ++i) {
+    const bool last = i + 1 == ins.size();
+    const std::string name = last ? n.output(0) : n.output(0) + "/" + std::to_string(i);
+    synthetic(n, n.op_type(), {acc, ins[i]}, name, last ? "" : "/" + std::to_string(i));
+    acc = name;
+  }
+}
+
+// Clip(x, min, max) whose bounds are activations: max(x, min), then min(that, max).
+void Importer::op_clip_runtime(const Node& n) {
+  const bool lo = has_input(n, 1), hi = has_input(n, 2);
+  const std::string mid = lo && hi ? n.output(0) + "/max" : n.output(0);
+  if (lo) synthetic(n, "Max", {n.input(0), n.input(1)}, mid, "/max");
+  if (hi) synthetic(n, "Min", {lo ? mid : n.input(0), n.input(2)}, n.output(0), "/min");
 }
 
 void Importer::op_softmax(const Node& n) {
@@ -213,7 +270,27 @@ void Importer::op_reduce(const Node& n, OpKind kind) {
     o.shape = x.shape;
     return alias(n, x, o);
   }
-  if (axes.empty()) throw Unsupported{"reduces over every axis, the batch included"};
+  if (axes.empty()) {
+    // Every axis, the batch included: at batch 1, every axis of the one sample (each
+    // sample's own reduction when the compiled batch is larger).
+    if (batch_ != 1) {
+      throw Unsupported{"reduces over every axis, the batch included, at batch " + std::to_string(batch_) +
+                        " (imported at batch 1, each sample is reduced)"};
+    }
+    Value& o = out(n);
+    if (keep) {
+      o.shape.clear();
+      for (Sym d : x.shape) o.shape.push_back(d.p ? Sym{1, 1} : Sym{1, 0});
+    } else {
+      o.shape = {};
+    }
+    const Layout layout = keep ? preferred_layout(x) : Layout::kNatural;
+    Layer l;
+    l.op = kind;
+    l.keepdims = keep;
+    l.inputs = {tensor_in(x, layout, n)};
+    return add_output(n, o, l, layout);
+  }
   axes = norm_axes(axes, x.shape.size(), "axis");
   Value& o = out(n);
   o.shape = reduce_shape(x.shape, axes, keep);
@@ -227,6 +304,115 @@ void Importer::op_reduce(const Node& n, OpKind kind) {
   view.layout = layout;
   for (int64_t a : axes) l.axes.push_back(ir_axis(view, a, n));
   add_output(n, o, l, layout);
+}
+
+}  // namespace tessera::graph::onnx_import
+
+namespace tessera::graph::onnx_import {
+
+// CumSum(x, axis): the running sum along one axis (exclusive, reverse).
+void Importer::op_cumsum(const Node& n) {
+  const std::vector<int64_t> axis = const_ints(n, 1, "axis");
+  if (axis.size() != 1) fail_node(n, "axis must be a scalar, got " + std::to_string(axis.size()) + " values");
+  Layer l;
+  l.op = OpKind::kCumSum;
+  l.exclusive = attr_i(n, "exclusive", 0) != 0;
+  l.reverse = attr_i(n, "reverse", 0) != 0;
+  op_elementwise(n, l, axis[0]);
+}
+
+// ArgMax / ArgMin: the position along one axis (keepdims, select_last_index).
+void Importer::op_arg(const Node& n, OpKind kind) {
+  Value& x = val(n, 0);
+  const bool keep = attr_i(n, "keepdims", 1) != 0;
+  const int64_t axis = norm_axis(attr_i(n, "axis", 0), x.shape.size(), "axis");
+  Value& o = out(n);
+  o.shape = reduce_shape(x.shape, {axis}, keep);
+  const Layout layout = keep ? preferred_layout(x) : Layout::kNatural;
+  Layer l;
+  l.op = kind;
+  l.keepdims = keep;
+  l.select_last = attr_i(n, "select_last_index", 0) != 0;
+  l.inputs = {tensor_in(x, layout, n)};
+  Value view = x;
+  view.layout = layout;
+  l.axis = ir_axis(view, axis, n);
+  add_output(n, o, l, layout);
+}
+
+// TopK(x, k) -> values, indices: one topk layer per output that is used (the indices are
+// a second pass).
+void Importer::op_topk(const Node& n) {
+  Value& x = val(n, 0);
+  int64_t k = 0;
+  if (opset_ < 10) {
+    k = attr_i(n, "k", -1);
+  } else {
+    const std::vector<int64_t> kv = const_ints(n, 1, "k");
+    if (kv.size() != 1) fail_node(n, "k must hold one value, got " + std::to_string(kv.size()));
+    k = kv[0];
+  }
+  const int64_t axis = norm_axis(attr_i(n, "axis", -1), x.shape.size(), "axis");
+  const Sym dim = x.shape[static_cast<size_t>(axis)];
+  if (dim.p) throw Unsupported{"TopK along the batch dimension"};
+  if (k < 1 || k > dim.v) {
+    fail_node(n, "k = " + std::to_string(k) + " must be in [1, " + std::to_string(dim.v) + "] (axis " + std::to_string(axis) + ")");
+  }
+  SymShape shape = x.shape;
+  shape[static_cast<size_t>(axis)] = {k, 0};
+  const Layout layout = preferred_layout(x);
+  Layer l;
+  l.op = OpKind::kTopK;
+  l.k = k;
+  l.largest = attr_i(n, "largest", 1) != 0;
+  l.inputs = {tensor_in(x, layout, n)};
+  Value view = x;
+  view.layout = layout;
+  l.axis = ir_axis(view, axis, n);
+  bool any = false;
+  for (int i = 0; i < std::min(n.output_size(), 2); ++i) {
+    const std::string& name = n.output(i);
+    if (name.empty()) continue;
+    Value& o = out(n, i);
+    o.shape = shape;
+    const bool used = consumers_.count(name) || graph_outputs_.count(name);
+    if (!used && (i == 1 || any)) {
+      o.poisoned = true;
+      continue;
+    }
+    l.indices = i == 1;
+    const int y = add_layer(n, l, name, ir_shape(shape, layout), i == 1 && any ? "/indices" : "");
+    set_activation(o, y, layout);
+    any = true;
+  }
+}
+
+// Tile(x, repeats): the batch axis must stay as it is.
+void Importer::op_tile(const Node& n) {
+  Value& x = val(n, 0);
+  const std::vector<int64_t> reps = const_ints(n, 1, "repeats");
+  if (reps.size() != x.shape.size()) {
+    fail_node(n, "repeats has " + std::to_string(reps.size()) + " entries for rank " + std::to_string(x.shape.size()));
+  }
+  Value& o = out(n);
+  o.shape = x.shape;
+  const int ba = batch_axis(x.shape, &n);
+  std::vector<int64_t> ir_reps;
+  for (size_t i = 0; i < reps.size(); ++i) {
+    if (reps[i] < 1) fail_node(n, "repeats must be >= 1, got " + shape_text(reps));
+    if (static_cast<int>(i) == ba) {
+      if (reps[i] != 1) throw Unsupported{"Tile repeats the batch dimension"};
+      if (x.shape[i].v == 1) continue;  // the IR drops a pure batch axis
+    }
+    o.shape[i].v = mul64(o.shape[i].v, reps[i]);
+    ir_reps.push_back(reps[i]);
+  }
+  if (o.shape == x.shape) return alias(n, x, o);
+  Layer l;
+  l.op = OpKind::kTile;
+  l.inputs = {tensor_in(x, Layout::kNatural, n)};
+  l.repeats = ir_reps;
+  add_output(n, o, l, Layout::kNatural);
 }
 
 }  // namespace tessera::graph::onnx_import

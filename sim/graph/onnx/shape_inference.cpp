@@ -154,6 +154,15 @@ SymShape Importer::infer_shape_only(const Node& n) {
     }
     return out;
   }
+  if (op == "Einsum") {
+    std::vector<size_t> ranks;
+    std::vector<const SymShape*> shapes;
+    for (int i = 0; i < n.input_size(); ++i) {
+      ranks.push_back(val(n, i).shape.size());
+      shapes.push_back(&val(n, i).shape);
+    }
+    return einsum_shape(n, einsum_spec(n, ranks), shapes);
+  }
   if (op.rfind("Reduce", 0) == 0) {
     std::vector<int64_t> axes = reduce_axes(n);
     const bool keep = attr_i(n, "keepdims", 1) != 0;

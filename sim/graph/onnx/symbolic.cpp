@@ -223,6 +223,10 @@ std::optional<double> float_binary(const std::string& op, double a, double b) {
   if (op == "Equal") return a == b ? 1.0 : 0.0;
   if (op == "Less") return a < b ? 1.0 : 0.0;
   if (op == "Greater") return a > b ? 1.0 : 0.0;
+  if (op == "LessOrEqual") return a <= b ? 1.0 : 0.0;
+  if (op == "GreaterOrEqual") return a >= b ? 1.0 : 0.0;
+  if (op == "And") return a != 0 && b != 0 ? 1.0 : 0.0;
+  if (op == "Or") return a != 0 || b != 0 ? 1.0 : 0.0;
   if (op == "Mod") return std::fmod(a, b);
   return std::nullopt;
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <string>
 
+#include "sim/common/error.h"
 #include "sim/common/yaml_reader.h"
 #include "sim/graph/ops/op_util.h"
 #include "sim/graph/ops/registry.h"
@@ -73,6 +74,109 @@ float pow_fn(float a, float b) {
 float max_fn(float a, float b) { return std::max(a, b); }
 float min_fn(float a, float b) { return std::min(a, b); }
 
+float log_fn(float x) { return std::log(x); }
+float abs_fn(float x) { return std::fabs(x); }
+float sign_fn(float x) { return x > 0 ? 1.0f : x < 0 ? -1.0f : 0.0f; }
+float floor_fn(float x) { return std::floor(x); }
+float ceil_fn(float x) { return std::ceil(x); }
+float round_fn(float x) { return std::nearbyint(x); }  // the default rounding mode: halves to even (ONNX Round)
+float not_fn(float x) { return x == 0 ? 1.0f : 0.0f; }
+
+float truth(bool b) { return b ? 1.0f : 0.0f; }
+float greater(float a, float b) { return truth(a > b); }
+float greater_equal(float a, float b) { return truth(a >= b); }
+float less(float a, float b) { return truth(a < b); }
+float less_equal(float a, float b) { return truth(a <= b); }
+float equal(float a, float b) { return truth(a == b); }
+float and_fn(float a, float b) { return truth(a != 0 && b != 0); }
+float or_fn(float a, float b) { return truth(a != 0 || b != 0); }
+float fmod_fn(float a, float b) { return std::fmod(a, b); }
+// The remainder with the divisor's sign (ONNX Mod with fmod = 0, Python's %).
+float mod_fn(float a, float b) {
+  const float r = std::fmod(a, b);
+  return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+}
+
+// A divide, then a multiply-subtract.
+int64_t two_ops_binary(const Graph&, const Layer&) { return 2; }
+
+void parse_clip(const YamlNode& node, const Graph&, Layer& layer) {
+  if (auto lo = node.get("min")) layer.clip_min = static_cast<float>(lo->as_double(-3.4e38, 3.4e38));
+  if (auto hi = node.get("max")) layer.clip_max = static_cast<float>(hi->as_double(-3.4e38, 3.4e38));
+}
+
+// min(max(x, lo), hi): every value is hi when lo > hi (ONNX Clip).
+Fp32Kernel clip_fp32(const Graph& g, const Layer& l) {
+  const int64_t e = shape_elements(g.tensors[static_cast<size_t>(l.output)].shape);
+  const float lo = l.clip_min, hi = l.clip_max;
+  return [=](const std::vector<const float*>& in, int64_t n, float* out) {
+    for (int64_t i = 0; i < n * e; ++i) out[i] = std::min(std::max(in[0][i], lo), hi);
+  };
+}
+
+// For each element of `out` (row-major), the element of an operand of shape `in` that
+// numpy broadcasting reads (a longer operand's leading 1s are dropped).
+std::vector<int64_t> broadcast_index(Shape in, const Shape& out) {
+  while (in.size() > out.size() && in.front() == 1) in.erase(in.begin());
+  std::vector<int64_t> stride(out.size(), 0);
+  int64_t s = 1;
+  for (size_t a = in.size(); a-- > 0;) {
+    const size_t o = out.size() - in.size() + a;
+    stride[o] = in[a] == 1 ? 0 : s;
+    s *= in[a];
+  }
+  std::vector<int64_t> map(static_cast<size_t>(shape_elements(out)));
+  std::vector<int64_t> idx(out.size(), 0);
+  for (size_t i = 0; i < map.size(); ++i) {
+    int64_t src = 0;
+    for (size_t a = 0; a < out.size(); ++a) src += idx[a] * stride[a];
+    map[i] = src;
+    for (size_t a = out.size(); a-- > 0;) {
+      if (++idx[a] < out[a]) break;
+      idx[a] = 0;
+    }
+  }
+  return map;
+}
+
+// select(cond, a, b), broadcasting; a constant operand (its values known) stands for
+// the operand `const_index` (default: the last).
+Fp32Kernel where_fp32(const Graph& g, const Layer& l) {
+  const Shape& ys = g.tensors[static_cast<size_t>(l.output)].shape;
+  const int64_t ey = shape_elements(ys);
+  const int ci = !l.has_const ? -1 : l.const_index >= 0 ? l.const_index : l.const_first ? 0 : 2;
+  if (l.has_const && static_cast<int64_t>(l.const_values.size()) != shape_elements(l.const_shape)) {
+    throw InputError("functional mode does not support a where whose constant operand's values are not known (layer " +
+                     l.name + ")");
+  }
+  std::vector<std::vector<int64_t>> maps;
+  std::vector<int> source;  // per operand: input index, or -1 for the constant
+  std::vector<int64_t> per_sample;
+  size_t next = 0;
+  for (int k = 0; k < 3; ++k) {
+    if (k == ci) {
+      maps.push_back(broadcast_index(l.const_shape, ys));
+      source.push_back(-1);
+      per_sample.push_back(0);
+      continue;
+    }
+    const Shape& s = g.tensors[static_cast<size_t>(l.inputs.at(next))].shape;
+    maps.push_back(broadcast_index(s, ys));
+    source.push_back(static_cast<int>(next++));
+    per_sample.push_back(shape_elements(s));
+  }
+  const std::vector<float> cv = l.const_values;
+  return [=](const std::vector<const float*>& in, int64_t n, float* out) {
+    auto operand = [&](int k, int64_t s, int64_t i) {
+      const auto kk = static_cast<size_t>(k);
+      const int64_t at = maps[kk][static_cast<size_t>(i)];
+      return source[kk] < 0 ? cv[static_cast<size_t>(at)] : in[static_cast<size_t>(source[kk])][s * per_sample[kk] + at];
+    };
+    for (int64_t s = 0; s < n; ++s)
+      for (int64_t i = 0; i < ey; ++i) out[s * ey + i] = operand(0, s, i) != 0 ? operand(1, s, i) : operand(2, s, i);
+  };
+}
+
 OpDef binary(OpKind kind, std::string_view name, float (*fn)(float, float)) {
   return {.kind = kind,
           .name = name,
@@ -97,9 +201,23 @@ void add_elementwise_ops(OpRegistry& r) {
   r.add(binary(OpKind::kPow, "pow", pow_fn));
   r.add(binary(OpKind::kMax, "max", max_fn));
   r.add(binary(OpKind::kMin, "min", min_fn));
-  OpDef where = binary(OpKind::kWhere, "where", nullptr);  // select(cond, a, b); no fp32 reference yet
+  OpDef where = binary(OpKind::kWhere, "where", nullptr);  // select(cond, a, b)
   where.inputs = {3, 3, true};
+  where.fp32 = where_fp32;
   r.add(where);
+  r.add(binary(OpKind::kGreater, "greater", greater));
+  r.add(binary(OpKind::kGreaterEqual, "greater_equal", greater_equal));
+  r.add(binary(OpKind::kLess, "less", less));
+  r.add(binary(OpKind::kLessEqual, "less_equal", less_equal));
+  r.add(binary(OpKind::kEqual, "equal", equal));
+  r.add(binary(OpKind::kAnd, "and", and_fn));
+  r.add(binary(OpKind::kOr, "or", or_fn));
+  OpDef mod = binary(OpKind::kMod, "mod", mod_fn);
+  mod.work_per_output = two_ops_binary;
+  r.add(mod);
+  OpDef fmod = binary(OpKind::kFmod, "fmod", fmod_fn);
+  fmod.work_per_output = two_ops_binary;
+  r.add(fmod);
 
   r.add(unary(OpKind::kRelu, "relu", relu));
   r.add(unary(OpKind::kSigmoid, "sigmoid", sigmoid));
@@ -113,9 +231,20 @@ void add_elementwise_ops(OpRegistry& r) {
   OpDef softplus_def = unary(OpKind::kSoftplus, "softplus", softplus);
   softplus_def.work_per_output = two_ops;  // exp, then log1p
   r.add(softplus_def);
-  // The IR carries no attributes for these (clip's bounds, leaky_relu's alpha), so
-  // functional mode has no reference for them.
-  r.add(unary(OpKind::kClip, "clip", nullptr));
+  r.add(unary(OpKind::kLog, "log", log_fn));
+  r.add(unary(OpKind::kAbs, "abs", abs_fn));
+  r.add(unary(OpKind::kSign, "sign", sign_fn));
+  r.add(unary(OpKind::kFloor, "floor", floor_fn));
+  r.add(unary(OpKind::kCeil, "ceil", ceil_fn));
+  r.add(unary(OpKind::kRound, "round", round_fn));
+  r.add(unary(OpKind::kNot, "not", not_fn));
+  OpDef clip = unary(OpKind::kClip, "clip", nullptr);
+  clip.yaml_keys = {"min", "max"};
+  clip.parse_yaml = parse_clip;
+  clip.fp32 = clip_fp32;
+  r.add(clip);
+  // The IR carries no attributes for these (leaky_relu's alpha, hard_sigmoid's alpha and
+  // beta), so functional mode has no reference for them.
   r.add(unary(OpKind::kLeakyRelu, "leaky_relu", nullptr));
   r.add(unary(OpKind::kHardSigmoid, "hard_sigmoid", nullptr));
   OpDef hard_swish = unary(OpKind::kHardSwish, "hard_swish", nullptr);

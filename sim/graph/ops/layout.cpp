@@ -1,5 +1,5 @@
 // Layout and data-movement ops: flatten and reshape (aliases: no data moves), concat,
-// transpose, slice, expand, pad, resize (vector unit: data moves).
+// transpose, slice, expand, tile, pad, resize (vector unit: data moves).
 #include <algorithm>
 #include <numeric>
 #include <string>
@@ -30,6 +30,10 @@ void parse_slice(const YamlNode& node, const Graph&, Layer& layer) {
   layer.slice_begin = node.int_or("begin", 0);
   layer.slice_end = node.int_or("end", INT64_MAX);
   layer.slice_step = node.int_or("step", 1);
+}
+
+void parse_tile(const YamlNode& node, const Graph&, Layer& layer) {
+  layer.repeats = node.at("repeats").as_int_list(1, 1 << 24);
 }
 
 void parse_pad(const YamlNode& node, const Graph&, Layer& layer) {
@@ -110,6 +114,44 @@ Shape infer_expand(const Graph& g, Layer& L) {
   } catch (const ShapeError& e) {
     throw ShapeError(std::string("expand: ") + e.what());
   }
+}
+
+Shape infer_tile(const Graph& g, Layer& L) {
+  need_inputs(L, 1, 1);
+  const Tensor& x = input(g, L, 0);
+  if (L.repeats.size() != x.shape.size()) {
+    throw ShapeError("tile needs one repeat count per axis of '" + x.name + "' " + shape_text(x.shape) + ", got " +
+                     shape_text(L.repeats));
+  }
+  Shape out = x.shape;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (L.repeats[i] < 1) throw ShapeError("tile repeats must be >= 1, got " + shape_text(L.repeats));
+    out[i] = checked_mul(out[i], L.repeats[i]);
+  }
+  return out;
+}
+
+// Every output element copies the input element at its index modulo the input's extent.
+Fp32Kernel tile_fp32(const Graph& g, const Layer& l) {
+  const Shape& xs = input(g, l, 0).shape;
+  const Shape& ys = g.tensors[static_cast<size_t>(l.output)].shape;
+  std::vector<int64_t> src(static_cast<size_t>(shape_elements(ys)));
+  std::vector<int64_t> idx(ys.size(), 0), stride(xs.size(), 1);
+  for (size_t a = xs.size(); a-- > 1;) stride[a - 1] = stride[a] * xs[a];
+  for (size_t i = 0; i < src.size(); ++i) {
+    int64_t at = 0;
+    for (size_t a = 0; a < ys.size(); ++a) at += (idx[a] % xs[a]) * stride[a];
+    src[i] = at;
+    for (size_t a = ys.size(); a-- > 0;) {
+      if (++idx[a] < ys[a]) break;
+      idx[a] = 0;
+    }
+  }
+  const int64_t ex = shape_elements(xs), ey = static_cast<int64_t>(src.size());
+  return [=](const std::vector<const float*>& in, int64_t n, float* out) {
+    for (int64_t s = 0; s < n; ++s)
+      for (int64_t i = 0; i < ey; ++i) out[s * ey + i] = in[0][s * ex + src[static_cast<size_t>(i)]];
+  };
 }
 
 Shape infer_resize(const Graph& g, Layer& L) {
@@ -234,6 +276,12 @@ void add_layout_ops(OpRegistry& r) {
          .yaml_keys = {"shape"},
          .parse_yaml = parse_shape,
          .infer = infer_expand});
+  r.add({.kind = OpKind::kTile,
+         .name = "tile",
+         .yaml_keys = {"repeats"},
+         .parse_yaml = parse_tile,
+         .infer = infer_tile,
+         .fp32 = tile_fp32});
   r.add({.kind = OpKind::kPad, .name = "pad", .yaml_keys = {"pads", "mode"}, .parse_yaml = parse_pad, .infer = infer_pad});
   r.add({.kind = OpKind::kResize,
          .name = "resize",

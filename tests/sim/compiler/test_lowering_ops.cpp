@@ -263,3 +263,64 @@ layers:
   EXPECT_EQ(p.layers[0].mapping, "vector");
   EXPECT_NE(p.listing().find("vector softplus elements=64 "), std::string::npos) << p.listing();
 }
+
+// The element-wise, scan and selection ops of issue 15 in the YAML format: shapes and
+// attributes from their keys, hand-derived vector costs, their own listing names.
+TEST(Lowering, Issue15VectorOpsShapesAndCosts) {
+  const graph::Graph g = parse(R"(
+name: ops15
+inputs: [{name: x, shape: [4, 8]}, {name: y, shape: [4, 8]}]
+layers:
+  - {name: lg, op: log, input: x}
+  - {name: ge, op: greater_equal, inputs: [x, y]}
+  - {name: md, op: mod, input: x, constant: [1]}
+  - {name: wh, op: where, inputs: [ge, x, y]}
+  - {name: cl, op: clip, input: x, min: -1, max: 1.5}
+  - {name: cs, op: cumsum, input: x, axis: 0, reverse: true}
+  - {name: tk, op: topk, input: x, k: 2}
+  - {name: ti, op: topk, input: x, k: 2, indices: true, largest: false}
+  - {name: am, op: argmax, input: x, keepdims: false}
+  - {name: tl, op: tile, input: x, repeats: [2, 1]}
+  - {name: nt, op: not, input: ge}
+outputs: [lg, md, wh, cl, cs, tk, ti, am, tl, nt]
+)");
+  EXPECT_EQ(out_shape(g, 1), (Shape{4, 8}));
+  EXPECT_EQ(g.layers[4].clip_min, -1.0f);
+  EXPECT_EQ(g.layers[4].clip_max, 1.5f);
+  EXPECT_EQ(g.layers[5].axis, 0);
+  EXPECT_TRUE(g.layers[5].reverse);
+  EXPECT_EQ(out_shape(g, 6), (Shape{4, 2}));
+  EXPECT_TRUE(g.layers[7].indices);
+  EXPECT_FALSE(g.layers[7].largest);
+  EXPECT_EQ(out_shape(g, 8), (Shape{4}));
+  EXPECT_EQ(out_shape(g, 9), (Shape{8, 8}));
+  const Program p = compile(g, TinyArch{}.build());
+  auto elements = [&](int layer) {
+    int64_t e = 0;
+    for (const auto& in : p.instructions)
+      if (in.op == Opcode::kVector && in.layer == layer) e += in.elements;
+    return e;
+  };
+  EXPECT_EQ(elements(0), 32);      // one function per element
+  EXPECT_EQ(elements(1), 32);      // a comparison
+  EXPECT_EQ(elements(2), 2 * 32);  // mod: a divide, then a multiply-subtract
+  EXPECT_EQ(elements(3), 32);
+  EXPECT_EQ(elements(4), 32);
+  EXPECT_EQ(elements(5), 32);      // a running sum
+  // topk of 2 among 8: two passes over the 8 (fewer than a bitonic sort's 3 * 4 / 2 = 6), per row.
+  EXPECT_EQ(elements(6), 4 * 2 * 8);
+  EXPECT_EQ(elements(7), 4 * 2 * 8);
+  EXPECT_EQ(elements(8), 32);      // every input element once
+  EXPECT_EQ(elements(9), 64);      // a copy per output element
+  const std::string listing = p.listing();
+  for (const char* fn : {"vector log ", "vector greater_equal ", "vector mod ", "vector where ", "vector clip ",
+                         "vector cumsum ", "vector topk ", "vector argmax ", "vector tile ", "vector not "}) {
+    EXPECT_NE(listing.find(fn), std::string::npos) << fn;
+  }
+  EXPECT_NE(error_of("name: g\ninputs: [{name: x, shape: [4, 8]}]\nlayers:\n  - {name: t, op: topk, k: 9}\n")
+                .find("topk k = 9 must be in [1, 8]"),
+            std::string::npos);
+  EXPECT_NE(error_of("name: g\ninputs: [{name: x, shape: [4, 8]}]\nlayers:\n  - {name: t, op: tile, repeats: [2]}\n")
+                .find("tile needs one repeat count per axis"),
+            std::string::npos);
+}

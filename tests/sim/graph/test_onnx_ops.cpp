@@ -117,3 +117,435 @@ TEST(OnnxOps, SoftplusIsLogOnePlusExp) {
   ASSERT_EQ(y.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(y[i], want[i], 1e-6) << i;
 }
+
+// ---------------------------------------------------------------- issue 15: the ops real exports use
+
+#include "tests/support/onnx_model.h"
+
+namespace {
+
+using test_support::attr;
+using test_support::Model;
+
+// Functional mode's fp32 reference of output `out` with the given inputs (batch 1).
+std::vector<float> reference(const Graph& g, const std::map<std::string, std::vector<float>>& inputs, size_t out = 0) {
+  functional::FunctionalOptions o;
+  o.calibration_batches = 0;
+  for (const auto& [name, v] : inputs) o.inputs[name] = v;
+  const ArchConfig arch = load_arch_config(std::string(TESSERA_SOURCE_DIR) + "/configs/tpu-v1.yaml");
+  return functional::run_functional(g, arch, o).outputs.at(out).reference;
+}
+
+const Layer* layer_named(const Graph& g, const std::string& name) {
+  for (const Layer& l : g.layers)
+    if (l.name == name) return &l;
+  return nullptr;
+}
+
+// x [1, 4] -> op(x [, y | constant c]) -> z; y [1, 4] a second input when `second`.
+Model binary_model(const std::string& op, bool second, float c = 0) {
+  Model m;
+  m.input("x", {int64_t{1}, int64_t{4}});
+  if (second) m.input("y", {int64_t{1}, int64_t{4}});
+  else m.floats("c", {c});
+  m.node(op, {"x", second ? "y" : "c"}, {"z"}, op);
+  m.output("z");
+  return m;
+}
+
+const std::vector<float> kX = {1.0f, 2.0f, -3.0f, 0.5f};
+
+}  // namespace
+
+// Unary functions: one layer of the same name, the fp32 reference by hand.
+TEST(OnnxOps, UnaryFunctionsAndRounding) {
+  struct Case {
+    std::string onnx, ir;
+    std::vector<float> x, want;
+  };
+  const std::vector<Case> cases = {
+      {"Log", "log", {1.0f, 2.0f, 4.0f, 0.5f}, {0.0f, 0.69314718f, 1.38629436f, -0.69314718f}},
+      {"Abs", "abs", kX, {1.0f, 2.0f, 3.0f, 0.5f}},
+      {"Sign", "sign", {1.0f, 0.0f, -3.0f, 0.5f}, {1.0f, 0.0f, -1.0f, 1.0f}},
+      {"Floor", "floor", {1.5f, 2.0f, -3.5f, 0.5f}, {1.0f, 2.0f, -4.0f, 0.0f}},
+      {"Ceil", "ceil", {1.5f, 2.0f, -3.5f, 0.5f}, {2.0f, 2.0f, -3.0f, 1.0f}},
+      {"Round", "round", {0.5f, 1.5f, -2.5f, 2.4f}, {0.0f, 2.0f, -2.0f, 2.0f}},  // halves to even
+      {"Not", "not", {0.0f, 1.0f, -3.0f, 0.0f}, {1.0f, 0.0f, 0.0f, 1.0f}},
+  };
+  for (const auto& c : cases) {
+    const Graph g = load_onnx(one_node_model(c.onnx, c.onnx + ".onnx"), {});
+    ASSERT_EQ(g.layers.size(), 1u) << c.onnx;
+    EXPECT_EQ(op_name(g.layers[0].op), c.ir);
+    const std::vector<float> y = reference(g, {{"x", c.x}});
+    ASSERT_EQ(y.size(), 4u);
+    for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(y[i], c.want[i], 1e-6) << c.onnx << " " << i;
+  }
+}
+
+// Comparisons and logic give 1 or 0; Mod takes the divisor's sign, fmod the dividend's.
+TEST(OnnxOps, ComparisonsLogicAndMod) {
+  struct Case {
+    std::string onnx, ir;
+    float c;
+    std::vector<float> want;
+  };
+  // x = [1, 2, -3, 0.5] against a scalar constant.
+  const std::vector<Case> with_const = {
+      {"Greater", "greater", 1.0f, {0, 1, 0, 0}},      {"GreaterOrEqual", "greater_equal", 1.0f, {1, 1, 0, 0}},
+      {"Less", "less", 1.0f, {0, 0, 1, 1}},            {"LessOrEqual", "less_equal", 1.0f, {1, 0, 1, 1}},
+      {"Equal", "equal", 2.0f, {0, 1, 0, 0}},          {"And", "and", 1.0f, {1, 1, 1, 1}},
+      {"Or", "or", 0.0f, {1, 1, 1, 1}},
+  };
+  for (const auto& c : with_const) {
+    const Graph g = load_onnx(binary_model(c.onnx, false, c.c).save(c.onnx + "_c.onnx"), {});
+    ASSERT_EQ(g.layers.size(), 1u) << c.onnx;
+    EXPECT_EQ(op_name(g.layers[0].op), c.ir);
+    EXPECT_TRUE(g.layers[0].has_const);
+    EXPECT_EQ(g.layers[0].const_values, std::vector<float>{c.c});
+    EXPECT_EQ(reference(g, {{"x", kX}}), c.want) << c.onnx;
+  }
+  // Two activations.
+  const std::vector<float> a = {0, 1, 1, 0}, b = {0, 0, 1, 1};
+  EXPECT_EQ(reference(load_onnx(binary_model("And", true).save("and.onnx"), {}), {{"x", a}, {"y", b}}),
+            (std::vector<float>{0, 0, 1, 0}));
+  EXPECT_EQ(reference(load_onnx(binary_model("Or", true).save("or.onnx"), {}), {{"x", a}, {"y", b}}),
+            (std::vector<float>{0, 1, 1, 1}));
+  const std::vector<float> num = {5, -5, 7, -7}, den = {3, 3, -3, -3};
+  const Graph mod = load_onnx(binary_model("Mod", true).save("mod.onnx"), {});
+  EXPECT_EQ(op_name(mod.layers[0].op), "mod");
+  EXPECT_EQ(reference(mod, {{"x", num}, {"y", den}}), (std::vector<float>{2, 1, -2, -1}));
+  Model fm = binary_model("Mod", true);
+  attr(fm.g->mutable_node(0), "fmod", int64_t{1});
+  const Graph fmod = load_onnx(fm.save("fmod.onnx"), {});
+  EXPECT_EQ(op_name(fmod.layers[0].op), "fmod");
+  EXPECT_EQ(reference(fmod, {{"x", num}, {"y", den}}), (std::vector<float>{2, -2, 1, -1}));
+}
+
+// Where with a constant in either value position: the constant knows which operand it is.
+TEST(OnnxOps, WhereSelectsWithAConstantInEitherPosition) {
+  for (int pos : {1, 2}) {
+    Model m;
+    m.input("cond", {int64_t{1}, int64_t{4}});
+    m.input("x", {int64_t{1}, int64_t{4}});
+    m.floats("c", {9.0f});
+    m.node("Where", {"cond", pos == 1 ? "c" : "x", pos == 1 ? "x" : "c"}, {"z"}, "where");
+    m.output("z");
+    const Graph g = load_onnx(m.save("where" + std::to_string(pos) + ".onnx"), {});
+    ASSERT_EQ(g.layers.size(), 1u);
+    EXPECT_EQ(g.layers[0].op, OpKind::kWhere);
+    EXPECT_EQ(g.layers[0].const_index, pos);
+    const std::vector<float> y = reference(g, {{"cond", {1, 0, 0, 1}}, {"x", kX}});
+    EXPECT_EQ(y, pos == 1 ? (std::vector<float>{9, 2, -3, 9}) : (std::vector<float>{1, 9, 9, 0.5f})) << pos;
+  }
+}
+
+// Clip with constant bounds keeps them; with a bound computed at run time (the
+// log-mel spectrogram's max - 80 dB) it is max, then min. The max comes from a reduction
+// over every axis: one value per sample, broadcast against the tensor.
+TEST(OnnxOps, ClipWithConstantAndRuntimeBounds) {
+  {
+    Model m;
+    m.input("x", {int64_t{1}, int64_t{4}});
+    m.floats("lo", {-1.0f});
+    m.floats("hi", {1.5f});
+    m.node("Clip", {"x", "lo", "hi"}, {"z"}, "clip");
+    m.output("z");
+    const Graph g = load_onnx(m.save("clip_const.onnx"), {});
+    ASSERT_EQ(g.layers.size(), 1u);
+    EXPECT_EQ(g.layers[0].op, OpKind::kClip);
+    EXPECT_EQ(g.layers[0].clip_min, -1.0f);
+    EXPECT_EQ(g.layers[0].clip_max, 1.5f);
+    EXPECT_EQ(reference(g, {{"x", kX}}), (std::vector<float>{1, 1.5f, -1, 0.5f}));
+  }
+  Model m;
+  m.input("x", {int64_t{1}, int64_t{4}});
+  m.floats("db", {2.5f});
+  m.floats("hi", {1.75f});
+  attr(m.node("ReduceMax", {"x"}, {"mx"}, "max_all"), "keepdims", int64_t{0});
+  m.node("Sub", {"mx", "db"}, {"lo"}, "floor");
+  m.node("Clip", {"x", "lo", "hi"}, {"z"}, "clip");
+  m.output("z");
+  OnnxImportInfo info;
+  const Graph g = load_onnx(m.save("clip_runtime.onnx"), {}, &info);
+  EXPECT_EQ(info.value_shapes.at("mx"), std::vector<int64_t>{});  // a scalar, as ONNX says
+  std::vector<std::string> ops;
+  for (const Layer& l : g.layers) ops.emplace_back(op_name(l.op));
+  EXPECT_EQ(ops, (std::vector<std::string>{"reduce_max", "sub", "max", "min"}));
+  EXPECT_EQ(g.tensors[g.layers[0].output].shape, (Shape{1}));
+  EXPECT_TRUE(g.layers[0].axes.empty());  // every axis
+  ASSERT_NE(layer_named(g, "clip/max"), nullptr);
+  ASSERT_NE(layer_named(g, "clip/min"), nullptr);
+  // max(x) = 2, so the floor is -0.5; the ceiling 1.75.
+  EXPECT_EQ(reference(g, {{"x", kX}}), (std::vector<float>{1, 1.75f, -0.5f, 0.5f}));
+}
+
+// A reduction over every axis (no axes): at batch 1 each sample's own; a larger batch
+// would mix samples and is refused.
+TEST(OnnxOps, ReductionOverEveryAxis) {
+  for (int64_t keep : {0, 1}) {
+    Model m;
+    m.input("x", {int64_t{1}, int64_t{2}, int64_t{3}});
+    attr(m.node("ReduceSum", {"x"}, {"s"}, "sum"), "keepdims", keep);
+    m.node("Relu", {"s"}, {"z"}, "relu");
+    m.output("z");
+    OnnxImportInfo info;
+    const Graph g = load_onnx(m.save("sum_all" + std::to_string(keep) + ".onnx"), {}, &info);
+    EXPECT_EQ(info.value_shapes.at("s"), keep ? (std::vector<int64_t>{1, 1, 1}) : std::vector<int64_t>{});
+    ASSERT_EQ(g.layers.size(), 2u);
+    EXPECT_EQ(g.layers[0].op, OpKind::kReduceSum);
+    EXPECT_EQ(g.tensors[g.layers[0].output].shape, keep ? (Shape{1, 1}) : (Shape{1}));
+    EXPECT_EQ(reference(g, {{"x", {1, 2, 3, 4, 5, -6}}}), std::vector<float>{9});
+    OnnxOptions b2;
+    b2.input_shapes["x"] = {2, 2, 3};
+    const std::string e = test_support::error_of(m.save("sum_all_b2.onnx"), b2);
+    EXPECT_NE(e.find("'sum' (ReduceSum: reduces over every axis, the batch included, at batch 2"), std::string::npos) << e;
+  }
+}
+
+// CumSum, TopK, ArgMax/ArgMin, Tile on x = [1, 2, -3, 0.5].
+TEST(OnnxOps, ScanSelectionAndTile) {
+  auto cumsum = [](int64_t exclusive, int64_t reverse) {
+    Model m;
+    m.input("x", {int64_t{1}, int64_t{4}});
+    m.ints("axis", {1}, true);
+    auto* n = m.node("CumSum", {"x", "axis"}, {"z"}, "cumsum");
+    attr(n, "exclusive", exclusive);
+    attr(n, "reverse", reverse);
+    m.output("z");
+    return load_onnx(m.save("cumsum" + std::to_string(exclusive) + std::to_string(reverse) + ".onnx"), {});
+  };
+  const Graph c = cumsum(0, 0);
+  ASSERT_EQ(c.layers.size(), 1u);
+  EXPECT_EQ(c.layers[0].op, OpKind::kCumSum);
+  EXPECT_EQ(c.layers[0].axis, 0);  // the batch axis is not in the IR
+  EXPECT_EQ(reference(c, {{"x", kX}}), (std::vector<float>{1, 3, 0, 0.5f}));
+  EXPECT_EQ(reference(cumsum(1, 0), {{"x", kX}}), (std::vector<float>{0, 1, 3, 0}));
+  EXPECT_EQ(reference(cumsum(0, 1), {{"x", kX}}), (std::vector<float>{0.5f, -0.5f, -2.5f, 0.5f}));
+
+  for (int64_t largest : {1, 0}) {
+    Model m;
+    m.input("x", {int64_t{1}, int64_t{4}});
+    m.ints("k", {2});
+    attr(m.node("TopK", {"x", "k"}, {"v", "i"}, "topk"), "largest", largest);
+    m.output("v");
+    m.output("i");
+    const Graph g = load_onnx(m.save("topk" + std::to_string(largest) + ".onnx"), {});
+    ASSERT_EQ(g.layers.size(), 2u);
+    EXPECT_EQ(g.layers[0].op, OpKind::kTopK);
+    EXPECT_EQ(g.layers[0].k, 2);
+    EXPECT_FALSE(g.layers[0].indices);
+    EXPECT_TRUE(g.layers[1].indices);
+    EXPECT_EQ(g.layers[1].name, "topk/indices");
+    EXPECT_EQ(g.tensors[g.layers[0].output].shape, (Shape{2}));
+    EXPECT_EQ(reference(g, {{"x", kX}}, 0), largest ? (std::vector<float>{2, 1}) : (std::vector<float>{-3, 0.5f}));
+    EXPECT_EQ(reference(g, {{"x", kX}}, 1), largest ? (std::vector<float>{1, 0}) : (std::vector<float>{2, 3}));
+  }
+
+  for (const std::string op : {"ArgMax", "ArgMin"}) {
+    Model m;
+    m.input("x", {int64_t{1}, int64_t{4}});
+    auto* n = m.node(op, {"x"}, {"z"}, op);
+    attr(n, "axis", int64_t{1});
+    attr(n, "keepdims", int64_t{0});
+    m.output("z");
+    OnnxImportInfo info;
+    const Graph g = load_onnx(m.save(op + ".onnx"), {}, &info);
+    EXPECT_EQ(info.value_shapes.at("z"), std::vector<int64_t>{1});
+    EXPECT_EQ(reference(g, {{"x", kX}}), std::vector<float>{op == "ArgMax" ? 1.0f : 2.0f});
+  }
+
+  Model t;
+  t.input("x", {int64_t{1}, int64_t{2}, int64_t{2}});
+  t.ints("r", {1, 2, 1});
+  t.node("Tile", {"x", "r"}, {"z"}, "tile");
+  t.output("z");
+  const Graph g = load_onnx(t.save("tile.onnx"), {});
+  ASSERT_EQ(g.layers.size(), 1u);
+  EXPECT_EQ(g.layers[0].op, OpKind::kTile);
+  EXPECT_EQ(g.layers[0].repeats, (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(g.tensors[g.layers[0].output].shape, (Shape{4, 2}));
+  EXPECT_EQ(reference(g, {{"x", kX}}), (std::vector<float>{1, 2, -3, 0.5f, 1, 2, -3, 0.5f}));
+  t.g->mutable_initializer(0)->set_int64_data(0, 2);
+  const std::string e = test_support::error_of(t.save("tile_batch.onnx"));
+  EXPECT_NE(e.find("'tile' (Tile: Tile repeats the batch dimension)"), std::string::npos) << e;
+}
+
+// Two-operand Einsum lowers to matrix layers: hand-derived MACs and shapes.
+TEST(OnnxOps, EinsumLowersToMatrixLayers) {
+  struct Case {
+    std::string eq;
+    std::vector<int64_t> a, b;
+    bool b_weight;
+    std::vector<std::string> ops;
+    int64_t macs;
+    std::vector<int64_t> out;
+  };
+  const std::vector<Case> cases = {
+      {"bij,bjk->bik", {1, 3, 4}, {1, 4, 5}, false, {"matmul"}, 3 * 4 * 5, {1, 3, 5}},
+      {"bhqd,bhkd->bhqk", {1, 2, 3, 4}, {1, 2, 5, 4}, false, {"transpose", "matmul"}, 2 * 3 * 4 * 5, {1, 2, 3, 5}},
+      {"bhqk,bhkd->bhqd", {1, 2, 3, 5}, {1, 2, 5, 4}, false, {"matmul"}, 2 * 3 * 5 * 4, {1, 2, 3, 4}},
+      {"bid,jd->bij", {1, 3, 4}, {6, 4}, true, {"fc"}, 3 * 4 * 6, {1, 3, 6}},
+      {"ij,jk->ik", {1, 4}, {4, 6}, true, {"fc"}, 4 * 6, {1, 6}},
+      {"ij,jk", {1, 4}, {4, 6}, true, {"fc"}, 4 * 6, {1, 6}},  // implicit output: ik
+      {"jk,ij->ik", {1, 4}, {4, 6}, true, {"fc"}, 4 * 6, {1, 6}},  // the weight first
+      {"bij,bjk->bki", {1, 3, 4}, {1, 4, 5}, false, {"matmul", "transpose"}, 3 * 4 * 5, {1, 5, 3}},
+      {"bijk,bjkl->bil", {1, 2, 3, 4}, {1, 3, 4, 5}, false, {"reshape", "reshape", "matmul"}, 2 * 12 * 5, {1, 2, 5}},
+      {"...ij,...jk->...ik", {1, 2, 3, 4}, {1, 2, 4, 5}, false, {"matmul"}, 2 * 3 * 4 * 5, {1, 2, 3, 5}},
+  };
+  for (const auto& c : cases) {
+    Model m;
+    m.input("a", std::vector<test_support::Dim>(c.a.begin(), c.a.end()));
+    if (c.b_weight) m.weight("b", c.b);
+    else m.input("b", std::vector<test_support::Dim>(c.b.begin(), c.b.end()));
+    attr(m.node("Einsum", {"a", "b"}, {"z"}, "einsum"), "equation", c.eq);
+    m.output("z");
+    if (c.eq == "jk,ij->ik") m.g->mutable_node(0)->set_input(0, "b"), m.g->mutable_node(0)->set_input(1, "a");
+    OnnxImportInfo info;
+    Graph g;
+    try {
+      g = load_onnx(m.save("einsum.onnx"), {}, &info);
+    } catch (const InputError& e) {
+      ADD_FAILURE() << c.eq << ": " << e.what();
+      continue;
+    }
+    std::vector<std::string> ops;
+    for (const Layer& l : g.layers) ops.emplace_back(op_name(l.op));
+    EXPECT_EQ(ops, c.ops) << c.eq;
+    EXPECT_EQ(g.total_macs_per_sample(), c.macs) << c.eq;
+    EXPECT_EQ(info.value_shapes.at("z"), c.out) << c.eq;
+  }
+  // The product itself: 'bij,bjk->bki' of [1,2,3; 4,5,6] and [1,0; 0,1; 1,1] is [[4, 10], [5, 11]] transposed.
+  Model m;
+  m.input("a", {int64_t{1}, int64_t{2}, int64_t{3}});
+  m.input("b", {int64_t{1}, int64_t{3}, int64_t{2}});
+  attr(m.node("Einsum", {"a", "b"}, {"z"}, "einsum"), "equation", std::string("bij,bjk->bki"));
+  m.output("z");
+  EXPECT_EQ(reference(load_onnx(m.save("einsum_values.onnx"), {}), {{"a", {1, 2, 3, 4, 5, 6}}, {"b", {1, 0, 0, 1, 1, 1}}}),
+            (std::vector<float>{4, 10, 5, 11}));
+  // Other forms are an error that lists the equation.
+  for (const std::string eq : {"bii,bij->bj", "bij,bjk->bk"}) {
+    Model u;
+    u.input("a", {int64_t{1}, int64_t{3}, int64_t{3}});
+    u.input("b", {int64_t{1}, int64_t{3}, int64_t{3}});
+    attr(u.node("Einsum", {"a", "b"}, {"z"}, "mix"), "equation", eq);
+    u.output("z");
+    const std::string e = test_support::error_of(u.save("einsum_bad.onnx"));
+    EXPECT_NE(e.find("'mix' (Einsum: equation '" + eq + "': "), std::string::npos) << e;
+    EXPECT_NE(e.find("(supported: two operands"), std::string::npos) << e;
+  }
+}
+
+// A Range whose bounds come from the activations has a data-dependent shape.
+TEST(OnnxOps, RangeOfActivationsIsNamed) {
+  Model m;
+  m.input("x", {int64_t{1}});
+  m.ints("zero", {0}, true);
+  m.ints("one", {1}, true);
+  m.node("Squeeze", {"x"}, {"s"}, "squeeze");
+  m.node("Range", {"zero", "s", "one"}, {"z"}, "range");
+  m.output("z");
+  const std::string e = test_support::error_of(m.save("range.onnx"));
+  EXPECT_NE(e.find("(Range: start, limit or delta computed from the activations"), std::string::npos) << e;
+}
+
+// Constant folding of the new ops: each computes a reshape target's 16 from constants.
+TEST(OnnxOps, NewOpsFoldOnConstants) {
+  // x [1, 16] -> Reshape(x, [1, c]) -> Relu; c computed by `build` into value "c" (a 1-element int64).
+  auto shape_of = [](const std::string& name, const std::function<void(Model&)>& build) {
+    Model m(13);
+    m.input("x", {int64_t{1}, int64_t{16}});
+    m.ints("one", {1});
+    build(m);
+    attr(m.node("Concat", {"one", "c"}, {"t"}, "cat"), "axis", int64_t{0});
+    m.node("Reshape", {"x", "t"}, {"y"}, "reshape");
+    m.node("Relu", {"y"}, {"z"}, "relu");
+    m.output("z");
+    OnnxImportInfo info;
+    const std::string e = test_support::error_of(m.save("fold_" + name + ".onnx"));
+    if (!e.empty()) return std::vector<int64_t>{-1};
+    load_onnx(m.save("fold_" + name + ".onnx"), {}, &info);
+    return info.value_shapes.at("y");
+  };
+  const std::vector<int64_t> want = {1, 16};
+  auto unsq = [](Model& m, const std::string& from) {
+    m.ints("ax0", {0});
+    m.node("Unsqueeze", {from, "ax0"}, {"c"}, "unsq");
+  };
+  EXPECT_EQ(shape_of("sign", [](Model& m) {
+              m.ints("a", {-3});
+              m.ints("b", {-16});
+              m.node("Sign", {"a"}, {"s"}, "sign");
+              m.node("Mul", {"s", "b"}, {"c"}, "mul");
+            }), want);
+  EXPECT_EQ(shape_of("cumsum", [&](Model& m) {
+              m.ints("a", {4, 4, 8});
+              m.ints("axis", {0}, true);
+              m.ints("i", {2});
+              m.node("CumSum", {"a", "axis"}, {"cs"}, "cumsum");
+              m.node("Gather", {"cs", "i"}, {"c"}, "pick");
+            }), want);
+  EXPECT_EQ(shape_of("topk", [&](Model& m) {
+              m.ints("a", {3, 16, 5});
+              m.ints("k", {1});
+              m.node("TopK", {"a", "k"}, {"c", "ci"}, "topk");
+            }), want);
+  EXPECT_EQ(shape_of("topk_indices", [&](Model& m) {
+              m.ints("a", {3, 16, 5});
+              m.ints("k", {1});
+              m.ints("fifteen", {15});
+              m.node("TopK", {"a", "k"}, {"v", "ix"}, "topk");
+              m.node("Add", {"ix", "fifteen"}, {"c"}, "add");
+            }), want);
+  EXPECT_EQ(shape_of("argmax", [&](Model& m) {
+              m.ints("a", {3, 16, 5});
+              m.ints("fifteen", {15});
+              attr(m.node("ArgMax", {"a"}, {"am"}, "argmax"), "keepdims", int64_t{1});
+              m.node("Add", {"am", "fifteen"}, {"c"}, "add");
+            }), want);
+  EXPECT_EQ(shape_of("reduce_all", [&](Model& m) {
+              m.ints("a", {6, 10});
+              attr(m.node("ReduceSum", {"a"}, {"r"}, "sum"), "keepdims", int64_t{0});
+              unsq(m, "r");
+            }), want);
+  EXPECT_EQ(shape_of("reduce_prod", [&](Model& m) {
+              m.ints("a", {2, 8});
+              attr(m.node("ReduceProd", {"a"}, {"r"}, "prod"), "keepdims", int64_t{1});
+              m.node("Identity", {"r"}, {"c"}, "id");
+            }), want);
+  EXPECT_EQ(shape_of("tile", [&](Model& m) {
+              m.ints("a", {8});
+              m.ints("r", {2});
+              m.node("Tile", {"a", "r"}, {"tt"}, "tile");
+              attr(m.node("ReduceSum", {"tt"}, {"c"}, "sum"), "keepdims", int64_t{1});
+            }), want);
+  EXPECT_EQ(shape_of("max3", [&](Model& m) {
+              m.ints("a", {3});
+              m.ints("b", {16});
+              m.ints("d", {5});
+              m.node("Max", {"a", "b", "d"}, {"c"}, "max");
+            }), want);
+  EXPECT_EQ(shape_of("clip", [&](Model& m) {
+              m.ints("a", {20});
+              m.ints("lo", {0}, true);
+              m.ints("hi", {16}, true);
+              m.node("Clip", {"a", "lo", "hi"}, {"c"}, "clip");
+            }), want);
+  EXPECT_EQ(shape_of("compare", [&](Model& m) {
+              m.floats("p", {2.0f});
+              m.floats("q", {1.0f});
+              m.ints("yes", {16});
+              m.ints("no", {0});
+              m.node("GreaterOrEqual", {"p", "q"}, {"ge"}, "ge");
+              m.node("LessOrEqual", {"q", "p"}, {"le"}, "le");
+              m.node("And", {"ge", "le"}, {"both"}, "and");
+              m.node("Where", {"both", "yes", "no"}, {"c"}, "where");
+            }), want);
+  EXPECT_EQ(shape_of("einsum", [&](Model& m) {
+              m.weight("p", {16, 3});
+              m.weight("q", {3, 2});
+              m.ints("i", {0});
+              attr(m.node("Einsum", {"p", "q"}, {"e"}, "einsum"), "equation", std::string("ij,jk->ik"));
+              m.node("Shape", {"e"}, {"s"}, "shape");
+              m.node("Gather", {"s", "i"}, {"c"}, "pick");
+            }), want);
+}

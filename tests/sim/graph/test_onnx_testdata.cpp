@@ -105,7 +105,11 @@ TEST_P(OnnxTestData, InferredShapesMatchTheModel) {
 // the batch (test_slice_neg_steps, test_squeeze, test_operator_chunk, test_gather_*), whose
 // weights span the batch (test_operator_params, test_operator_add_size1_broadcast), and pure
 // aliases with no layer to run (test_transpose_all_permutations_0/2/3, test_operator_view,
-// test_operator_permute2, test_expand_shape_model1).
+// test_operator_permute2, test_expand_shape_model1); of the ops added for issue 15, those that
+// work along the batch: tile (test_tile*, repeats the batch), 1-D cumsum (test_cumsum_1d*),
+// single-operand and batch-contracting Einsum (test_einsum_transpose, _inner_prod, _sum,
+// _batch_diagonal), reductions over every axis at batch 3 (test_reduce_*_default_axes_*),
+// the ArgMax/ArgMin default axis 0 (test_arg*_default_axis_*).
 const Case kCases[] = {
     // Convolutions
     {"node/test_basic_conv_with_padding"}, {"node/test_basic_conv_without_padding"}, {"node/test_conv_with_autopad_same"},
@@ -195,7 +199,23 @@ const Case kCases[] = {
     {"pytorch-operator/test_operator_pad"}, {"node/test_resize_upsample_scales_nearest"},
     {"node/test_resize_upsample_scales_linear"}, {"node/test_resize_upsample_sizes_nearest"},
     {"node/test_resize_downsample_scales_linear"}, {"node/test_resize_downsample_sizes_linear_pytorch_half_pixel"},
-    {"node/test_resize_upsample_scales_cubic"}, 
+    {"node/test_resize_upsample_scales_cubic"},
+    // Issue 15: element-wise, comparison, scan and selection ops
+    {"node/test_abs"}, {"node/test_ceil"}, {"node/test_floor"}, {"node/test_log"}, {"node/test_neg"}, {"node/test_reciprocal"},
+    {"node/test_round"}, {"node/test_sign"}, {"node/test_exp"}, {"node/test_not_2d"}, {"node/test_not_3d"},
+    {"node/test_and2d", 2}, {"node/test_and3d", 2}, {"node/test_and_bcast4v3d"}, {"node/test_or2d", 2},
+    {"node/test_or_bcast3v2d"}, {"node/test_equal", 2}, {"node/test_equal_bcast"}, {"node/test_greater", 2},
+    {"node/test_greater_bcast"}, {"node/test_greater_equal", 2}, {"node/test_greater_equal_bcast"}, {"node/test_less", 2},
+    {"node/test_less_bcast"}, {"node/test_less_equal", 2}, {"node/test_less_equal_bcast"},
+    {"node/test_mod_broadcast"}, {"node/test_mod_mixed_sign_float32", 2}, {"node/test_mod_mixed_sign_int32", 2},
+    {"node/test_max_two_inputs", 2}, {"node/test_min_two_inputs", 2}, {"node/test_where_example", 3},
+    {"node/test_where_long_example", 3}, {"node/test_clip_example"}, {"node/test_clip_inbounds"},
+    {"node/test_clip_outbounds"}, {"node/test_cumsum_2d_axis_1"}, {"node/test_cumsum_2d_negative_axis"},
+    {"node/test_argmax_keepdims_example"}, {"node/test_argmax_no_keepdims_example"},
+    {"node/test_argmax_negative_axis_keepdims_example"}, {"node/test_argmax_keepdims_example_select_last_index"},
+    {"node/test_argmin_keepdims_example"}, {"node/test_argmin_no_keepdims_random"}, {"node/test_top_k"},
+    {"node/test_top_k_smallest"}, {"node/test_top_k_negative_axis"}, {"node/test_einsum_batch_matmul", 2},
+    {"node/test_max_example", 3}, {"node/test_min_example", 3},
 };
 
 std::string case_name(const testing::TestParamInfo<Case>& info) {

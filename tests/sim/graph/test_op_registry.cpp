@@ -30,9 +30,8 @@ std::vector<std::string> split(const std::string& list) {
 
 // Vector ops functional mode has no fp32 reference for (the IR drops their attributes,
 // or nobody wrote the kernel yet). A new vector op either gets a kernel or a line here.
-const std::set<OpKind> kNoFunctionalKernel = {OpKind::kWhere,     OpKind::kClip,      OpKind::kLeakyRelu,
-                                              OpKind::kHardSigmoid, OpKind::kHardSwish, OpKind::kBatchNorm,
-                                              OpKind::kResize,    OpKind::kPad};
+const std::set<OpKind> kNoFunctionalKernel = {OpKind::kLeakyRelu, OpKind::kHardSigmoid, OpKind::kHardSwish,
+                                              OpKind::kBatchNorm, OpKind::kResize,      OpKind::kPad};
 
 }  // namespace
 
