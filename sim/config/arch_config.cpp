@@ -300,7 +300,7 @@ double ArchConfig::peak_tops(Dtype a, Dtype b) const {
 
 ArchConfig parse_arch_config(const YamlNode& root) {
   root.expect_keys({"name", "clock_mhz", "array", "unified_buffer", "accumulators", "weight_fifo",
-                    "weight_memory", "pcie", "vector_unit", "controller"});
+                    "weight_memory", "pcie", "vector_unit", "controller", "energy"});
   ArchConfig cfg;
   cfg.source = root.file();
   const YamlNode name = root.at("name");
@@ -316,6 +316,7 @@ ArchConfig parse_arch_config(const YamlNode& root) {
   cfg.vector_unit = parse_vector_unit(root.get("vector_unit"), cfg.array);
   cfg.controller = parse_controller(root.get("controller"));
   check_time_bounds(root, cfg);
+  cfg.energy = parse_energy_config(root, cfg);
   return cfg;
 }
 

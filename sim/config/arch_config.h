@@ -12,6 +12,7 @@
 #include "models/memory/params.h"
 #include "models/units/params.h"
 #include "sim/common/dtype.h"
+#include "sim/config/energy_config.h"
 
 namespace tessera {
 
@@ -29,6 +30,7 @@ struct ArchConfig {
   PcieConfig pcie;
   VectorUnitConfig vector_unit;
   ControllerConfig controller;
+  EnergyConfig energy;  // energy:, resolved to technology_nm and vdd_v (energy_config.h)
 
   double clock_hz() const { return clock_mhz * 1e6; }
   // Peak tera-ops per second (2 ops per MAC) at a precision pair:
