@@ -51,6 +51,8 @@ HostDma::HostDma(sc_core::sc_module_name name, UnitContext& ctx)
   stats_.add("transfers", "instructions", "read_host and write_host instructions run",
              [this] { return static_cast<int64_t>(log_.intervals().size()); });
   stats_.add("busy_cycles", "cycles", "cycles from a transfer's start to its last byte", [this] { return busy(log_); });
+  stats_.add("ub_read_bytes", "bytes", "unified-buffer bytes read for write_host", [this] { return ub_read_bytes_; });
+  stats_.add("ub_write_bytes", "bytes", "unified-buffer bytes written by read_host", [this] { return ub_write_bytes_; });
   SC_THREAD(run);
 }
 
@@ -61,6 +63,9 @@ void HostDma::run() {
     queue.read(idx);
     const Instruction& in = ctx_.program.instructions[static_cast<size_t>(idx)];
     const int64_t start = ctx_.clock.now();
+    const InstructionActivity act = activity_of(in, ctx_.array);
+    ub_read_bytes_ += static_cast<int64_t>(act.ub_read_bytes);
+    ub_write_bytes_ += static_cast<int64_t>(act.ub_write_bytes);
     tlm::tlm_generic_payload payload;
     // The accelerator reads host memory for read_host and writes it for write_host.
     set_transfer(payload, in.op == Opcode::kReadHost ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND,
@@ -79,6 +84,8 @@ void HostDma::run() {
 WeightFetcher::WeightFetcher(sc_core::sc_module_name name, UnitContext& ctx, WeightFifo& fifo)
     : sc_module(name), socket("socket"), queue("queue", queue_depth(ctx)), ctx_(ctx), fifo_(fifo) {
   stats_.add("tiles", "tiles", "weight tiles requested from weight memory", [this] { return tiles_; });
+  stats_.add("fifo_bytes", "bytes", "weight bytes written into the weight FIFO (and read out by the array)",
+             [this] { return fifo_bytes_; });
   add_kind_cycles(stats_, log_, kKindNames, "cycles the fetcher waited");
   SC_THREAD(run);
 }
@@ -93,6 +100,7 @@ void WeightFetcher::run() {
     const int64_t slot = fifo_.reserve();  // a full FIFO stalls the fetcher here
     log_.add(asked, slot, kFifoFull, in.layer, idx);
     tiles_++;
+    fifo_bytes_ += static_cast<int64_t>(activity_of(in, ctx_.array).weight_fifo_bytes);
     tlm::tlm_generic_payload payload;
     set_transfer(payload, tlm::TLM_READ_COMMAND, in.weight_address,
                  Transfer{static_cast<uint64_t>(in.bytes), in.layer, idx}, dummy.data());
@@ -117,6 +125,21 @@ MatrixUnit::MatrixUnit(sc_core::sc_module_name name, UnitContext& ctx, WeightFif
                 ctx.array.double_buffered) {
   stats_.add("macs", "MACs", "multiply-accumulates of all matmul tiles", [this] { return macs_; });
   stats_.add("tiles", "tiles", "matmul tiles run", [this] { return tiles_; });
+  pairs_ = mac_pairs(ctx.program, ctx.array);
+  pair_macs_.assign(pairs_.size(), 0);
+  pair_idle_macs_.assign(pairs_.size(), 0);
+  for (size_t i = 0; i < pairs_.size(); ++i) {
+    const std::string pair = std::string(dtype_name(pairs_[i].first)) + "x" + std::string(dtype_name(pairs_[i].second));
+    stats_.add("macs_" + pair, "MACs", "useful multiply-accumulates at " + pair, [this, i] { return pair_macs_[i]; });
+    stats_.add("idle_macs_" + pair, "MACs",
+               "PEs clocked outside the tile while it streams at " + pair + " (one per PE per MAC step)",
+               [this, i] { return pair_idle_macs_[i]; });
+  }
+  stats_.add("register_bits", "bits", "array pipeline-register bits written (streamed operands, partial sums, stationary loads)",
+             [this] { return register_bits_; });
+  stats_.add("ub_read_bytes", "bytes", "unified-buffer bytes the matmuls read", [this] { return ub_read_bytes_; });
+  stats_.add("accumulator_reads", "values", "accumulator values read back to accumulate", [this] { return accumulator_reads_; });
+  stats_.add("accumulator_writes", "values", "accumulator values written", [this] { return accumulator_writes_; });
   add_kind_cycles(stats_, log_, kKindNames, "array cycles");
   stats_.add("drain_cycles", "cycles", "cycles results drained into the accumulators (overlapping tiles counted once each)",
              [this] { return busy(drain_log_); });
@@ -168,9 +191,22 @@ void MatrixUnit::run() {
     drain_log_.add(s.stream_end, s.done, kActive, in.layer, idx);
     macs_ += in.tile.m * in.tile.k * in.tile.n;
     tiles_++;
+    count(activity_of(in, arr));
     ctx_.clock.wait_until(s.stream_end);
     ctx_.tracker.finish_at(idx, s.done);
   }
+}
+
+void MatrixUnit::count(const InstructionActivity& a) {
+  for (size_t i = 0; i < pairs_.size(); ++i) {
+    if (pairs_[i] != std::pair{a.a_dtype, a.b_dtype}) continue;
+    pair_macs_[i] += a.macs;
+    pair_idle_macs_[i] += a.idle_macs;
+  }
+  register_bits_ += a.register_bits;
+  ub_read_bytes_ += static_cast<int64_t>(a.ub_read_bytes);
+  accumulator_reads_ += a.accumulator_reads;
+  accumulator_writes_ += a.accumulator_writes;
 }
 
 // ---------------------------------------------------------------- VectorUnit
@@ -179,6 +215,16 @@ VectorUnit::VectorUnit(sc_core::sc_module_name name, UnitContext& ctx, UnifiedBu
   stats_.add("instructions", "instructions", "activate and vector instructions run",
              [this] { return static_cast<int64_t>(log_.intervals().size()); });
   stats_.add("busy_cycles", "cycles", "cycles the vector unit was busy", [this] { return busy(log_); });
+  stats_.add("ub_read_bytes", "bytes", "unified-buffer bytes read by vector instructions", [this] { return ub_read_bytes_; });
+  stats_.add("ub_write_bytes", "bytes", "unified-buffer bytes written by activate and vector instructions",
+             [this] { return ub_write_bytes_; });
+  stats_.add("accumulator_reads", "values", "accumulator values drained by activate", [this] { return accumulator_reads_; });
+  functions_ = vector_functions(ctx.program);
+  function_ops_.assign(functions_.size(), 0);
+  for (size_t i = 0; i < functions_.size(); ++i) {
+    stats_.add("ops_" + std::string(functions_[i]), "ops", "element operations of " + std::string(functions_[i]),
+               [this, i] { return function_ops_[i]; });
+  }
   SC_THREAD(run);
 }
 
@@ -201,6 +247,15 @@ void VectorUnit::run() {
       ctx_.clock.wait_until(ctx_.tracker.finish(producer));
     }
     const int64_t start = ctx_.clock.now();
+    const InstructionActivity act = activity_of(in, ctx_.array);
+    ub_read_bytes_ += static_cast<int64_t>(act.ub_read_bytes);
+    ub_write_bytes_ += static_cast<int64_t>(act.ub_write_bytes);
+    accumulator_reads_ += act.accumulator_reads;
+    for (const VectorOps& v : act.vector) {
+      for (size_t i = 0; i < functions_.size(); ++i) {
+        if (v.count > 0 && functions_[i] == v.function) function_ops_[i] += v.count;
+      }
+    }
     int64_t end = saturating_add(start, compute_cycles(ctx_.vector_unit, in));
     if (in.ub_read_bytes > 0) {
       end = std::max(end, ub_.read.serve(start, ceil_div(static_cast<int64_t>(in.ub_read_bytes), ubc.read_bytes_per_cycle), in.layer, idx));

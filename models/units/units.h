@@ -18,6 +18,7 @@
 #include "models/isa/program.h"
 #include "models/memory/params.h"
 #include "models/memory/weight_fifo.h"
+#include "models/units/activity.h"
 #include "models/units/params.h"
 
 namespace tessera::models {
@@ -88,6 +89,8 @@ class HostDma : public sc_core::sc_module, public StatProvider {
   void run();
   UnitContext& ctx_;
   IntervalLog log_;
+  int64_t ub_read_bytes_ = 0;   // write_host reads the unified buffer
+  int64_t ub_write_bytes_ = 0;  // read_host writes it
 };
 
 class WeightFetcher : public sc_core::sc_module, public StatProvider {
@@ -106,6 +109,7 @@ class WeightFetcher : public sc_core::sc_module, public StatProvider {
   WeightFifo& fifo_;
   IntervalLog log_;
   int64_t tiles_ = 0;
+  int64_t fifo_bytes_ = 0;
 };
 
 class MatrixUnit : public sc_core::sc_module, public StatProvider {
@@ -133,6 +137,14 @@ class MatrixUnit : public sc_core::sc_module, public StatProvider {
   int64_t macs_ = 0;
   int64_t tiles_ = 0;
   std::vector<int64_t> ready_cycles_;  // the current matmul's FIFO tiles
+  // Activity for the energy model (activity.h): MACs per precision pair, useful and idle.
+  std::vector<std::pair<Dtype, Dtype>> pairs_;
+  std::vector<int64_t> pair_macs_, pair_idle_macs_;
+  int64_t register_bits_ = 0;
+  int64_t ub_read_bytes_ = 0;
+  int64_t accumulator_reads_ = 0;
+  int64_t accumulator_writes_ = 0;
+  void count(const InstructionActivity& a);
 };
 
 class VectorUnit : public sc_core::sc_module, public StatProvider {
@@ -150,6 +162,12 @@ class VectorUnit : public sc_core::sc_module, public StatProvider {
   UnitContext& ctx_;
   UnifiedBufferPorts& ub_;
   IntervalLog log_;
+  // Activity for the energy model (activity.h): element operations per function.
+  std::vector<std::string_view> functions_;
+  std::vector<int64_t> function_ops_;
+  int64_t ub_read_bytes_ = 0;
+  int64_t ub_write_bytes_ = 0;
+  int64_t accumulator_reads_ = 0;
 };
 
 // Fetches instructions in order, waits for read/write-region conflicts with

@@ -97,6 +97,46 @@ layers: [{name: fc, op: fc, units: 4, activation: relu}]
   expect_breakdown_sums(s);
 }
 
+// The activity counters the energy model multiplies (docs/energy.md), by hand for one
+// 3x4x4 tile on the 4x4 ws array: every PE holds a useful weight, so none idles.
+TEST(Engine, ActivityCountersHandDerived) {
+  const auto s = run(TinyArch{}, R"(
+name: one
+batch: 3
+inputs: [{name: x, shape: [4]}]
+layers: [{name: fc, op: fc, units: 4, activation: relu}]
+)");
+  EXPECT_EQ(s.counter("tessera.matrix_unit.macs_int8xint8"), 48);
+  EXPECT_EQ(s.counter("tessera.matrix_unit.idle_macs_int8xint8"), 0);
+  EXPECT_EQ(s.counter("tessera.matrix_unit.macs_int16xint16"), 0);  // every array mode has its counter
+  // 48 MACs x (8-bit input + 32-bit partial sum) + a 4x4 int8 tile shifted in, (4 + 1) / 2 registers deep.
+  EXPECT_EQ(s.counter("tessera.matrix_unit.register_bits"), 48 * 40 + 4 * 4 * 8 * 5 / 2);
+  EXPECT_EQ(s.counter("tessera.matrix_unit.ub_read_bytes"), 12);     // 3 rows of 4 int8 inputs
+  EXPECT_EQ(s.counter("tessera.matrix_unit.accumulator_writes"), 12); // 3 x 4 results
+  EXPECT_EQ(s.counter("tessera.matrix_unit.accumulator_reads"), 0);   // one K step: nothing to accumulate onto
+  EXPECT_EQ(s.counter("tessera.weight_fetcher.fifo_bytes"), 16);
+  EXPECT_EQ(s.counter("tessera.vector_unit.accumulator_reads"), 12);  // activate drains the 12 values
+  EXPECT_EQ(s.counter("tessera.vector_unit.ops_requantize"), 12);
+  EXPECT_EQ(s.counter("tessera.vector_unit.ops_relu"), 12);
+  EXPECT_EQ(s.counter("tessera.vector_unit.ub_write_bytes"), 12);
+  EXPECT_EQ(s.counter("tessera.vector_unit.ub_read_bytes"), 0);
+  EXPECT_EQ(s.counter("tessera.host_dma.ub_write_bytes"), 12);  // read_host
+  EXPECT_EQ(s.counter("tessera.host_dma.ub_read_bytes"), 12);   // write_host
+}
+
+TEST(Engine, PartialTileClocksIdlePes) {
+  // x[2x3] * W[3x2]: the tile holds 3 x 2 of the 16 PEs; 10 idle PEs for each of the 2 rows.
+  const auto s = run(TinyArch{}, R"(
+name: partial
+batch: 2
+inputs: [{name: x, shape: [3]}]
+layers: [{name: fc, op: fc, units: 2}]
+)");
+  EXPECT_EQ(s.counter("tessera.matrix_unit.macs_int8xint8"), 12);
+  EXPECT_EQ(s.counter("tessera.matrix_unit.idle_macs_int8xint8"), 20);
+  EXPECT_EQ(s.counter("tessera.matrix_unit.register_bits"), 12 * 40 + 3 * 2 * 8 * 4 / 2);
+}
+
 TEST(Engine, WeightBoundLayerStallsOnTheFifo) {
   // Batch 1, x[4] * W[4x16]: four 16 B tiles from weight memory at 1 B/ns -> one
   // tile every 16 cycles (ready at 16, 32, 48, 64). Each matmul streams 1 row.
