@@ -108,7 +108,7 @@ double BaselineSpec::peak_tops_at(Precision p) const {
 
 BaselineSpec parse_baseline_spec(const YamlNode& root, const std::string& id) {
   root.expect_keys({"name", "kind", "description", "precision", "peak_tops", "memory", "on_chip", "efficiency",
-                    "overheads", "host_link"});
+                    "overheads", "host_link", "power"});
   BaselineSpec s;
   s.id = id;
   s.source = root.file();
@@ -175,6 +175,23 @@ BaselineSpec parse_baseline_spec(const YamlNode& root, const std::string& id) {
   } else if (s.kind == Kind::kGpu) {
     root.fail("missing required key 'host_link' (a GPU baseline moves inputs and outputs over PCIe: "
               "{bandwidth_gb_per_s, latency_us})");
+  }
+  if (auto power = root.get("power")) {
+    power->expect_keys({"idle_w", "busy_w", "tdp_w", "host_w"});
+    PowerSpec p;
+    if (auto v = power->get("idle_w")) p.idle_w = positive(*v, 1e5);
+    if (auto v = power->get("tdp_w")) p.tdp_w = positive(*v, 1e5);
+    if (auto v = power->get("host_w")) p.host_w = non_negative(*v);
+    if (auto v = power->get("busy_w")) {
+      p.busy_w = positive(*v, 1e5);
+      p.basis = "measured";
+    } else if (p.tdp_w > 0) {
+      p.busy_w = p.tdp_w;
+      p.basis = "tdp";
+    } else {
+      power->fail("needs busy_w (measured power while running) or tdp_w (used as the running power, labelled as TDP)");
+    }
+    s.power = p;
   }
   return s;
 }

@@ -65,6 +65,19 @@ struct HostLink {
   double latency_us = 0;          // per transfer (DMA set-up, synchronisation)
 };
 
+// Power of one die/socket (optional `power:`): the paper's measured idle and busy figures
+// for its Haswell and K80, vendor TDPs (labelled as such) for modern parts. busy_w is what
+// the part draws while it runs the workload: measured busy power, or the TDP when that is all
+// there is. host_w is the share of the host server's power per die (total perf/W adds it;
+// incremental perf/W leaves it out).
+struct PowerSpec {
+  double idle_w = 0;  // 0: not given
+  double busy_w = 0;
+  double tdp_w = 0;   // 0: not given
+  double host_w = 0;
+  std::string basis;  // "measured" (busy_w given) or "tdp" (busy_w taken from tdp_w)
+};
+
 struct BaselineSpec {
   std::string id;            // file stem: "k80"
   std::string name;          // display name: "NVIDIA K80 (one GK210 die)"
@@ -89,6 +102,7 @@ struct BaselineSpec {
   double launch_us = 0;  // per kernel: GPU launch latency, CPU framework dispatch + thread fork/join
 
   std::optional<HostLink> host_link;  // required for GPUs, rejected for CPUs
+  std::optional<PowerSpec> power;     // absent: no perf/W for this baseline
 
   double peak_tops_at(Precision p) const;  // throws InputError if the part has no such mode
   double peak() const { return peak_tops_at(precision); }

@@ -24,6 +24,10 @@ LAYER_DTYPES = {
     "oi_macs_per_weight_byte": "float64", "cycles_array_active": "int64", "cycles_weight_shift": "int64",
     "cycles_weight_stall": "int64", "cycles_input_stall": "int64", "cycles_raw_stall": "int64",
     "cycles_non_matrix": "int64", "cycles_pcie": "int64", "spill_bytes_out": "int64", "spill_bytes_in": "int64",
+    "energy_j": "float64", "power_w": "float64", "energy_mac_j": "float64", "energy_register_j": "float64",
+    "energy_unified_buffer_j": "float64", "energy_accumulators_j": "float64", "energy_weight_fifo_j": "float64",
+    "energy_vector_j": "float64", "energy_dram_j": "float64", "energy_pcie_j": "float64",
+    "energy_leakage_j": "float64", "energy_on_j": "float64",
 }
 
 

@@ -27,6 +27,20 @@ using format::safe_div;
 // 16.8x, 9.2x; two decimals below 1 so that a faster baseline does not read as 0.1x or 0.0x.
 std::string speedup_text(double x) { return fmt(x < 1 ? "%.2fx" : "%.1fx", x); }
 
+// "98 W (measured)", "700 W (TDP)" or "-".
+std::string power_text(const ordered_json& b) {
+  if (!b.contains("power") || !b["power"].is_object()) return "-";
+  const auto& p = b["power"];
+  return fmt("%.0f W", p["busy_w"].get<double>()) + (p["basis"] == "tdp" ? " (TDP)" : " (measured)");
+}
+
+// The accelerator's perf/W over the baseline's: "29.1x / 14.2x" or "-".
+std::string perf_per_w_text(const ordered_json& b) {
+  if (!b.contains("accelerator_perf_per_w_ratio") || !b["accelerator_perf_per_w_ratio"].is_object()) return "-";
+  const auto& r = b["accelerator_perf_per_w_ratio"];
+  return speedup_text(r["incremental"].get<double>()) + " / " + speedup_text(r["total"].get<double>());
+}
+
 std::string join(const std::vector<std::string>& v) {
   std::string out;
   for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
@@ -131,6 +145,38 @@ ordered_json summary_json(int64_t batch, double latency_s, double macs, double p
   return s;
 }
 
+// Power, energy per inference and perf/W of a baseline next to the accelerator's
+// (docs/energy.md): incremental perf/W divides by the die's own power, total adds its host
+// share; the ratio is the accelerator's perf/W over the baseline's.
+void add_power(ordered_json& b, const std::optional<bl::PowerSpec>& power, const ordered_json& acc) {
+  if (!power) {
+    b["power"] = nullptr;
+    b["energy_per_inference_j"] = nullptr;
+    b["perf_per_w"] = nullptr;
+    b["accelerator_perf_per_w_ratio"] = nullptr;
+    return;
+  }
+  const bl::PowerSpec& p = *power;
+  auto opt = [](double v) -> ordered_json { return v > 0 ? ordered_json(v) : ordered_json(nullptr); };
+  b["power"] = {{"idle_w", opt(p.idle_w)}, {"busy_w", p.busy_w}, {"tdp_w", opt(p.tdp_w)}, {"host_w", p.host_w},
+                {"basis", p.basis}};
+  const auto& s = b["summary"];
+  const double ips = s["inferences_per_s"].get<double>();
+  const double lat = s["latency_s"].get<double>();
+  const int64_t batch = b["batch"].get<int64_t>();
+  b["energy_per_inference_j"] = safe_div(p.busy_w * lat, static_cast<double>(batch));
+  const double inc = safe_div(ips, p.busy_w), tot = safe_div(ips, p.busy_w + p.host_w);
+  b["perf_per_w"] = {{"incremental", inc}, {"total", tot}};
+  const ordered_json* ppw = nullptr;
+  if (acc.contains("summary") && acc["summary"].contains("perf_per_w")) ppw = &acc["summary"]["perf_per_w"];
+  if (ppw && inc > 0 && tot > 0) {
+    b["accelerator_perf_per_w_ratio"] = {{"incremental", (*ppw)["incremental"].get<double>() / inc},
+                                         {"total", (*ppw)["total"].get<double>() / tot}};
+  } else {
+    b["accelerator_perf_per_w_ratio"] = nullptr;
+  }
+}
+
 ordered_json modelled_json(const bl::BaselineSpec& spec, bl::Precision precision, bool overridden,
                            const bl::Workload& work, const ordered_json& acc) {
   const bl::Estimate est = bl::estimate(spec, work, precision);
@@ -221,6 +267,7 @@ ordered_json modelled_json(const bl::BaselineSpec& spec, bl::Precision precision
                               {"to_host_s", est.host_link.to_host_s}};
   b["roofline"] = roofline_json(peak, spec.memory_bandwidth_gb_per_s, macs, est.weight_bytes, est.dram_bytes,
                                 s["tops"].get<double>(), points);
+  add_power(b, spec.power, acc);
   b["layers"] = layers;
   return b;
 }
@@ -307,6 +354,7 @@ ordered_json host_json(const bl::Workload& work, const ordered_json& acc, const 
   }
   b["roofline"] = roofline_json(m.sgemm_tflops, m.triad_gb_per_s, macs, weight_bytes, dram, s["tops"].get<double>(),
                                 points);
+  add_power(b, std::nullopt, acc);  // this host's power is not measured
   b["layers"] = layers;
   return b;
 }
@@ -459,8 +507,9 @@ std::string baselines_markdown(const ordered_json& report) {
   std::ostringstream out;
   const auto& s = report["summary"];
   out << "\n## Baselines\n\n"
-      << "| platform | precision | latency | inferences/s | TOPS | util. | accelerator speed-up |\n"
-      << "|---|---|---:|---:|---:|---:|---:|\n";
+      << "| platform | precision | latency | inferences/s | TOPS | util. | accelerator speed-up | power | "
+         "accelerator perf/W (incremental / total) |\n"
+      << "|---|---|---:|---:|---:|---:|---:|---:|---:|\n";
   // The accelerator's precision: the operand types of its matrix layers.
   std::vector<std::string> modes;
   for (const auto& l : report["layers"]) {
@@ -473,6 +522,7 @@ std::string baselines_markdown(const ordered_json& report) {
       << " | "
       << human_seconds(s["latency_s"].get<double>()) << " | " << fmt("%.1f", s["inferences_per_s"].get<double>())
       << " | " << fmt("%.2f", s["tops"].get<double>()) << " | " << fmt("%.1f%%", 100 * s["utilization"].get<double>())
+      << " | 1.0x | " << (s.contains("power_w") ? fmt("%.1f W", s["power_w"].get<double>()) : std::string("-"))
       << " | 1.0x |\n";
   for (const auto& b : report["baselines"]) {
     const auto& bs = b["summary"];
@@ -484,7 +534,8 @@ std::string baselines_markdown(const ordered_json& report) {
     out << "| " << name << (b["measured"].get<bool>() && !says_measured ? " (measured)" : "") << " | "
         << b["precision"].get<std::string>() << " | " << human_seconds(bs["latency_s"].get<double>()) << " | "
         << fmt("%.1f", bs["inferences_per_s"].get<double>()) << " | " << fmt("%.3f", bs["tops"].get<double>()) << " | "
-        << fmt("%.1f%%", 100 * bs["utilization"].get<double>()) << " | " << sp << " |\n";
+        << fmt("%.1f%%", 100 * bs["utilization"].get<double>()) << " | " << sp << " | " << power_text(b) << " | "
+        << perf_per_w_text(b) << " |\n";
   }
   return out.str();
 }
@@ -499,6 +550,9 @@ std::string baselines_console(const ordered_json& report) {
         << (b["measured"].get<bool>() ? ", measured" : "") << "): " << human_seconds(bs["latency_s"].get<double>())
         << ", " << fmt("%.3f", bs["tops"].get<double>()) << " TOPS";
     if (b["speedup_of_accelerator"].is_number()) out << ", speed-up " << speedup_text(b["speedup_of_accelerator"].get<double>());
+    if (b.contains("accelerator_perf_per_w_ratio") && b["accelerator_perf_per_w_ratio"].is_object()) {
+      out << ", perf/W " << perf_per_w_text(b) << " (incremental / total)";
+    }
     out << "\n";
   }
   return out.str();

@@ -20,4 +20,12 @@ inline std::string human_seconds(double s) {
   return fmt("%.3f us", s * 1e6);
 }
 
+// Joules with engineering units for humans: 1.234 mJ.
+inline std::string human_joules(double j) {
+  if (j >= 1) return fmt("%.3f J", j);
+  if (j >= 1e-3) return fmt("%.3f mJ", j * 1e3);
+  if (j >= 1e-6) return fmt("%.3f uJ", j * 1e6);
+  return fmt("%.3f nJ", j * 1e9);
+}
+
 }  // namespace tessera::report::format

@@ -90,6 +90,29 @@ const LayerColumn kColumns[] = {
     {"spill_bytes_in", "bytes", "activations read back from host memory for this layer",
      [](F f) -> ordered_json { return f.info.spill_bytes_in; }, "spill_bytes_in"},
     {"row_tiles", "tiles", "> 0: the layer ran in this many row tiles", [](F f) -> ordered_json { return f.info.row_tiles; }},
+    {"energy_j", "J", "energy of the layer's activity plus the static power over its latency (docs/energy.md)",
+     [](F f) -> ordered_json { return f.energy.total(); }, "energy_j", C::kNumber, "energy", M::kJoules},
+    {"power_w", "W", "energy_j / latency_s", [](F f) -> ordered_json { return format::safe_div(f.energy.total(), f.latency_s); },
+     "power_w"},
+    {"energy_breakdown_j.mac", "J", "useful and idle-but-clocked MACs", [](F f) -> ordered_json { return f.energy["mac"]; },
+     "energy_mac_j"},
+    {"energy_breakdown_j.register", "J", "array pipeline registers written",
+     [](F f) -> ordered_json { return f.energy["register"]; }, "energy_register_j"},
+    {"energy_breakdown_j.unified_buffer", "J", "unified-buffer reads and writes",
+     [](F f) -> ordered_json { return f.energy["unified_buffer"]; }, "energy_unified_buffer_j"},
+    {"energy_breakdown_j.accumulators", "J", "accumulator reads and writes",
+     [](F f) -> ordered_json { return f.energy["accumulators"]; }, "energy_accumulators_j"},
+    {"energy_breakdown_j.weight_fifo", "J", "weight-FIFO writes and reads",
+     [](F f) -> ordered_json { return f.energy["weight_fifo"]; }, "energy_weight_fifo_j"},
+    {"energy_breakdown_j.vector", "J", "vector-unit operations", [](F f) -> ordered_json { return f.energy["vector"]; },
+     "energy_vector_j"},
+    {"energy_breakdown_j.dram", "J", "weight-memory reads, row activations and background power",
+     [](F f) -> ordered_json { return f.energy["dram"]; }, "energy_dram_j"},
+    {"energy_breakdown_j.pcie", "J", "PCIe bytes", [](F f) -> ordered_json { return f.energy["pcie"]; }, "energy_pcie_j"},
+    {"energy_breakdown_j.leakage", "J", "leakage power over the layer's latency",
+     [](F f) -> ordered_json { return f.energy["leakage"]; }, "energy_leakage_j"},
+    {"energy_breakdown_j.on", "J", "clock tree and ungated state over the layer's latency",
+     [](F f) -> ordered_json { return f.energy["on"]; }, "energy_on_j"},
 };
 
 // The layer's value of a column: "a.b" is key b of the layer's object a.
@@ -123,6 +146,10 @@ std::string md_cell(const LayerColumn& c, const ordered_json& layer) {
     case M::kFixed2: return format::fmt("%.2f", at(layer, c.key).get<double>());
     case M::kPercent: return format::fmt("%.1f%%", 100 * at(layer, c.key).get<double>());
     case M::kMainCause: return main_cause(layer);
+    case M::kJoules: {  // "-" in a report written before energy was (docs/energy.md)
+      const ordered_json& v = at(layer, c.key);
+      return v.is_number() ? format::human_joules(v.get<double>()) : std::string("-");
+    }
   }
   return "";
 }

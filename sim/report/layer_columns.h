@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "sim/compiler/compiled.h"
+#include "sim/energy/energy.h"
 #include "sim/engine/engine.h"
 
 namespace tessera::report {
@@ -28,6 +29,7 @@ struct LayerFacts {
   double tops = 0;
   double oi_macs_per_weight_byte = 0;
   double oi_ops_per_dram_byte = 0;
+  energy::Breakdown energy;    // the layer's activity plus the static power over its latency
 };
 
 // The causes of the cycle breakdown, in report order (they sum to the total).
@@ -35,7 +37,7 @@ inline constexpr const char* kCycleCauses[] = {"array_active", "weight_shift", "
                                                "raw_stall",    "non_matrix",   "pcie"};
 
 enum class CsvFormat { kNumber, kText, kQuotedText };  // JSON number; string as is; string CSV-quoted when needed
-enum class MdFormat { kInteger, kText, kSeconds, kFixed2, kPercent, kMainCause };
+enum class MdFormat { kInteger, kText, kSeconds, kFixed2, kPercent, kMainCause, kJoules };
 
 struct LayerColumn {
   std::string_view key;          // report.json layer key; "a.b" is key b of the object a

@@ -8,6 +8,7 @@
 #include "sim/common/atomic_file.h"
 #include "sim/common/error.h"
 #include "sim/report/baselines.h"
+#include "sim/report/energy_report.h"
 #include "sim/report/format.h"
 #include "sim/report/layer_columns.h"
 
@@ -97,6 +98,7 @@ ordered_json build_report(const RunRecord& run) {
   a["pcie"] = {{"generation", arch.pcie.generation}, {"lanes", arch.pcie.lanes},
                {"link_gb_per_s", pcie_gb_per_s}, {"max_payload_bytes", arch.pcie.max_payload_bytes},
                {"tlp_overhead_bytes", arch.pcie.tlp_overhead_bytes}, {"latency_ns", arch.pcie.latency_ns}};
+  a["energy"] = energy_arch_json(arch);
 
   ordered_json& w = r["workload"];
   w["name"] = run.graph.name;
@@ -138,6 +140,15 @@ ordered_json build_report(const RunRecord& run) {
   s["host_io_cycles"] = cycles_json(st.host_io);
   s["busy_cycles"] = {{"array", st.array_busy_cycles}, {"array_stream", st.array_stream_cycles}, {"weight_memory", st.weight_memory_busy_cycles},
                       {"pcie", st.pcie_busy_cycles}, {"vector_unit", st.vector_busy_cycles}};
+  // Energy (docs/energy.md): the run's from the units' counters; each layer's from its
+  // instructions plus the static power over its attributed latency; the instructions of no
+  // layer (the batch's host transfers) with the host_io cycles.
+  const energy::Breakdown run_energy = energy::energy_of(arch, activity_from_counters(st), latency_s);
+  energy::Activity host_activity;
+  const std::vector<energy::Activity> layer_activity = layer_activities(prog, arch, host_activity);
+  const energy::Breakdown host_energy =
+      energy::energy_of(arch, host_activity, static_cast<double>(st.host_io.total()) / clock_hz);
+  add_energy_summary(s, arch, run_energy, host_energy, latency_s, prog.batch, tops);
 
   ordered_json layers = ordered_json::array();
   ordered_json roof_layers = ordered_json::array();
@@ -157,7 +168,8 @@ ordered_json build_report(const RunRecord& run) {
         safe_div(lops, static_cast<double>(li.weight_bytes + li.spill_bytes_out + li.spill_bytes_in));
     layers.push_back(layer_json({.index = i, .info = li, .stats = ls, .clock_hz = clock_hz, .latency_cycles = attributed,
                                  .latency_s = lat, .ops = lops, .peak_tops = lpeak, .tops = ltops,
-                                 .oi_macs_per_weight_byte = l_oi, .oi_ops_per_dram_byte = l_oi_dram}));
+                                 .oi_macs_per_weight_byte = l_oi, .oi_ops_per_dram_byte = l_oi_dram,
+                                 .energy = energy::energy_of(arch, layer_activity[i], lat)}));
     if (li.macs > 0) {
       const Roofline lroof{lpeak, arch.weight_memory.bandwidth_gb_per_s};
       const Roofline lroof_dram{lpeak, arch.weight_memory.bandwidth_gb_per_s + pcie_gb_per_s};
@@ -288,6 +300,7 @@ std::string summary_markdown(const ordered_json& r) {
     }
   }
   out << roofline_markdown(r);
+  out << energy_markdown(r);
   out << baselines_markdown(r);
   return out.str();
 }
@@ -302,7 +315,7 @@ std::string console_summary(const ordered_json& r) {
       << fmt("%.2f", s["peak_tops"].get<double>()) << "), roofline ceiling "
       << fmt("%.2f", r["roofline"]["weight_memory"]["attainable_tops"].get<double>()) << " TOPS\n  cycles:";
   for (const char* b : kCycleCauses) out << " " << b << " " << cycle_share(s["cycles"], b);
-  out << "\n";
+  out << "\n" << energy_console(r);
   return out.str();
 }
 

@@ -28,19 +28,22 @@ STAGES = {
     "sim/functional": {"sim/config", "sim/graph", "sim/precision"} | MODELS,
     "sim/compiler": {"sim/config", "sim/graph", "sim/precision"} | MODELS,
     "sim/engine": {"sim/config", "sim/compiler"} | MODELS,
-    "sim/report": {"sim/config", "sim/graph", "sim/precision", "sim/compiler", "sim/engine", "sim/functional"} | MODELS,
+    # energy, power and area from counts and the config's coefficients: no SystemC stage
+    "sim/energy": {"sim/config"} | MODELS,
+    "sim/report": {"sim/config", "sim/graph", "sim/precision", "sim/compiler", "sim/engine", "sim/functional",
+                   "sim/energy"} | MODELS,
     "sim/sweep": {"sim/config", "sim/graph"},
     "sim/run": {"sim/config", "sim/graph", "sim/precision", "sim/functional", "sim/compiler", "sim/engine",
-                "sim/report"} | MODELS,
+                "sim/energy", "sim/report"} | MODELS,
     # serving: a queueing simulation in plain C++ whose service times come from `tessera run`
     # children started through the sweep's runner; it never includes a SystemC stage.
     "sim/serve": {"sim/config", "sim/graph", "sim/sweep"},
     "sim/cli": {"sim/config", "sim/graph", "sim/precision", "sim/functional", "sim/compiler", "sim/engine",
-                "sim/report", "sim/run", "sim/sweep", "sim/serve"} | MODELS,
+                "sim/energy", "sim/report", "sim/run", "sim/sweep", "sim/serve"} | MODELS,
 }
 # Libraries of sim/ stages that models/ must not link (tessera_common is allowed).
 SIM_LIBRARIES = {"tessera_config", "tessera_graph", "tessera_precision", "tessera_functional", "tessera_compiler",
-                 "tessera_engine", "tessera_report", "tessera_sweep", "tessera_run", "tessera_serve"}
+                 "tessera_engine", "tessera_energy", "tessera_report", "tessera_sweep", "tessera_run", "tessera_serve"}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"((?:sim|models)/[^"]+)"', re.M)
 LINK = re.compile(r"target_link_libraries\s*\(([^)]*)\)", re.S)

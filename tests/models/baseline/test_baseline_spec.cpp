@@ -83,6 +83,21 @@ TEST(BaselineSpec, UnknownKeysAreErrors) {
   EXPECT_NE(tile.find("efficiency.tiles[0].k: unknown key; allowed here: m, n, max"), std::string::npos) << tile;
 }
 
+TEST(BaselineSpec, Power) {
+  const BaselineSpec measured = parse(std::string(kCpu) + "power: {idle_w: 41, busy_w: 145, tdp_w: 145, host_w: 82.5}\n");
+  ASSERT_TRUE(measured.power);
+  EXPECT_EQ(measured.power->basis, "measured");
+  EXPECT_DOUBLE_EQ(measured.power->busy_w, 145);
+  EXPECT_DOUBLE_EQ(measured.power->host_w, 82.5);
+  const BaselineSpec tdp = parse(std::string(kCpu) + "power: {tdp_w: 350}\n");
+  EXPECT_EQ(tdp.power->basis, "tdp");
+  EXPECT_DOUBLE_EQ(tdp.power->busy_w, 350);
+  EXPECT_FALSE(parse(kCpu).power);
+  EXPECT_NE(error_of(std::string(kCpu) + "power: {idle_w: 41}\n").find("power: needs busy_w"), std::string::npos);
+  EXPECT_NE(error_of(std::string(kCpu) + "power: {busy_w: 0}\n").find("power.busy_w"), std::string::npos);
+  EXPECT_NE(error_of(std::string(kCpu) + "power: {tdp: 1}\n").find("power.tdp: unknown key"), std::string::npos);
+}
+
 TEST(BaselineSpec, PrecisionMustHaveAPeak) {
   const std::string e = error_of(replace(kCpu, "precision: fp32", "precision: bf16"));
   EXPECT_NE(e.find("spec.yaml:3:12: precision: 'bf16' has no entry in peak_tops (given: fp32, int8)"), std::string::npos) << e;
@@ -145,4 +160,15 @@ TEST(BaselineSpec, ShippedSpecsLoadWithThePapersFigures) {
     EXPECT_EQ(load_baseline_spec(dir + "/" + modern + ".yaml").precision, Precision::kInt8) << modern;
   }
   EXPECT_DOUBLE_EQ(load_baseline_spec(dir + "/h200.yaml").memory_bandwidth_gb_per_s, 4800);
+  // Power: the paper's measured idle/busy per die (Table 2); vendor TDPs for the modern parts.
+  ASSERT_TRUE(haswell.power && k80.power);
+  EXPECT_DOUBLE_EQ(haswell.power->idle_w, 41);
+  EXPECT_DOUBLE_EQ(haswell.power->busy_w, 145);
+  EXPECT_DOUBLE_EQ(k80.power->idle_w, 25);
+  EXPECT_DOUBLE_EQ(k80.power->busy_w, 98);
+  for (const char* modern : {"xeon-8480", "epyc-9654", "a100", "h100-sxm", "h200"}) {
+    const BaselineSpec m = load_baseline_spec(dir + "/" + modern + ".yaml");
+    ASSERT_TRUE(m.power) << modern;
+    EXPECT_EQ(m.power->basis, "tdp") << modern;
+  }
 }

@@ -217,6 +217,32 @@ TEST_F(BaselinesReport, ShippedBaselines) {
   }
 }
 
+// Perf/W next to the accelerator's (docs/energy.md): incremental divides by the die's busy
+// power, total adds its host share; a TDP-only part runs at its TDP, labelled as such.
+TEST_F(BaselinesReport, PowerAndPerfPerWatt) {
+  std::ofstream(dir / "cpu.yaml") << kCpuSpec << "power: {idle_w: 40, busy_w: 100, tdp_w: 150, host_w: 50}\n";
+  std::ofstream(dir / "gpu.yaml") << kGpuSpec << "power: {tdp_w: 300}\n";
+  acc["summary"]["perf_per_w"] = {{"incremental", 1000.0}, {"total", 400.0}, {"host_power_w", 10.0}};
+  const ordered_json out = run({"cpu", "gpu"});
+  const auto& cpu = out[0];
+  const double ips = cpu["summary"]["inferences_per_s"].get<double>();
+  EXPECT_EQ(cpu["power"]["basis"], "measured");
+  EXPECT_DOUBLE_EQ(cpu["power"]["busy_w"].get<double>(), 100);
+  EXPECT_DOUBLE_EQ(cpu["perf_per_w"]["incremental"].get<double>(), ips / 100);
+  EXPECT_DOUBLE_EQ(cpu["perf_per_w"]["total"].get<double>(), ips / 150);
+  EXPECT_DOUBLE_EQ(cpu["accelerator_perf_per_w_ratio"]["incremental"].get<double>(), 1000 / (ips / 100));
+  EXPECT_DOUBLE_EQ(cpu["accelerator_perf_per_w_ratio"]["total"].get<double>(), 400 / (ips / 150));
+  EXPECT_DOUBLE_EQ(cpu["energy_per_inference_j"].get<double>(), 100 * cpu["summary"]["latency_s"].get<double>() / 4);
+  const auto& gpu = out[1];
+  EXPECT_EQ(gpu["power"]["basis"], "tdp");
+  EXPECT_DOUBLE_EQ(gpu["power"]["busy_w"].get<double>(), 300);
+  EXPECT_TRUE(gpu["power"]["idle_w"].is_null());
+  EXPECT_DOUBLE_EQ(gpu["perf_per_w"]["total"].get<double>(), gpu["perf_per_w"]["incremental"].get<double>());
+  // A spec without power has no perf/W.
+  std::ofstream(dir / "cpu.yaml") << kCpuSpec;
+  EXPECT_TRUE(run({"cpu"})[0]["perf_per_w"].is_null());
+}
+
 TEST_F(BaselinesReport, MarkdownAndConsole) {
   ordered_json r;
   r["arch"]["name"] = "tiny";

@@ -22,7 +22,7 @@ TEST(LayerColumns, EveryColumnHasADescriptionAndAUniqueKey) {
       EXPECT_TRUE(csv.insert(std::string(c.csv)).second) << "duplicate CSV column " << c.csv;
     }
   }
-  EXPECT_EQ(keys.size(), 36u);
+  EXPECT_EQ(keys.size(), 48u);
 }
 
 TEST(LayerColumns, CsvHeaderIsTheFilesHeader) {
@@ -30,12 +30,15 @@ TEST(LayerColumns, CsvHeaderIsTheFilesHeader) {
             "index,name,op,output_shape,a_dtype,b_dtype,m,k,n,macs,weights,weight_bytes,latency_s,latency_cycles,"
             "start_s,end_s,tops,peak_tops,utilization,oi_macs_per_weight_byte,cycles_array_active,cycles_weight_shift,"
             "cycles_weight_stall,cycles_input_stall,cycles_raw_stall,cycles_non_matrix,cycles_pcie,spill_bytes_out,"
-            "spill_bytes_in");
+            "spill_bytes_in,energy_j,power_w,energy_mac_j,energy_register_j,energy_unified_buffer_j,"
+            "energy_accumulators_j,energy_weight_fifo_j,energy_vector_j,energy_dram_j,energy_pcie_j,energy_leakage_j,"
+            "energy_on_j");
 }
 
 TEST(LayerColumns, MarkdownTableFromALayerObject) {
   EXPECT_EQ(report::layers_markdown_header(),
-            "| # | layer | op | MACs | latency | TOPS | util. | main cause |\n|---:|---|---|---:|---:|---:|---:|---|\n");
+            "| # | layer | op | MACs | latency | TOPS | util. | main cause | energy |\n"
+            "|---:|---|---|---:|---:|---:|---:|---|---:|\n");
   // 2.5 ms at 1.234 TOPS of 2.468 peak; weight_stall has the most cycles.
   const nlohmann::ordered_json layer = {
       {"index", 3}, {"name", "fc,1"}, {"op", "fc"}, {"macs", 1000}, {"latency_s", 0.0025}, {"tops", 1.234},
@@ -43,5 +46,10 @@ TEST(LayerColumns, MarkdownTableFromALayerObject) {
       {"cycles",
        {{"array_active", 10}, {"weight_shift", 0}, {"weight_stall", 30}, {"input_stall", 0}, {"raw_stall", 0},
         {"non_matrix", 0}, {"pcie", 20}, {"total", 60}}}};
-  EXPECT_EQ(report::layer_markdown_row(layer), "| 3 | fc,1 | fc | 1000 | 2.500 ms | 1.23 | 50.0% | weight_stall |\n");
+  // A report from before energy: "-"; with it, engineering units.
+  EXPECT_EQ(report::layer_markdown_row(layer), "| 3 | fc,1 | fc | 1000 | 2.500 ms | 1.23 | 50.0% | weight_stall | - |\n");
+  nlohmann::ordered_json with_energy = layer;
+  with_energy["energy_j"] = 0.0001234;
+  EXPECT_EQ(report::layer_markdown_row(with_energy),
+            "| 3 | fc,1 | fc | 1000 | 2.500 ms | 1.23 | 50.0% | weight_stall | 123.400 uJ |\n");
 }
