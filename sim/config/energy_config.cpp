@@ -34,6 +34,17 @@ double EnergyConfig::vector_op_pj(std::string_view function) const {
   return et::vector_op_pj(function) * vector_builtin_scale;
 }
 
+AreaBreakdown area_breakdown(const EnergyConfig& e, int64_t rows, int64_t cols) {
+  AreaBreakdown a;
+  a.matrix_unit = static_cast<double>(rows) * static_cast<double>(cols) * e.pe_area_um2 * e.pe_overhead / 1e6;
+  a.unified_buffer = e.unified_buffer.area_mm2 * e.sram_overhead;
+  a.accumulators = e.accumulators.area_mm2 * e.sram_overhead;
+  a.weight_fifo = e.weight_fifo.area_mm2 * e.sram_overhead;
+  const double modelled = a.matrix_unit + a.unified_buffer + a.accumulators + a.weight_fifo;
+  a.other = modelled * e.other_fraction / (1 - e.other_fraction);
+  return a;
+}
+
 namespace {
 
 std::string num(double v) {
@@ -346,18 +357,40 @@ void parse_dram(Resolver& r, const ArchConfig& arch, EnergyConfig& e) {
 }
 
 // ---------------------------------------------------------------- static power
+// TPU v1's calibration (configs/tpu-v1.yaml, docs/energy.md): its logic leaks 0.10463 W per
+// mm^2 of logic area (matrix unit and the rest of the die) at 28 nm and 0.9 V.
+constexpr double kTpuLogicLeakageWPerMm2 = 0.10463;
+constexpr double kTpuNodeNm = 28;
+constexpr double kTpuVdd = 0.9;
+
 void parse_static(Resolver& r, const ArchConfig& arch, EnergyConfig& e, double register_bit_pj) {
   const auto group = r.section("static");
-  if (group) group->expect_keys({"leakage_w", "on_w"});
+  if (group) group->expect_keys({"leakage_w", "logic_leakage_w_per_mm2", "on_w"});
   std::string src;
+  if (auto v = Resolver::value(group, "logic_leakage_w_per_mm2", 1e3)) {
+    e.logic_leakage_w_per_mm2 = *v;
+  } else {
+    // Per device, leakage scales as energy does (Accelergy's hwcomponents tech_node_leak);
+    // devices per mm^2 go with the inverse of the area factor.
+    e.logic_leakage_w_per_mm2 = kTpuLogicLeakageWPerMm2 *
+                                r.logic(Origin{kTpuNodeNm, kTpuVdd}) /
+                                et::logic_area_scale(kTpuNodeNm, e.technology_nm);
+    r.defaulted("static.logic_leakage_w_per_mm2");
+  }
+  const AreaBreakdown area = area_breakdown(e, arch.array.rows, arch.array.cols);
   if (auto v = Resolver::value(group, "leakage_w", 1e6)) {
     e.leakage_w = *v;
     src = "leakage: config value";
   } else {
-    // The SRAMs' leakage from the CACTI table; logic leakage is not modelled.
-    e.leakage_w = e.unified_buffer.leakage_w + e.accumulators.leakage_w + e.weight_fifo.leakage_w;
+    // The SRAMs' CACTI leakage plus the logic area's.
+    e.leakage_w = e.unified_buffer.leakage_w + e.accumulators.leakage_w + e.weight_fifo.leakage_w +
+                  e.logic_leakage_w_per_mm2 * area.logic();
     r.defaulted("static.leakage_w");
-    src = "leakage: default, the SRAMs' CACTI leakage (logic leakage not modelled)";
+    src = "leakage: the SRAMs' CACTI leakage + " + num(e.logic_leakage_w_per_mm2) + " W/mm^2 x " + num(area.logic()) +
+          " mm^2 of logic (density: " +
+          (group && group->get("logic_leakage_w_per_mm2") ? std::string("config value")
+                                                          : std::string("TPU v1's calibration, node-scaled")) +
+          ")";
   }
   if (auto v = Resolver::value(group, "on_w", 1e6)) {
     e.on_w = *v;
@@ -451,13 +484,13 @@ EnergyConfig parse_energy_config(const YamlNode& root, const ArchConfig& arch) {
   parse_vector(r, e);
   parse_srams(r, arch, e);
   parse_dram(r, arch, e);
+  parse_area(r, arch, e);
   parse_static(r, arch, e, register_bit_pj);
   if (energy && energy->get("host_power_w")) {
     e.host_power_w = energy->at("host_power_w").as_double(0.0, 1e6);
   } else {
     r.defaulted("host_power_w");  // no host given: total perf/W equals incremental
   }
-  parse_area(r, arch, e);
   return e;
 }
 

@@ -54,6 +54,7 @@ struct EnergyConfig {
   double dram_background_w = 0;   // standby power of the weight-memory devices
   double pcie_pj_per_bit = 0;     // 0 unless given: no sourced figure exists (UNCONFIRMED)
   double leakage_w = 0;           // static power of the chip, always on
+  double logic_leakage_w_per_mm2 = 0;  // leakage of the logic area (matrix unit and the rest of the die) per mm^2
   double on_w = 0;                // clock tree and ungated state while the chip serves
   double host_power_w = 0;        // the host server's power per accelerator (total vs incremental perf/W)
   // Area.
@@ -69,6 +70,18 @@ struct EnergyConfig {
   double idle_mac_pj(Dtype a, Dtype b) const;
   double vector_op_pj(std::string_view function) const;
 };
+
+// Floor-plan style area (mm^2): the array's PEs, the three SRAMs and the rest of the die.
+struct AreaBreakdown {
+  double matrix_unit = 0;
+  double unified_buffer = 0;
+  double accumulators = 0;
+  double weight_fifo = 0;
+  double other = 0;  // I/O, control, vector unit, interfaces: other_fraction of the die
+  double total() const { return matrix_unit + unified_buffer + accumulators + weight_fifo + other; }
+  double logic() const { return matrix_unit + other; }  // everything but the SRAM macros
+};
+AreaBreakdown area_breakdown(const EnergyConfig& e, int64_t rows, int64_t cols);
 
 // Parses `energy:` of the config `root` (absent: every value defaulted, at the reference
 // 28 nm and 0.9 V) once `arch`'s other sections are parsed; throws InputError naming file,

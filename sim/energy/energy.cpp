@@ -103,16 +103,6 @@ PowerModel power_model(const EnergyConfig& e, const Breakdown& run, double secon
   return p;
 }
 
-Area area_of(const ArchConfig& arch) {
-  const EnergyConfig& e = arch.energy;
-  Area a;
-  a.matrix_unit = static_cast<double>(arch.array.rows) * static_cast<double>(arch.array.cols) * e.pe_area_um2 * e.pe_overhead / 1e6;
-  a.unified_buffer = e.unified_buffer.area_mm2 * e.sram_overhead;
-  a.accumulators = e.accumulators.area_mm2 * e.sram_overhead;
-  a.weight_fifo = e.weight_fifo.area_mm2 * e.sram_overhead;
-  const double modelled = a.matrix_unit + a.unified_buffer + a.accumulators + a.weight_fifo;
-  a.other = modelled * e.other_fraction / (1 - e.other_fraction);
-  return a;
-}
+Area area_of(const ArchConfig& arch) { return area_breakdown(arch.energy, arch.array.rows, arch.array.cols); }
 
 }  // namespace tessera::energy

@@ -77,15 +77,9 @@ struct PowerModel {
 };
 PowerModel power_model(const EnergyConfig& e, const Breakdown& run, double seconds);
 
-// Floor-plan style area: the array's PEs, the three SRAMs and the rest of the die.
-struct Area {
-  double matrix_unit = 0;
-  double unified_buffer = 0;
-  double accumulators = 0;
-  double weight_fifo = 0;
-  double other = 0;  // I/O, control, vector unit, interfaces: area.other_fraction of the die
-  double total() const { return matrix_unit + unified_buffer + accumulators + weight_fifo + other; }
-};
+// Floor-plan style area (sim/config/energy_config.h holds the formula, which the default
+// leakage also uses).
+using Area = AreaBreakdown;
 Area area_of(const ArchConfig& arch);
 
 }  // namespace tessera::energy

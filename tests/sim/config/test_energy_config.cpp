@@ -141,8 +141,14 @@ TEST(EnergyConfig, AbsentSectionIsEveryDefaultAt28nm) {
   EXPECT_DOUBLE_EQ(e.dram_read_pj_per_bit, 11.1);
   EXPECT_NEAR(e.dram_background_w, 5.3e-12 * 80e9, 1e-12);
   EXPECT_GT(e.unified_buffer.read_pj_per_byte, 0);
-  EXPECT_GT(e.leakage_w, 0);
-  EXPECT_GT(e.on_w, 0);
+  // Leakage: the SRAMs' plus TPU v1's calibrated logic density (0.10463 W/mm^2 at 28 nm) over the logic area.
+  EXPECT_DOUBLE_EQ(e.logic_leakage_w_per_mm2, 0.10463);
+  const AreaBreakdown area = area_breakdown(e, 4, 4);
+  EXPECT_NEAR(e.leakage_w,
+              e.unified_buffer.leakage_w + e.accumulators.leakage_w + e.weight_fifo.leakage_w + 0.10463 * area.logic(),
+              1e-12);
+  // On: 4x4 PEs x (8-bit weight twice + 8-bit input + 32-bit partial sum) flop bits x register pJ/bit x 1 GHz.
+  EXPECT_NEAR(e.on_w, 16 * 56 * (e.register_pj_per_bit / 0.5) * 1e-12 * 1e9, 1e-15);
   EXPECT_GT(e.pe_area_um2, 0);
   EXPECT_FALSE(e.sources.empty());
 }

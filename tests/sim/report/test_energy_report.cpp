@@ -174,3 +174,37 @@ layers:
   for (const auto& l : r.report["layers"]) layer_sum += l["energy_j"].get<double>();
   EXPECT_NEAR(layer_sum, r.report["summary"]["energy_j"].get<double>(), 1e-15);
 }
+
+// TPU v1's static terms are calibrated on the paper's idle (28 W) and busy (40 W on CNN0)
+// points (configs/tpu-v1.yaml, docs/energy.md): both within 5%. The 10%-load point is a
+// prediction: the paper measured 88% of busy (35.2 W); the model predicts 29.3 W (72%),
+// because the sourced per-action energies already fill the whole 12 W idle-to-busy swing
+// and leave the on term at 0 (docs/energy.md explains the gap). The loose bound below only
+// catches drift.
+TEST(EnergyReport, TpuV1CalibrationPoints) {
+  const std::string src = TESSERA_SOURCE_DIR;
+  const ArchConfig arch = load_arch_config(src + "/configs/tpu-v1.yaml");
+  const graph::Graph graph = graph::load_graph_yaml(src + "/workloads/tpu/cnn0.yaml");
+  const compiler::Program program = compiler::compile(graph, arch);
+  const engine::RunStats stats = engine::simulate(arch, program);
+  const ordered_json r = report::build_report({arch, graph, program, stats});
+  const auto& pv = r["summary"]["power_vs_load"];
+  const double idle = pv["idle_w"].get<double>(), busy = pv["busy_w"].get<double>(), p10 = pv["load_10pct_w"].get<double>();
+  ::testing::Test::RecordProperty("idle_w", std::to_string(idle));
+  ::testing::Test::RecordProperty("busy_w", std::to_string(busy));
+  ::testing::Test::RecordProperty("load_10pct_w", std::to_string(p10));
+  std::printf("TPU v1 on CNN0: idle %.2f W (paper 28), 10%% load %.2f W (paper 35.2), busy %.2f W (paper 40)\n", idle, p10,
+              busy);
+  EXPECT_NEAR(idle, 28.0, 0.05 * 28.0);
+  EXPECT_NEAR(busy, 40.0, 0.05 * 40.0);
+  EXPECT_DOUBLE_EQ(busy, r["summary"]["power_w"].get<double>());  // full load is the run's average power
+  EXPECT_NEAR(p10, 35.2, 0.20 * 35.2);
+  EXPECT_LT(p10 / busy, 0.88);  // reaching the paper's 88% would be a model change: update docs/energy.md
+  // The floor plan: <= 331 mm^2, UB ~29%, matrix unit ~24%, accumulators ~6%.
+  const double area = r["summary"]["area_mm2"].get<double>();
+  const auto& ab = r["summary"]["area_breakdown_mm2"];
+  EXPECT_LE(area, 331.0);
+  EXPECT_NEAR(ab["unified_buffer"].get<double>() / area, 0.29, 0.01);
+  EXPECT_NEAR(ab["matrix_unit"].get<double>() / area, 0.24, 0.01);
+  EXPECT_NEAR(ab["accumulators"].get<double>() / area, 0.06, 0.01);
+}
