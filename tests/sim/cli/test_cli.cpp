@@ -100,6 +100,17 @@ TEST_P(GoldenApps, SummaryMatchesGolden) {
   got["macs"] = rep["summary"]["macs"];
   got["weight_memory_bytes"] = rep["summary"]["weight_memory_bytes"];
   got["instructions"] = rep["summary"]["instructions"];
+  // Energy, power and area (docs/energy.md), to 9 significant digits: a change to the energy
+  // model or to tpu-v1.yaml's coefficients shows up here too.
+  auto sig = [](const json& v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.9g", v.get<double>());
+    return std::string(buf);
+  };
+  got["energy_j"] = sig(rep["summary"]["energy_j"]);
+  got["power_w"] = sig(rep["summary"]["power_w"]);
+  got["area_mm2"] = sig(rep["summary"]["area_mm2"]);
+  for (const auto& [k, v] : rep["summary"]["energy_breakdown_j"].items()) got["energy_breakdown_j"][k] = sig(v);
   const fs::path golden = fs::path(kSrc) / "tests/golden" / ("tpu-v1-" + app + ".json");
   if (std::getenv("TESSERA_UPDATE_GOLDEN")) {
     std::ofstream(golden) << got.dump(2) << "\n";
