@@ -244,8 +244,9 @@ double vector_op_pj(std::string_view f) {
   static constexpr std::string_view kMultiplyAdd[] = {
       "requantize", "mul", "scale", "batch_norm", "avgpool", "global_avgpool", "reduce_mean", "leaky_relu",
       "hard_sigmoid", "hard_swish", "gru_reset", "resize"};
-  static constexpr std::string_view kFloat[] = {"exp",  "sigmoid", "tanh", "gelu",      "softmax",   "softplus", "erf",
-                                                "sqrt", "pow",     "div",  "layer_norm", "lstm_cell", "gru_cell"};
+  static constexpr std::string_view kFloat[] = {"exp",  "log",  "sigmoid", "tanh",       "gelu",      "softmax",
+                                                "softplus", "erf", "sqrt", "pow",  "div",  "mod",      "fmod",
+                                                "layer_norm", "lstm_cell", "gru_cell"};
   for (std::string_view m : kMultiplyAdd) {
     if (f == m) return 3.1 + 0.1;
   }

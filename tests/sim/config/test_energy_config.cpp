@@ -164,6 +164,12 @@ TEST(EnergyConfig, OnlyTheNodeGivesSensibleValues) {
   EXPECT_LT(e.register_pj_per_bit, c28.energy.register_pj_per_bit);
   EXPECT_LT(e.unified_buffer.read_pj_per_byte, c28.energy.unified_buffer.read_pj_per_byte);
   EXPECT_LT(e.vector_op_pj("exp"), c28.energy.vector_op_pj("exp"));
+  // Function classes (Horowitz, 45 nm): add-like 0.1 pJ, multiply-add 3.2, fp32 multiply-add 4.6.
+  const double s28 = et::logic_energy_scale(45, 28, 0.9);
+  EXPECT_NEAR(c28.energy.vector_op_pj("relu"), 0.1 * s28, 1e-12);
+  EXPECT_NEAR(c28.energy.vector_op_pj("where"), 0.1 * s28, 1e-12);
+  EXPECT_NEAR(c28.energy.vector_op_pj("requantize"), 3.2 * s28, 1e-12);
+  EXPECT_NEAR(c28.energy.vector_op_pj("log"), 4.6 * s28, 1e-12);
   EXPECT_LT(e.pe_area_um2, c28.energy.pe_area_um2);
 }
 
