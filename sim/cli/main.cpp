@@ -28,6 +28,15 @@ void add_common(CLI::App& cmd, tessera::run::CompileRequest& o) {
                  "ONNX input shape NAME=d0,d1,... binding dynamic dimensions; the first dimension is the batch. "
                  "Repeat for several inputs, e.g. --input-shape input_ids=1,128")
       ->type_name("NAME=DIMS");
+  cmd.add_option("--input-value", o.input_values,
+                 "Bind an ONNX input to a value NAME=V (a scalar) or NAME=v0,v1,... so that control flow and shapes "
+                 "computed from it fold at import time (an If on a sample rate, a Loop count). Repeatable, e.g. "
+                 "--input-value sr=16000")
+      ->type_name("NAME=VALUE");
+  cmd.add_option("--batch-axis", o.batch_axes,
+                 "The batch axis of an ONNX input NAME=AXIS, overriding the inference from its use (e.g. a recurrent "
+                 "state [layers, batch, hidden]: --batch-axis state=1). Repeatable")
+      ->type_name("NAME=AXIS");
   cmd.add_option("--precision,-p", o.precision,
                  "Precision policy: int8 (default), int16, fp16, bf16, first-last-int16, or a policy YAML file "
                  "(docs/precision.md)");

@@ -14,18 +14,36 @@
 namespace tessera::run {
 
 graph::Graph load_workload(const std::string& workload, const std::vector<std::string>& input_shapes) {
+  return load_workload(workload, WorkloadBindings{input_shapes, {}, {}});
+}
+
+graph::Graph load_workload(const std::string& workload, const WorkloadBindings& bindings) {
   if (graph::is_onnx_path(workload)) {
     graph::OnnxOptions onnx;
-    for (const auto& text : input_shapes) {
+    for (const auto& text : bindings.input_shapes) {
       auto [name, dims] = graph::parse_input_shape(text);
       if (!onnx.input_shapes.emplace(name, dims).second) {
         throw InputError("--input-shape " + name + " is given more than once");
       }
     }
+    for (const auto& text : bindings.input_values) {
+      auto [name, values] = graph::parse_input_value(text);
+      if (!onnx.input_values.emplace(name, values).second) {
+        throw InputError("--input-value " + name + " is given more than once");
+      }
+    }
+    for (const auto& text : bindings.batch_axes) {
+      auto [name, axis] = graph::parse_batch_axis(text);
+      if (!onnx.batch_axes.emplace(name, axis).second) throw InputError("--batch-axis " + name + " is given more than once");
+    }
     return graph::load_onnx(workload, onnx);
   }
-  if (!input_shapes.empty()) {
-    throw InputError("--input-shape applies to ONNX models only; '" + workload + "' is a YAML graph");
+  const std::pair<const char*, const std::vector<std::string>*> flags[] = {
+      {"--input-shape", &bindings.input_shapes}, {"--input-value", &bindings.input_values}, {"--batch-axis", &bindings.batch_axes}};
+  for (const auto& [flag, given] : flags) {
+    if (!given->empty()) {
+      throw InputError(std::string(flag) + " applies to ONNX models only; '" + workload + "' is a YAML graph");
+    }
   }
   return graph::load_graph_yaml(workload);
 }
@@ -49,7 +67,7 @@ void apply_precision(graph::Graph& graph, const ArchConfig& arch, const std::str
 CompiledRun compile(const CompileRequest& request) {
   CompiledRun c;
   c.arch = load_arch_config(request.arch);
-  c.graph = load_workload(request.workload, request.input_shapes);
+  c.graph = load_workload(request.workload, WorkloadBindings{request.input_shapes, request.input_values, request.batch_axes});
   apply_precision(c.graph, c.arch, request.precision);
   c.program = compiler::compile(c.graph, c.arch, {.batch = request.batch});
   return c;

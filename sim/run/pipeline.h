@@ -27,6 +27,8 @@ struct CompileRequest {
   int64_t batch = 0;     // 0: the workload's own batch
   std::string precision = "int8";         // a policy name or a policy YAML file
   std::vector<std::string> input_shapes;  // ONNX only: NAME=d0,d1,...
+  std::vector<std::string> input_values;  // ONNX only: NAME=v0,v1,... (inputs bound by value)
+  std::vector<std::string> batch_axes;    // ONNX only: NAME=AXIS
 };
 
 // A workload loaded, its precision policy applied and compiled for an architecture.
@@ -36,9 +38,17 @@ struct CompiledRun {
   compiler::Program program;
 };
 
+// What binds an ONNX model's inputs, as the command line gives it: --input-shape NAME=d0,d1,...
+// (dynamic dimensions), --input-value NAME=v0,... (inputs bound by value, so conditions on
+// them fold), --batch-axis NAME=AXIS. Each is refused for a YAML graph.
+struct WorkloadBindings {
+  std::vector<std::string> input_shapes, input_values, batch_axes;
+};
+
 // A YAML graph or an ONNX model; `input_shapes` (NAME=d0,d1,...) bind an ONNX model's
 // dynamic dimensions and are refused for a YAML graph.
 graph::Graph load_workload(const std::string& workload, const std::vector<std::string>& input_shapes = {});
+graph::Graph load_workload(const std::string& workload, const WorkloadBindings& bindings);
 
 // Applies the precision policy named by `precision` to `graph`. A policy with an sqnr rule
 // first measures every layer in functional mode (which is why it needs `arch`).

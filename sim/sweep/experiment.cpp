@@ -243,7 +243,7 @@ class Loader {
         path_text = item.as_string();
         w.path = resolve_path(dir_, opts_, item);
       } else {
-        item.expect_keys({"path", "name", "batch", "input_shape", "input_shapes"});
+        item.expect_keys({"path", "name", "batch", "input_shape", "input_shapes", "input_values", "batch_axes"});
         path_text = item.at("path").as_string();
         w.path = resolve_path(dir_, opts_, item.at("path"));
         if (auto n = item.get("name")) w.name = n->as_string();
@@ -259,7 +259,10 @@ class Loader {
         }
         item.fail("no such workload file '" + w.path.string() + "'" + hint);
       }
-      if (!item.is_scalar()) load_input_shapes(item, w);
+      if (!item.is_scalar()) {
+        load_input_shapes(item, w);
+        load_input_bindings(item, w);
+      }
       if (w.name.empty()) w.name = w.path.stem().string();
       if (const std::string bad = utf8_problem(w.name); !bad.empty()) {
         item.fail("the workload's name (its file name) is not valid UTF-8 (" + bad + "); give it a `name:`");
@@ -324,6 +327,40 @@ class Loader {
         if (name == parsed.first) node.fail("input '" + name + "' is bound twice");
       }
       w.input_shapes.emplace_back(parsed.first, text.substr(text.find('=') + 1));
+    }
+  }
+
+  // input_values: {NAME: V | [v0, v1, ...], ...}  (tessera run --input-value NAME=V) and
+  // batch_axes: {NAME: AXIS, ...}  (tessera run --batch-axis NAME=AXIS).
+  static void load_input_bindings(const YamlNode& item, WorkloadSpec& w) {
+    for (const char* key : {"input_values", "batch_axes"}) {
+      const auto map = item.get(key);
+      if (!map) continue;
+      const bool values = std::string(key) == "input_values";
+      const std::string flag = values ? "--input-value" : "--batch-axis";
+      if (!w.onnx) item.fail(std::string(key) + " bind the inputs of ONNX models (*.onnx); '" + w.path.filename().string() + "' is a YAML graph");
+      if (!map->is_map() || map->keys().empty()) {
+        map->fail(values ? "expected a mapping NAME: value, e.g. {sr: 16000}" : "expected a mapping NAME: axis, e.g. {state: 1}");
+      }
+      auto& out = values ? w.input_values : w.batch_axes;
+      for (const auto& name : map->keys()) {
+        const YamlNode v = map->at(name);
+        std::string text;
+        if (v.is_sequence() && values) {
+          for (const auto& e : v.elements()) text += (text.empty() ? "" : ",") + e.as_string();
+        } else {
+          text = v.as_string();
+        }
+        try {
+          if (values) graph::parse_input_value(name + "=" + text);
+          else graph::parse_batch_axis(name + "=" + text);
+        } catch (const InputError& err) {
+          std::string msg = err.what();  // "--input-value 'sr=x': ..." -> "'sr=x': ..."
+          if (starts_with(msg, flag + " ")) msg.erase(0, flag.size() + 1);
+          v.fail(msg);
+        }
+        out.emplace_back(name, text);
+      }
     }
   }
 

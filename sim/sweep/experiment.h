@@ -38,6 +38,8 @@ struct WorkloadSpec {
   // Fixed --input-shape bindings of this workload (NAME -> "d0,d1,..."), in file order;
   // a swept input_shape.NAME replaces the binding of the same NAME.
   std::vector<std::pair<std::string, std::string>> input_shapes;
+  // --input-value NAME=v0,... and --batch-axis NAME=AXIS bindings of this workload, in file order.
+  std::vector<std::pair<std::string, std::string>> input_values, batch_axes;
 };
 
 struct MetricSpec {
@@ -114,7 +116,8 @@ struct Experiment {
   // for `precision`, tessera run's default.
   std::optional<Value> base_value(const std::string& key) const;
   // The point's `tessera run` options beyond --arch/--workload/--batch/--out:
-  // --precision and --input-shape, from the run-option parameters and the workload's bindings,
+  // --precision and --input-shape, from the run-option parameters and the workload's bindings
+  // (--input-shape, --input-value, --batch-axis),
   // then extra_run_arguments.
   std::vector<std::string> run_arguments(const Point& p) const;
 };

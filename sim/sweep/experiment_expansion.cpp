@@ -374,6 +374,16 @@ std::vector<std::string> Experiment::run_arguments(const Point& p) const {
     args.push_back("--input-shape");
     args.push_back(name + "=" + dims);
   }
+  if (w) {
+    for (const auto& [name, values] : w->input_values) {
+      args.push_back("--input-value");
+      args.push_back(name + "=" + values);
+    }
+    for (const auto& [name, axis] : w->batch_axes) {
+      args.push_back("--batch-axis");
+      args.push_back(name + "=" + axis);
+    }
+  }
   args.insert(args.end(), extra_run_arguments.begin(), extra_run_arguments.end());
   return args;
 }

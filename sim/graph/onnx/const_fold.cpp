@@ -89,6 +89,16 @@ Value Importer::fold_binary(const Node& n, const Value& x, const Value& y) {
   return res;
 }
 
+// The ops fold_or_shape evaluates (or shape-infers) when their inputs are constant.
+bool Importer::foldable_op(const std::string& op) {
+  static const std::unordered_set<std::string> other = {
+      "Constant", "ConstantOfShape", "Range", "Shape", "Size", "Where", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
+      "Concat", "Gather", "Slice", "Expand", "Transpose", "Split", "MatMul", "Gemm", "Tile", "Einsum", "CumSum", "TopK",
+      "ArgMax", "ArgMin", "Clip", "Sign"};
+  return other.count(op) || binary_fold_ops().count(op) || unary_fold_ops().count(op) || same_shape_ops().count(op) ||
+         op.rfind("Reduce", 0) == 0;
+}
+
 bool Importer::all_constant(const Node& n) {
   for (int i = 0; i < n.input_size(); ++i) {
     if (n.input(i).empty()) continue;

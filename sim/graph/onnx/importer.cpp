@@ -104,6 +104,9 @@ void Importer::dispatch(const Node& n) {
   if (!dom.empty() && dom != "ai.onnx" && !(ms && (op == "Gelu" || op == "FastGelu"))) {
     throw Unsupported{"op of domain '" + dom + "'"};
   }
+  if (op == "If") return op_if(n);
+  if (op == "Loop") return op_loop(n);
+  if (op == "Scan") return op_scan(n);
   check_arity(n);
   if (op == "Shape" || op == "Size" || all_constant(n)) return fold_or_shape(n);
 
@@ -111,6 +114,85 @@ void Importer::dispatch(const Node& n) {
   auto it = table.find(op);
   if (it == table.end()) throw Unsupported{""};
   it->second(*this, n);
+}
+
+void Importer::import_node(const Node& n) {
+  for (const auto& o : n.output()) {
+    if (!o.empty()) producer_[o] = &n;
+  }
+  bool poisoned = false;
+  for (const auto& in : n.input()) {
+    if (in.empty()) continue;
+    auto it = values_.find(in);
+    if (it != values_.end() && it->second.poisoned) poisoned = true;
+  }
+  if (!poisoned) {
+    try {
+      dispatch(n);
+      check_outputs(n);
+    } catch (const Unsupported& u) {
+      unsupported_.emplace_back(node_name(n), n.op_type() + (u.why.empty() ? std::string() : ": " + u.why));
+      poisoned = true;
+    } catch (const ShapeError& e) {
+      fail_node(n, e.what());
+    }
+  }
+  if (poisoned) {
+    for (const auto& o : n.output()) {
+      if (!o.empty()) values_[o].poisoned = true;
+    }
+  }
+}
+
+// "K node(s) cannot be imported: " then one entry per reason, in the order first met: a
+// single node as 'name' (Op: why), several as 'a', 'b', 'c' and 9 more (12 nodes: Op: why).
+std::string Importer::blocker_message(const std::string& unbound) const {
+  std::vector<std::string> order;
+  std::unordered_map<std::string, std::vector<std::string>> by_reason;
+  for (const auto& [node, why] : unsupported_) {
+    auto& names = by_reason[why];
+    if (names.empty()) order.push_back(why);
+    names.push_back(node);
+  }
+  std::vector<std::string> items;
+  for (const auto& why : order) {
+    const auto& names = by_reason.at(why);
+    if (names.size() == 1) {
+      items.push_back("'" + utf8_safe(names[0]) + "' (" + utf8_safe(why) + ")");
+      continue;
+    }
+    constexpr size_t kNamed = 3;
+    std::vector<std::string> shown;
+    for (size_t i = 0; i < names.size() && i < kNamed; ++i) shown.push_back("'" + utf8_safe(names[i]) + "'");
+    std::string item = join(shown);
+    if (names.size() > kNamed) item += " and " + std::to_string(names.size() - kNamed) + " more";
+    items.push_back(item + " (" + std::to_string(names.size()) + " nodes: " + utf8_safe(why) + ")");
+  }
+  std::string msg = unbound;
+  if (!unsupported_.empty()) {
+    msg += (msg.empty() ? "" : ". Also, ") + std::to_string(unsupported_.size()) + " node(s) cannot be imported: " +
+           join(items, "; ") + ". Supported ops: " + join(supported_op_types()) +
+           ", and constant folding of shape computations";
+  }
+  return msg;
+}
+
+// Main-graph nodes whose op the importer has no handler or folding for (whatever their
+// inputs): reported with unbound dimensions, before any node is imported.
+std::vector<std::pair<std::string, std::string>> Importer::nodes_without_handler() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  const auto& table = handler_table();
+  for (const auto& n : model_.graph().node()) {
+    const std::string& op = n.op_type();
+    const std::string& dom = n.domain();
+    const bool ms = dom == "com.microsoft" && (op == "Gelu" || op == "FastGelu");
+    if (!dom.empty() && dom != "ai.onnx" && !ms) {
+      out.emplace_back(node_name(n), op + ": op of domain '" + dom + "'");
+    } else if (!table.count(op) && !foldable_op(op) && op != "If" && op != "Loop" && op != "Scan") {
+      out.emplace_back(node_name(n), op);
+    }
+  }
+  return out;
 }
 
 // The ONNX op types with a handler: dispatch() and the unsupported-node message (and
@@ -213,14 +295,18 @@ Graph Importer::run() {
   if (!model_.producer_version().empty()) producer += " " + utf8_safe(model_.producer_version());
   g_.description = "ONNX opset " + std::to_string(opset_) + (producer.empty() ? std::string() : ", from " + producer) +
                    (graph.doc_string().empty() ? std::string() : ": " + utf8_safe(graph.doc_string()));
+  // What each node reads: its inputs and, for If/Loop/Scan, the outer values its subgraphs read.
   for (int i = 0; i < graph.node_size(); ++i) {
-    for (const auto& in : graph.node(i).input()) {
-      if (in.empty()) continue;
+    main_refs_.push_back(node_refs(graph.node(i)));
+    for (const auto& in : main_refs_.back()) {
       ++consumers_[in];
       auto& c = consumer_nodes_[in];
       if (c.empty() || c.back() != i) c.push_back(i);
     }
+    for (const auto& o : graph.node(i).output()) reserved_names_.insert(o);
   }
+  for (const auto& v : graph.input()) reserved_names_.insert(v.name());
+  for (const auto& t : graph.initializer()) reserved_names_.insert(t.name());
   for (const auto& o : graph.output()) graph_outputs_.insert(o.name());
   for (const auto& t : graph.initializer()) load_initializer(t, "initializer '" + t.name() + "'");
   bind_inputs();
@@ -230,35 +316,8 @@ Graph Importer::run() {
   }
   g_.default_batch = batch_;
 
-  for (const Node* np : topo_order()) {
-    const Node& n = *np;
-    bool poisoned = false;
-    for (const auto& in : n.input()) {
-      if (!in.empty() && values_.count(in) && values_[in].poisoned) poisoned = true;
-    }
-    if (!poisoned) {
-      try {
-        dispatch(n);
-        check_outputs(n);
-      } catch (const Unsupported& u) {
-        unsupported_.emplace_back(node_name(n), n.op_type() + (u.why.empty() ? std::string() : ": " + u.why));
-        poisoned = true;
-      } catch (const ShapeError& e) {
-        fail_node(n, e.what());
-      }
-    }
-    if (poisoned) {
-      for (const auto& o : n.output()) {
-        if (!o.empty()) values_[o].poisoned = true;
-      }
-    }
-  }
-  if (!unsupported_.empty()) {
-    std::vector<std::string> items;
-    for (const auto& [node, why] : unsupported_) items.push_back("'" + utf8_safe(node) + "' (" + utf8_safe(why) + ")");
-    fail(std::to_string(unsupported_.size()) + " node(s) cannot be imported: " + join(items, "; ") +
-         ". Supported ops: " + join(supported_op_types()) + ", and constant folding of shape computations");
-  }
+  for (const Node* np : topo_order()) import_node(*np);
+  if (!unsupported_.empty()) fail(blocker_message(""));
 
   // Outputs: activations only (a constant output needs no accelerator).
   for (const auto& o : graph.output()) {

@@ -12,12 +12,15 @@
 //   ops_matrix.cpp       Conv, ConvTranspose, Gemm, MatMul, LSTM, GRU, pooling
 //   ops_vector.cpp       activations, element-wise ops, normalisation, softmax, reductions
 //   ops_layout.cpp       reshape-like ops, Transpose, Concat, Split, Slice, Gather, Expand, Pad, Resize
-//   importer.cpp         validation, dispatch and the handler table, the driver, load_onnx
+//   control_flow.cpp     If, Loop and Scan inlined at import time (conditions and trip counts folded)
+//   batch_axis.cpp       which axis of each graph input holds the batch, from how the input is used
+//   importer.cpp         validation, dispatch and the handler table, the driver, the blocker message, load_onnx
 //   symbolic.{h,cpp}     the batch as a symbol, checked arithmetic, shape rules
 //   text.{h,cpp}         names and messages
 #include <onnx/onnx_pb.h>
 
 #include <cstdint>
+#include <deque>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -72,6 +75,9 @@ constexpr int64_t kMaxFoldFloats = 1 << 12;
 // and biases); beyond it only its shape is kept, so a large tensor costs no memory.
 constexpr int64_t kMaxDecodedElements = int64_t{1} << 22;
 constexpr int64_t kMaxDecodeBudget = int64_t{1} << 23;  // decoded constants of a model together (<= 128 MiB)
+// Nodes that inlining control flow (If branches, unrolled Loop and Scan bodies) may add to
+// a model, nested subgraphs included: a loop of 10^9 iterations is an error, not a hang.
+constexpr int64_t kMaxInlinedNodes = int64_t{1} << 16;
 
 // The window of a convolution or pooling node, one entry per spatial axis.
 struct SpatialAttrs {
@@ -103,13 +109,60 @@ class Importer {
   [[noreturn]] void fail_node(const Node& n, const std::string& msg) const { fail(where(n) + ": " + msg); }
   static std::string node_name(const Node& n) { return n.name().empty() ? (n.output_size() ? n.output(0) : "?") : n.name(); }
 
+  // ---- the driver
+  void import_node(const Node& n);  // dispatch; an unsupported node is recorded and poisons its outputs
+  // Every blocker in one message: unsupported nodes grouped by op and reason, with counts and
+  // the first node names (`unbound`: dynamic dimensions left unbound, reported first).
+  std::string blocker_message(const std::string& unbound) const;
+  std::vector<std::pair<std::string, std::string>> nodes_without_handler() const;  // node, op (main graph)
+  static bool foldable_op(const std::string& op);  // folded on constant inputs (const_fold.cpp)
+
   // ---- model reading
   void read_model();
-  void load_initializer(const onnx::TensorProto& t, const std::string& what);
+  // `as`: the name the value gets (a subgraph's initializer is renamed when it is inlined).
+  void load_initializer(const onnx::TensorProto& t, const std::string& what, const std::string& as = "");
   void read_tensor_data(const onnx::TensorProto& t, Value& v, bool need, const std::string& what);
   std::filesystem::path external_file(const std::string& what, const std::string& location) const;
   void bind_inputs();
+  void bind_input_values();  // --input-value: the inputs' elements, checked against their shapes
   std::vector<const Node*> topo_order();
+
+  // ---- batch axes (batch_axis.cpp)
+  // The axis of graph input `input` (of rank `rank`) that holds the batch, from the ops it
+  // reaches (through Gather, Slice, Squeeze, Unsqueeze, Transpose, element-wise ops):
+  // LSTM/GRU/RNN inputs and Gemm's transposed A say so (`strong`); MatMul, Gemm, Conv and
+  // pools read their first axis as the batch. -1: no use says.
+  int usage_batch_axis(const std::string& input, int rank, bool& strong) const;
+  // A small integer tensor known from the file alone (an initializer or a Constant node):
+  // its rank and values (values empty when they are not stored inline).
+  std::optional<std::pair<int, std::vector<int64_t>>> file_ints(const std::string& name) const;
+
+  // ---- control flow (control_flow.cpp)
+  // Names n's subgraphs read from the enclosing scope (If branches, Loop and Scan bodies).
+  std::vector<std::string> subgraph_refs(const Node& n) const;
+  std::vector<std::string> node_refs(const Node& n) const;  // n's inputs, then subgraph_refs(n)
+  const onnx::GraphProto& graph_attr(const Node& n, const std::string& name) const;  // required
+  void op_if(const Node& n);
+  void op_loop(const Node& n);
+  void op_scan(const Node& n);
+  // A scalar condition or count known at import time; nullopt when it is not.
+  std::optional<int64_t> known_scalar(const Node& n, const std::string& value, const std::string& what);
+  // Why `value` is not known at import time: the graph inputs it is computed from.
+  std::string undecided(const std::string& value) const;
+  // Copies `body`'s nodes into this graph: body input i reads `bind[i]`, a value the body
+  // defines becomes `targets[name]` or `prefix + name`, other names read the enclosing
+  // scope. Returns the copies in order; `renamed` maps the body's names to the new ones.
+  std::vector<const Node*> inline_graph(const Node& owner, const onnx::GraphProto& body, const std::string& prefix,
+                                        const std::vector<std::string>& bind,
+                                        const std::unordered_map<std::string, std::string>& targets,
+                                        std::unordered_map<std::string, std::string>& renamed);
+  const Node& synth(const std::string& op, const std::vector<std::string>& ins, const std::string& out, const std::string& name);
+  std::string fresh_name(const std::string& base);  // unused by the model and by every value so far
+  std::string int_constant(const std::string& base, const std::vector<int64_t>& v, bool scalar);
+  void count_reads(const std::vector<const Node*>& nodes);   // consumers_ of what the new nodes read
+  void stack_scan_outputs(const Node& n, const std::vector<std::string>& parts, int64_t axis, const std::string& out);
+  void check_unroll(const Node& n, int64_t iterations, int64_t done, std::optional<int64_t> trip_count,
+                    int64_t body_nodes) const;
 
   // ---- values
   Value& val(const Node& n, int i);          // input i (must exist)
@@ -275,6 +328,12 @@ class Importer {
   std::vector<int> input_order_;  // per IR graph input: ONNX input index
   std::unordered_map<std::string, std::vector<int64_t>> external_sizes_;
   std::unordered_map<std::string, std::vector<int>> consumer_nodes_;  // value -> indices of the nodes reading it
+  std::vector<std::vector<std::string>> main_refs_;  // per main-graph node: node_refs
+  std::unordered_set<std::string> input_names_;       // graph inputs (not initializers)
+  std::unordered_set<std::string> reserved_names_;    // every value name the model itself uses
+  std::unordered_map<std::string, const Node*> producer_;  // value -> the node that wrote it (inlined ones too)
+  std::deque<Node> synthetic_;  // nodes made by inlining control flow (stable addresses)
+  int64_t inlined_nodes_ = 0;
   // Elements of constant data decoded or folded so far: many small constants (each under
   // the fold limits) must not add up to gigabytes. Past the budget only shapes are kept.
   // Constant nodes' large values (functional mode only) have a budget of their own, so

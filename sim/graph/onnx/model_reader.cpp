@@ -1,6 +1,10 @@
 // Reading the model: the protobuf and its opset, where external data may live, the graph
 // inputs and the shapes they are bound to, and the order the nodes are imported in.
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -74,24 +78,12 @@ std::filesystem::path Importer::external_file(const std::string& what, const std
 void Importer::bind_inputs() {
   std::unordered_set<std::string> inits;
   for (const auto& t : model_.graph().initializer()) inits.insert(t.name());
-  // Where each graph input's batch axis is, from how it is consumed.
-  std::unordered_map<std::string, int> batch_axis_of;
-  for (const auto& n : model_.graph().node()) {
-    const std::string& op = n.op_type();
-    if (op == "LSTM" || op == "GRU" || op == "RNN") {
-      const bool layout0 = attr_i(n, "layout", 0) == 0;
-      for (int i : {0, 5, 6}) {
-        if (has_input(n, i)) batch_axis_of.emplace(n.input(i), layout0 ? 1 : 0);
-      }
-    } else if (op == "Gemm" && attr_i(n, "transA", 0) && n.input_size() > 0) {
-      batch_axis_of.emplace(n.input(0), 1);
-    }
-  }
   struct In {
     int idx = 0;
     const onnx::ValueInfoProto* info = nullptr;
     int rank = -1;
     int batch_axis = -1;
+    int evidence = 0;                 // how batch_axis was found (kDefault, ...)
     std::vector<int64_t> fixed;       // > 0 where the model fixes the dim
     std::vector<std::string> params;  // dim_param names
   };
@@ -122,7 +114,24 @@ void Importer::bind_inputs() {
       if (!r.params.back().empty()) param_names.insert(r.params.back());
     }
     input_names.insert(in.name());
+    input_names_.insert(in.name());
     ins.push_back(std::move(r));
+  }
+  for (const auto& [name, values] : opts_.input_values) {
+    if (!input_names.count(name)) {
+      std::vector<std::string> names(input_names.begin(), input_names.end());
+      fail("--input-value names '" + name + "', which is not a graph input (" + join(names) + ")");
+    }
+  }
+  for (const auto& [name, axis] : opts_.batch_axes) {
+    if (!input_names.count(name)) {
+      std::vector<std::string> names(input_names.begin(), input_names.end());
+      fail("--batch-axis names '" + name + "', which is not a graph input (" + join(names) + ")");
+    }
+    if (opts_.input_values.count(name) || opts_.constant_inputs.count(name)) {
+      fail("--batch-axis " + name + "=" + std::to_string(axis) + ": input '" + name +
+           "' is bound by value (--input-value), so it has no batch");
+    }
   }
   // Named dimensions: bound directly (--input-shape sequence=128) or through any input
   // that has them (--input-shape input_ids=1,128 binds 'sequence' for every input).
@@ -156,6 +165,47 @@ void Importer::bind_inputs() {
     }
   }
 
+  // Each input's batch axis: --batch-axis, else what its uses say (an LSTM's state, a
+  // Gemm's transposed A; MatMul, Gemm and Conv read their first axis as the batch), else
+  // the dimension named like the batch of the other inputs, else the first axis.
+  enum Evidence { kDefault = 0, kNamed, kUse, kStrongUse, kGiven };
+  for (In& r : ins) {
+    const std::string& name = r.info->name();
+    auto bound = opts_.input_shapes.find(name);
+    const int rk = r.rank >= 0 ? r.rank : bound != opts_.input_shapes.end() ? static_cast<int>(bound->second.size()) : -1;
+    if (rk <= 0 || opts_.constant_inputs.count(name) || opts_.input_values.count(name)) continue;  // no batch
+    if (auto given = opts_.batch_axes.find(name); given != opts_.batch_axes.end()) {
+      if (given->second < -rk || given->second >= rk) {
+        fail("--batch-axis " + name + "=" + std::to_string(given->second) + ": input '" + utf8_safe(name) + "' has rank " +
+             std::to_string(rk) + " (allowed axes: " + std::to_string(-rk) + " to " + std::to_string(rk - 1) + ")");
+      }
+      r.batch_axis = static_cast<int>(given->second < 0 ? given->second + rk : given->second);
+      r.evidence = kGiven;
+      continue;
+    }
+    bool strong = false;
+    const int used = usage_batch_axis(name, rk, strong);
+    r.batch_axis = used >= 0 ? std::min(rk - 1, used) : 0;
+    r.evidence = used < 0 ? kDefault : strong ? kStrongUse : kUse;
+  }
+  std::set<std::string> batch_params;  // the batch's named dimension(s)
+  for (bool any : {false, true}) {
+    for (const In& r : ins) {
+      const auto a = static_cast<size_t>(r.batch_axis);
+      if (r.batch_axis < 0 || a >= r.params.size() || r.params[a].empty()) continue;
+      if (any ? r.evidence == kDefault : r.evidence > kNamed) batch_params.insert(r.params[a]);
+    }
+    if (!batch_params.empty()) break;  // evidence from uses first; else every input's first axis
+  }
+  for (In& r : ins) {
+    if (r.evidence != kDefault || r.batch_axis < 0) continue;
+    int named = -1, matches = 0;
+    for (size_t d = 0; d < r.params.size(); ++d) {
+      if (!r.params[d].empty() && batch_params.count(r.params[d])) named = static_cast<int>(d), ++matches;
+    }
+    if (matches == 1) r.batch_axis = named, r.evidence = kNamed;
+  }
+
   std::map<std::string, std::vector<std::string>> unbound_named;  // param -> "input dim d"
   std::vector<std::string> unbound;
   std::string batch_from;
@@ -177,7 +227,9 @@ void Importer::bind_inputs() {
       fail("--input-shape " + name + " gives " + std::to_string(bound->second.size()) + " dimensions, the model's input has " +
            std::to_string(rk));
     }
-    const int ba = rk == 0 || as_constant ? -1 : std::min(rk - 1, batch_axis_of.count(name) ? batch_axis_of[name] : 0);
+    const bool by_value = opts_.input_values.count(name) > 0;
+    const int ba = rk == 0 || as_constant || by_value ? -1 : std::min(rk - 1, std::max(r.batch_axis, 0));
+    if (info_) info_->batch_axes[name] = ba;
     std::vector<int64_t> dims(static_cast<size_t>(rk), -1);
     for (int d = 0; d < rk; ++d) {
       const int64_t fixed = r.fixed[static_cast<size_t>(d)];
@@ -234,7 +286,8 @@ void Importer::bind_inputs() {
       if (b > 0) {
         if (have_batch && b != batch_) {
           fail("graph inputs disagree on the batch: '" + batch_from + "' has " + std::to_string(batch_) + ", '" + name +
-               "' has " + std::to_string(b) + " (the batch is the first dimension of every input)");
+               "' has " + std::to_string(b) + " on axis " + std::to_string(ba) +
+               " (each input's batch axis is inferred from its use; set it with --batch-axis NAME=AXIS)");
         }
         batch_ = b, have_batch = true, batch_from = name;
       }
@@ -245,9 +298,44 @@ void Importer::bind_inputs() {
     unbound.push_back("'" + param + "' (" + join(where) + ")");
   }
   if (!unbound.empty()) {
-    fail("dynamic dimension(s) left unbound: " + join(unbound, "; ") +
-         ". Bind them with --input-shape INPUT=d0,d1,... (the first dimension is the batch) or --input-shape DIM=value "
-         "for a named dimension");
+    // Reported with the nodes no binding would make importable (all blockers at once).
+    unsupported_ = nodes_without_handler();
+    fail(blocker_message("dynamic dimension(s) left unbound: " + join(unbound, "; ") +
+                         ". Bind them with --input-shape INPUT=d0,d1,... (the first dimension is the batch) or "
+                         "--input-shape DIM=value for a named dimension"));
+  }
+  bind_input_values();
+}
+
+// --input-value NAME=v0,v1,...: the input becomes a constant with these elements (its
+// shape as bound), so that shape arithmetic, If conditions and Loop counts fold.
+void Importer::bind_input_values() {
+  for (const auto& [name, given] : opts_.input_values) {
+    Value& v = values_.at(name);
+    const std::vector<int64_t> dims = full_dims(v.shape);
+    const int64_t n = count(dims);
+    const std::string flag = "--input-value " + name;
+    if (n != static_cast<int64_t>(given.size())) {
+      fail(flag + ": input '" + utf8_safe(name) + "' " + shape_text(dims) + " has " + std::to_string(n) + " element(s), " +
+           std::to_string(given.size()) + " value(s) given");
+    }
+    v.constant = true;
+    v.graph_input = -1;
+    v.has_data = true;
+    v.ints.clear(), v.floats.clear();
+    for (double d : given) {
+      if (v.is_float) {
+        v.floats.push_back(d);
+        continue;
+      }
+      const auto i = checked_to_int64(d);
+      if (!i || static_cast<double>(*i) != d) {
+        fail(flag + ": input '" + utf8_safe(name) + "' holds integers (" +
+             onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(v.elem)) + "), " + number_text(d) +
+             " is not one");
+      }
+      v.ints.push_back({*i, 0});
+    }
   }
 }
 
@@ -280,13 +368,14 @@ std::vector<const onnx::NodeProto*> Importer::topo_order() {
     while (!stack.empty()) {
       auto& [i, next] = stack.back();
       const Node& nd = nodes[i];
-      if (next == nd.input_size()) {
+      const auto& refs = main_refs_[static_cast<size_t>(i)];  // inputs, then what its subgraphs read
+      if (next == static_cast<int>(refs.size())) {
         state[static_cast<size_t>(i)] = 2;
         order.push_back(&nd);
         stack.pop_back();
         continue;
       }
-      const std::string& in = nd.input(next++);
+      const std::string in = refs[static_cast<size_t>(next++)];
       if (in.empty() || values_.count(in)) continue;
       auto p = producer.find(in);
       if (p == producer.end()) {
@@ -360,6 +449,57 @@ std::pair<std::string, std::vector<int64_t>> parse_input_shape(const std::string
     out.second.push_back(v);
   }
   return out;
+}
+
+}  // namespace tessera::graph
+
+namespace tessera::graph {
+
+std::pair<std::string, std::vector<double>> parse_input_value(const std::string& text) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
+    throw InputError("--input-value '" + text + "': expected NAME=VALUE or NAME=v0,v1,... (e.g. sr=16000)");
+  }
+  std::pair<std::string, std::vector<double>> out{text.substr(0, eq), {}};
+  std::stringstream in(text.substr(eq + 1));
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const char* begin = item.c_str();
+    char* end = nullptr;
+    errno = 0;
+    const double v = item == "true" ? 1.0 : item == "false" ? 0.0 : std::strtod(begin, &end);
+    const bool word = item == "true" || item == "false";
+    if (!word && (item.empty() || end != begin + item.size() || std::isspace(static_cast<unsigned char>(item[0])))) {
+      throw InputError("--input-value '" + text + "': value '" + item + "' is not a number");
+    }
+    if (!std::isfinite(v)) throw InputError("--input-value '" + text + "': value '" + item + "' is not a finite number");
+    out.second.push_back(v);
+  }
+  if (text.back() == ',') throw InputError("--input-value '" + text + "': value '' is not a number");
+  return out;
+}
+
+std::pair<std::string, int64_t> parse_batch_axis(const std::string& text) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
+    throw InputError("--batch-axis '" + text + "': expected NAME=AXIS (e.g. state=1)");
+  }
+  const std::string item = text.substr(eq + 1);
+  size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(item, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != item.size() || std::isspace(static_cast<unsigned char>(item[0]))) {
+    throw InputError("--batch-axis '" + text + "': axis '" + item + "' is not an integer");
+  }
+  if (v < -onnx_import::kMaxRank || v >= onnx_import::kMaxRank) {
+    throw InputError("--batch-axis '" + text + "': axis " + item + " is out of range (an axis of a tensor of rank at most " +
+                     std::to_string(onnx_import::kMaxRank) + ")");
+  }
+  return {text.substr(0, eq), v};
 }
 
 }  // namespace tessera::graph

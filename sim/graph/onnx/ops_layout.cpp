@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <limits>
 #include <stdexcept>
 
 #include "sim/graph/onnx/importer.h"
@@ -151,7 +152,9 @@ int Importer::slice_ir(const Node& n, Value& in, int64_t onnx_axis, int64_t begi
   view.layout = in.layout;
   l.axis = ir_axis(view, onnx_axis, n);
   l.slice_begin = begin;
-  l.slice_end = end;
+  // The IR reads a negative end from the back (Python's rule): a reverse slice that runs
+  // through index 0 (end -1 here, ONNX's clamped end) ends before the front instead.
+  l.slice_end = step < 0 && end < 0 ? std::numeric_limits<int64_t>::min() : end;
   l.slice_step = step;
   const int y = add_layer(n, l, out_name, {}, suffix);
   if (ir_out) *ir_out = g_.tensors[static_cast<size_t>(y)].shape;

@@ -178,7 +178,7 @@ void Importer::read_tensor_data(const onnx::TensorProto& t, Value& v, bool need,
   }
 }
 
-void Importer::load_initializer(const onnx::TensorProto& t, const std::string& what) {
+void Importer::load_initializer(const onnx::TensorProto& t, const std::string& what, const std::string& as) {
   Value v;
   for (int64_t d : t.dims()) {
     if (d < 0) fail(what + " has a negative dimension");
@@ -187,7 +187,7 @@ void Importer::load_initializer(const onnx::TensorProto& t, const std::string& w
   v.elem = t.data_type();
   v.constant = true;
   read_tensor_data(t, v, false, what);
-  values_[t.name()] = std::move(v);
+  values_[as.empty() ? t.name() : as] = std::move(v);
 }
 
 }  // namespace tessera::graph::onnx_import

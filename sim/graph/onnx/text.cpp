@@ -2,6 +2,8 @@
 
 #include <cctype>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 
 namespace tessera::graph::onnx_import {
 
@@ -45,6 +47,15 @@ std::string join(const std::vector<std::string>& v, const std::string& sep) {
   std::string out;
   for (size_t i = 0; i < v.size(); ++i) out += (i ? sep : "") + v[i];
   return out;
+}
+
+std::string number_text(double d) {
+  char buf[32];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, d);
+    if (std::strtod(buf, nullptr) == d) break;
+  }
+  return buf;
 }
 
 }  // namespace tessera::graph::onnx_import

@@ -10,5 +10,6 @@ namespace tessera::graph::onnx_import {
 std::string utf8_safe(const std::string& s);
 std::string lower(std::string s);
 std::string join(const std::vector<std::string>& v, const std::string& sep = ", ");
+std::string number_text(double d);  // shortest form that reads back the same: 16000, 0.5, 1e-07
 
 }  // namespace tessera::graph::onnx_import

@@ -633,3 +633,109 @@ TEST(Errors, BadCliFlag) {
   r = run_tessera("run -q -a configs/tpu-v1.yaml -w workloads/tpu/mlp1.yaml -o /tmp/x -p int7");
   expect_input_error(r, "--precision 'int7': not a policy name");
 }
+
+// ---------------------------------------------------------------- ONNX control flow and input bindings
+
+namespace {
+// x [1, 64] -> MatMul -> If(sr == 16000, Relu, Sigmoid) -> y, sr a scalar INT64 input;
+// and a state [2, 1, 8] (its batch on axis 1) that only a Sigmoid reads (no use says where its batch is).
+OnnxModel sample_rate_model() {
+  OnnxModel o = valid_mlp();
+  o.g->mutable_node()->RemoveLast();  // the Relu: the If takes its place
+  o.g->mutable_output(0)->set_name("y");
+  auto* sr = o.g->add_input();
+  sr->set_name("sr");
+  sr->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto_DataType_INT64);
+  sr->mutable_type()->mutable_tensor_type()->mutable_shape();
+  auto* k = o.g->add_initializer();
+  k->set_name("k16");
+  k->set_data_type(onnx::TensorProto_DataType_INT64);
+  k->add_int64_data(16000);
+  auto* eq = o.g->add_node();
+  eq->set_op_type("Equal");
+  eq->set_name("is16k");
+  eq->add_input("sr");
+  eq->add_input("k16");
+  eq->add_output("c");
+  auto* n = o.g->add_node();
+  n->set_op_type("If");
+  n->set_name("if_sr");
+  n->add_input("c");
+  n->add_output("y");
+  for (const auto& [branch, op] : {std::pair<std::string, std::string>{"then_branch", "Relu"}, {"else_branch", "Sigmoid"}}) {
+    auto* a = n->add_attribute();
+    a->set_name(branch);
+    a->set_type(onnx::AttributeProto_AttributeType_GRAPH);
+    auto* b = a->mutable_g()->add_node();
+    b->set_op_type(op);
+    b->set_name(op);
+    b->add_input("h");
+    b->add_output(branch + "_out");
+    a->mutable_g()->add_output()->set_name(branch + "_out");
+  }
+  o.input("state", {int64_t{2}, int64_t{1}, int64_t{8}});
+  o.node("Sigmoid", "state", "s", "state_gate");
+  o.output("s");
+  return o;
+}
+}  // namespace
+
+TEST(Errors, OnnxInputValueFlag) {
+  const fs::path dir = scratch("onnx-input-value");
+  write(dir / "m.onnx", sample_rate_model().bytes());
+  const std::string m = (dir / "m.onnx").string();
+  // Without the value, the If is a blocker naming the input (and the state's batch is wrong).
+  CliResult r = run_into(dir, kTpu, m, "--batch-axis state=1");
+  expect_input_error(r, "'if_sr' (If: its condition 'c' is not known at import time: it depends on the value of input "
+                        "'sr' (bind it with --input-value sr=V))");
+  r = run_tessera("compile -a configs/tpu-v1.yaml -w " + m + " --input-value sr=16000 --batch-axis state=1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_into(dir, kTpu, m, "--input-value sr");
+  expect_input_error(r, "--input-value 'sr': expected NAME=VALUE or NAME=v0,v1,... (e.g. sr=16000)");
+  r = run_into(dir, kTpu, m, "--input-value sr=fast");
+  expect_input_error(r, "--input-value 'sr=fast': value 'fast' is not a number");
+  r = run_into(dir, kTpu, m, "--input-value sr=16000.5 --batch-axis state=1");
+  expect_input_error(r, "--input-value sr: input 'sr' holds integers (INT64), 16000.5 is not one");
+  r = run_into(dir, kTpu, m, "--input-value rate=16000");
+  expect_input_error(r, "--input-value names 'rate', which is not a graph input (sr, state, x)");
+  r = run_into(dir, kTpu, m, "--input-value sr=1 --input-value sr=2");
+  expect_input_error(r, "--input-value sr is given more than once");
+  r = run_into(dir, kTpu, kMlp1, "--input-value sr=1");
+  expect_input_error(r, "--input-value applies to ONNX models only");
+  expect_no_output(dir, {"m.onnx"});
+}
+
+TEST(Errors, OnnxBatchAxisFlag) {
+  const fs::path dir = scratch("onnx-batch-axis");
+  write(dir / "m.onnx", sample_rate_model().bytes());
+  const std::string m = (dir / "m.onnx").string();
+  CliResult r = run_into(dir, kTpu, m, "--input-value sr=8000");
+  expect_input_error(r, "graph inputs disagree on the batch: 'x' has 1, 'state' has 2 on axis 0 (each input's batch axis "
+                        "is inferred from its use; set it with --batch-axis NAME=AXIS)");
+  r = run_into(dir, kTpu, m, "--input-value sr=8000 --batch-axis state=one");
+  expect_input_error(r, "--batch-axis 'state=one': axis 'one' is not an integer");
+  r = run_into(dir, kTpu, m, "--input-value sr=8000 --batch-axis state");
+  expect_input_error(r, "--batch-axis 'state': expected NAME=AXIS (e.g. state=1)");
+  r = run_into(dir, kTpu, m, "--input-value sr=8000 --batch-axis state=3");
+  expect_input_error(r, "--batch-axis state=3: input 'state' has rank 3 (allowed axes: -3 to 2)");
+  r = run_into(dir, kTpu, m, "--input-value sr=8000 --batch-axis sr=0");
+  expect_input_error(r, "--batch-axis sr=0: input 'sr' is bound by value (--input-value), so it has no batch");
+  expect_no_output(dir, {"m.onnx"});
+  r = run_tessera("compile -a configs/tpu-v1.yaml -w " + m + " --input-value sr=8000 --batch-axis state=1");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  // A batch of 4 for both inputs (the fixed 1s are the batch: --input-shape may rebind them).
+  r = run_tessera("compile -a configs/tpu-v1.yaml -w " + m +
+                  " --input-value sr=8000 --batch-axis state=1 --input-shape x=4,64 --input-shape state=2,4,8");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("batch 4"), std::string::npos) << r.output;
+}
+
+TEST(Errors, OnnxFlagsAreInTheHelp) {
+  for (const char* cmd : {"run --help", "compile --help"}) {
+    const CliResult r = run_tessera(cmd);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("--input-value NAME=VALUE"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("--batch-axis NAME=AXIS"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("--input-value sr=16000"), std::string::npos) << r.output;
+  }
+}

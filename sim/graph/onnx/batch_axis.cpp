@@ -1,0 +1,212 @@
+// Which axis of a graph input holds the batch, from how the input is used (before any
+// node is imported): the input's axes are followed forward through the ops that keep
+// track of them until an op that says which of its operand's axes is the batch.
+// A recurrent state [layers, batch, hidden] passed through Gather into an LSTM has its
+// batch on axis 1, not on the first axis that the default would take.
+#include <algorithm>
+#include <cstring>
+#include <deque>
+
+#include "sim/graph/onnx/importer.h"
+
+namespace tessera::graph::onnx_import {
+
+namespace {
+
+// Ops whose output has the shape of their first input (or its broadcast with constants).
+const std::unordered_set<std::string>& same_axes_ops() {
+  static const std::unordered_set<std::string> s = {
+      "Identity", "Cast", "CastLike", "Dropout", "Relu", "Sigmoid", "Tanh", "Clip", "LeakyRelu", "HardSigmoid", "HardSwish",
+      "Gelu", "Erf", "Sqrt", "Exp", "Log", "Neg", "Abs", "Reciprocal", "Softplus", "Softmax", "LogSoftmax", "Slice", "Pad",
+      "QuantizeLinear", "DequantizeLinear", "Concat", "Split", "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min"};
+  return s;
+}
+
+const std::unordered_set<std::string>& first_axis_batch_ops() {  // read their input 0's first axis as the batch
+  static const std::unordered_set<std::string> s = {"MatMul", "Gemm", "Conv", "ConvTranspose", "MaxPool", "AveragePool",
+                                                   "GlobalAveragePool", "GlobalMaxPool", "BatchNormalization"};
+  return s;
+}
+
+// Integer elements stored inline in a tensor (raw little-endian bytes or the typed field).
+std::vector<int64_t> inline_ints(const onnx::TensorProto& t) {
+  std::vector<int64_t> out;
+  constexpr int kMax = 64;
+  if (t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) return out;
+  if (t.data_type() == onnx::TensorProto_DataType_INT64) {
+    if (t.int64_data_size() > 0) {
+      if (t.int64_data_size() <= kMax) out.assign(t.int64_data().begin(), t.int64_data().end());
+    } else if (t.raw_data().size() % 8 == 0 && t.raw_data().size() <= 8 * kMax) {
+      for (size_t i = 0; i < t.raw_data().size(); i += 8) {
+        int64_t v;
+        std::memcpy(&v, t.raw_data().data() + i, 8);
+        out.push_back(v);
+      }
+    }
+  } else if (t.data_type() == onnx::TensorProto_DataType_INT32) {
+    if (t.int32_data_size() > 0) {
+      if (t.int32_data_size() <= kMax) out.assign(t.int32_data().begin(), t.int32_data().end());
+    } else if (t.raw_data().size() % 4 == 0 && t.raw_data().size() <= 4 * kMax) {
+      for (size_t i = 0; i < t.raw_data().size(); i += 4) {
+        int32_t v;
+        std::memcpy(&v, t.raw_data().data() + i, 4);
+        out.push_back(v);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::pair<int, std::vector<int64_t>>> Importer::file_ints(const std::string& name) const {
+  for (const auto& t : model_.graph().initializer()) {
+    if (t.name() == name) return std::make_pair(t.dims_size(), inline_ints(t));
+  }
+  for (const auto& n : model_.graph().node()) {
+    if (n.op_type() != "Constant" || n.output_size() < 1 || n.output(0) != name) continue;
+    for (const auto& a : n.attribute()) {
+      if (a.name() == "value" && a.has_t()) return std::make_pair(a.t().dims_size(), inline_ints(a.t()));
+      if (a.name() == "value_int") return std::make_pair(0, std::vector<int64_t>{a.i()});
+      if (a.name() == "value_ints") return std::make_pair(1, std::vector<int64_t>(a.ints().begin(), a.ints().end()));
+    }
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+int Importer::usage_batch_axis(const std::string& input, int rank, bool& strong) const {
+  // A value the input reaches, with the input's axis at each of its axes (-1: none), and
+  // whether its axes were permuted on the way (then a first-axis reader says nothing).
+  struct Reach {
+    std::string value;
+    std::vector<int> axes;
+    bool permuted = false;
+  };
+  std::deque<Reach> queue;
+  Reach start{input, {}, false};
+  for (int i = 0; i < rank; ++i) start.axes.push_back(i);
+  queue.push_back(std::move(start));
+  std::unordered_set<std::string> seen = {input};
+  const auto& nodes = model_.graph().node();
+  int weak = -1;
+  constexpr int kMaxValues = 64;  // values visited per input: uses are found near the input
+  int visited = 0;
+  while (!queue.empty() && visited++ < kMaxValues) {
+    const Reach r = std::move(queue.front());
+    queue.pop_front();
+    const auto c = consumer_nodes_.find(r.value);
+    if (c == consumer_nodes_.end()) continue;
+    const auto at = [&](int axis) { return axis >= 0 && axis < static_cast<int>(r.axes.size()) ? r.axes[static_cast<size_t>(axis)] : -1; };
+    for (int idx : c->second) {
+      const Node& n = nodes[idx];
+      if (!n.domain().empty() && n.domain() != "ai.onnx") continue;
+      const std::string& op = n.op_type();
+      for (int pos = 0; pos < n.input_size(); ++pos) {
+        if (n.input(pos) != r.value) continue;
+        // Ops that say where the batch is.
+        if (op == "LSTM" || op == "GRU" || op == "RNN") {
+          const auto* l = attr(n, "layout");
+          const int layout = l && l->type() == onnx::AttributeProto_AttributeType_INT ? static_cast<int>(l->i()) : 0;
+          if (pos == 0 || pos == 5 || pos == 6) {
+            const int a = at(layout == 0 ? 1 : 0);
+            if (a >= 0) {
+              strong = true;
+              return a;
+            }
+          }
+          continue;
+        }
+        if (op == "Gemm" && pos == 0) {
+          const auto* t = attr(n, "transA");
+          if (t && t->type() == onnx::AttributeProto_AttributeType_INT && t->i() != 0) {
+            if (at(1) >= 0) {
+              strong = true;
+              return at(1);
+            }
+            continue;
+          }
+        }
+        if (first_axis_batch_ops().count(op) && pos == 0) {
+          if (weak < 0 && !r.permuted && r.axes.size() >= 2 && at(0) >= 0) weak = at(0);
+          continue;
+        }
+        // Ops that carry the axes through.
+        std::vector<int> out;
+        bool permuted = r.permuted;
+        if (same_axes_ops().count(op)) {
+          if (pos > 0 && op != "Concat" && op != "Add" && op != "Sub" && op != "Mul" && op != "Div" && op != "Max" &&
+              op != "Min") {
+            continue;  // a slice bound, a clip limit, a pad width
+          }
+          out = r.axes;
+        } else if (op == "Gather" && pos == 0) {
+          const auto* a = attr(n, "axis");
+          int64_t axis = a ? a->i() : 0;
+          const auto idx_info = n.input_size() > 1 ? file_ints(n.input(1)) : std::nullopt;
+          const auto rk = static_cast<int64_t>(r.axes.size());
+          if (!idx_info || axis < -rk || axis >= rk) continue;
+          if (axis < 0) axis += rk;
+          out.assign(r.axes.begin(), r.axes.begin() + axis);
+          out.insert(out.end(), static_cast<size_t>(idx_info->first), -1);
+          out.insert(out.end(), r.axes.begin() + axis + 1, r.axes.end());
+        } else if ((op == "Squeeze" || op == "Unsqueeze") && pos == 0) {
+          std::vector<int64_t> axes;
+          if (const auto* a = attr(n, "axes")) {
+            axes.assign(a->ints().begin(), a->ints().end());
+          } else if (n.input_size() > 1) {
+            const auto given = file_ints(n.input(1));
+            if (!given || given->second.empty()) continue;
+            axes = given->second;
+          } else {
+            continue;  // Squeeze of every size-1 axis: which ones is not known yet
+          }
+          const auto rk = static_cast<int64_t>(r.axes.size());
+          const int64_t out_rank = op == "Squeeze" ? rk - static_cast<int64_t>(axes.size()) : rk + static_cast<int64_t>(axes.size());
+          const int64_t ref_rank = op == "Squeeze" ? rk : out_rank;
+          std::vector<bool> listed(static_cast<size_t>(std::max<int64_t>(ref_rank, 0)), false);
+          bool ok = out_rank >= 0;
+          for (int64_t a : axes) {
+            if (a < -ref_rank || a >= ref_rank) {
+              ok = false;
+              continue;
+            }
+            auto flag = listed.begin() + (a < 0 ? a + ref_rank : a);
+            ok = ok && !*flag;  // an axis listed twice: the node is invalid (reported when it is imported)
+            *flag = true;
+          }
+          if (!ok) continue;
+          if (op == "Squeeze") {
+            for (size_t i = 0; i < r.axes.size(); ++i) {
+              if (!listed[i]) out.push_back(r.axes[i]);
+            }
+          } else {
+            size_t k = 0;
+            for (size_t i = 0; i < listed.size(); ++i) out.push_back(listed[i] ? -1 : r.axes.at(k++));
+          }
+        } else if (op == "Transpose" && pos == 0) {
+          std::vector<int64_t> perm;
+          if (const auto* p = attr(n, "perm")) perm.assign(p->ints().begin(), p->ints().end());
+          if (perm.empty()) for (size_t i = r.axes.size(); i-- > 0;) perm.push_back(static_cast<int64_t>(i));
+          if (perm.size() != r.axes.size()) continue;
+          for (int64_t p : perm) {
+            if (p < 0 || p >= static_cast<int64_t>(r.axes.size())) break;
+            out.push_back(r.axes[static_cast<size_t>(p)]);
+          }
+          if (out.size() != r.axes.size()) continue;
+          permuted = permuted || out != r.axes;
+        } else {
+          continue;  // Reshape, Flatten and the rest: the axes are not followed further
+        }
+        const int outputs = op == "Split" ? n.output_size() : 1;
+        for (int k = 0; k < outputs && k < n.output_size(); ++k) {
+          if (n.output(k).empty() || !seen.insert(n.output(k)).second) continue;
+          queue.push_back(Reach{n.output(k), out, permuted});
+        }
+      }
+    }
+  }
+  return weak;
+}
+
+}  // namespace tessera::graph::onnx_import
