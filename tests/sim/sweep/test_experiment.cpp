@@ -395,6 +395,34 @@ TEST(SweepRunOptions, PrecisionIsAParameterPassedToTesseraRun) {
   fs::remove_all(dir);
 }
 
+// A workload's --input-value and --batch-axis bindings (issue 15): every point of it gets them.
+TEST(SweepRunOptions, OnnxWorkloadsWithInputValuesAndBatchAxes) {
+  const fs::path dir = temp_dir("onnx-values");
+  std::ofstream(dir / "vad.onnx") << "x";
+  const std::string head = "base: " + (kSrc / "configs/tpu-v1.yaml").string() + "\nmetrics: [summary.latency_s]\n";
+  auto load = [&](const std::string& body) { return parse_experiment(YamlNode::load_string(head + body, "v.yaml"), dir, {}); };
+  const Experiment e = load(
+      "workloads:\n"
+      "  - {path: vad.onnx, batch: [1, 2], input_values: {sr: 16000, gains: [0.5, 1]}, batch_axes: {state: 1},\n"
+      "     input_shape: 'input=1,512'}\n");
+  ASSERT_EQ(e.points.size(), 2u);
+  EXPECT_EQ(e.run_arguments(e.points[1]),
+            (std::vector<std::string>{"--input-shape", "input=1,512", "--input-value", "sr=16000", "--input-value",
+                                      "gains=0.5,1", "--batch-axis", "state=1"}));
+  std::string err = error_of([&] { load("workloads: [{path: vad.onnx, batch: 1, input_values: {sr: fast}}]\n"); });
+  EXPECT_NE(err.find("v.yaml:3:"), std::string::npos) << err;
+  EXPECT_NE(err.find("'sr=fast': value 'fast' is not a number"), std::string::npos) << err;
+  err = error_of([&] { load("workloads: [{path: vad.onnx, batch: 1, batch_axes: {state: x}}]\n"); });
+  EXPECT_NE(err.find("'state=x': axis 'x' is not an integer"), std::string::npos) << err;
+  err = error_of([&] { load("workloads: [{path: vad.onnx, batch: 1, input_values: [sr=1]}]\n"); });
+  EXPECT_NE(err.find("expected a mapping NAME: value, e.g. {sr: 16000}"), std::string::npos) << err;
+  err = error_of([&] {
+    load("workloads: [{path: " + (kSrc / "workloads/tpu/mlp1.yaml").string() + ", input_values: {x: 1}}]\n");
+  });
+  EXPECT_NE(err.find("input_values bind the inputs of ONNX models (*.onnx)"), std::string::npos) << err;
+  fs::remove_all(dir);
+}
+
 TEST(SweepRunOptions, OnnxWorkloadsWithInputShapes) {
   const fs::path dir = temp_dir("onnx");
   // The loader only needs the files to exist; the importer reads them when a point runs.
