@@ -57,27 +57,56 @@ std::vector<int64_t> inline_ints(const onnx::TensorProto& t) {
   return out;
 }
 
-}  // namespace
-
-std::optional<std::pair<int, std::vector<int64_t>>> Importer::file_ints(const std::string& name) const {
-  for (const auto& t : model_.graph().initializer()) {
-    if (t.name() == name) return std::make_pair(t.dims_size(), inline_ints(t));
-  }
-  for (const auto& n : model_.graph().node()) {
-    if (n.op_type() != "Constant" || n.output_size() < 1 || n.output(0) != name) continue;
-    for (const auto& a : n.attribute()) {
-      if (a.name() == "value" && a.has_t()) return std::make_pair(a.t().dims_size(), inline_ints(a.t()));
-      if (a.name() == "value_int") return std::make_pair(0, std::vector<int64_t>{a.i()});
-      if (a.name() == "value_ints") return std::make_pair(1, std::vector<int64_t>(a.ints().begin(), a.ints().end()));
-    }
-    return std::nullopt;
+// A small integer tensor known from the file alone (an initializer or a Constant node, in
+// any graph): its rank and values (values empty when they are not stored inline).
+std::optional<std::pair<int, std::vector<int64_t>>> file_ints(const UseIndex& index, const std::string& name) {
+  if (auto t = index.tensors.find(name); t != index.tensors.end()) return std::make_pair(t->second->dims_size(), inline_ints(*t->second));
+  auto c = index.constants.find(name);
+  if (c == index.constants.end()) return std::nullopt;
+  for (const auto& a : c->second->attribute()) {
+    if (a.name() == "value_int") return std::make_pair(0, std::vector<int64_t>{a.i()});
+    if (a.name() == "value_ints") return std::make_pair(1, std::vector<int64_t>(a.ints().begin(), a.ints().end()));
   }
   return std::nullopt;
 }
 
-int Importer::usage_batch_axis(const std::string& input, int rank, bool& strong) const {
+void index_graph(const onnx::GraphProto& g, UseIndex& index, int depth) {
+  if (depth > 64) return;  // deeper nesting is not followed
+  for (const auto& t : g.initializer()) index.tensors.emplace(t.name(), &t);
+  for (const auto& n : g.node()) {
+    for (const auto& in : n.input()) {
+      if (!in.empty()) index.readers[in].push_back(&n);
+    }
+    if (n.op_type() == "Constant" && n.output_size() > 0) {
+      index.constants.emplace(n.output(0), &n);
+      for (const auto& a : n.attribute()) {
+        if (a.name() == "value" && a.has_t()) index.tensors.emplace(n.output(0), &a.t());
+      }
+    }
+    for (const auto& a : n.attribute()) {
+      if (!a.has_g()) continue;
+      index_graph(a.g(), index, depth + 1);
+      if (n.op_type() != "If") continue;
+      for (int k = 0; k < a.g().output_size() && k < n.output_size(); ++k) {
+        if (!n.output(k).empty()) index.flows[a.g().output(k).name()].push_back(n.output(k));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+UseIndex Importer::index_uses() const {
+  UseIndex index;
+  index_graph(model_.graph(), index, 0);
+  return index;
+}
+
+int Importer::usage_batch_axis(const UseIndex& index, const std::string& input, int rank, bool& strong) const {
   // A value the input reaches, with the input's axis at each of its axes (-1: none), and
   // whether its axes were permuted on the way (then a first-axis reader says nothing).
+  // A value may be reached with several axis maps (e.g. through both branches of an If
+  // that adds an axis in one of them): each is followed, and an op checks the rank it needs.
   struct Reach {
     std::string value;
     std::vector<int> axes;
@@ -86,20 +115,32 @@ int Importer::usage_batch_axis(const std::string& input, int rank, bool& strong)
   std::deque<Reach> queue;
   Reach start{input, {}, false};
   for (int i = 0; i < rank; ++i) start.axes.push_back(i);
+  auto key = [](const Reach& r) {
+    std::string k = r.value + (r.permuted ? "\x01T" : "\x01");
+    for (int a : r.axes) k += std::to_string(a) + ",";
+    return k;
+  };
+  std::unordered_set<std::string> seen = {key(start)};
   queue.push_back(std::move(start));
-  std::unordered_set<std::string> seen = {input};
-  const auto& nodes = model_.graph().node();
   int weak = -1;
-  constexpr int kMaxValues = 64;  // values visited per input: uses are found near the input
+  constexpr int kMaxReached = 256;  // values (with their axis maps) visited per input: uses are found near it
   int visited = 0;
-  while (!queue.empty() && visited++ < kMaxValues) {
+  auto reach = [&](const std::string& value, std::vector<int> axes, bool permuted) {
+    Reach r{value, std::move(axes), permuted};
+    if (seen.insert(key(r)).second) queue.push_back(std::move(r));
+  };
+  while (!queue.empty() && visited++ < kMaxReached) {
     const Reach r = std::move(queue.front());
     queue.pop_front();
-    const auto c = consumer_nodes_.find(r.value);
-    if (c == consumer_nodes_.end()) continue;
-    const auto at = [&](int axis) { return axis >= 0 && axis < static_cast<int>(r.axes.size()) ? r.axes[static_cast<size_t>(axis)] : -1; };
-    for (int idx : c->second) {
-      const Node& n = nodes[idx];
+    if (auto f = index.flows.find(r.value); f != index.flows.end()) {
+      for (const auto& out : f->second) reach(out, r.axes, r.permuted);  // a branch's result is the If's
+    }
+    const auto c = index.readers.find(r.value);
+    if (c == index.readers.end()) continue;
+    const int rk = static_cast<int>(r.axes.size());
+    const auto at = [&](int axis) { return axis >= 0 && axis < rk ? r.axes[static_cast<size_t>(axis)] : -1; };
+    for (const Node* np : c->second) {
+      const Node& n = *np;
       if (!n.domain().empty() && n.domain() != "ai.onnx") continue;
       const std::string& op = n.op_type();
       for (int pos = 0; pos < n.input_size(); ++pos) {
@@ -108,19 +149,17 @@ int Importer::usage_batch_axis(const std::string& input, int rank, bool& strong)
         if (op == "LSTM" || op == "GRU" || op == "RNN") {
           const auto* l = attr(n, "layout");
           const int layout = l && l->type() == onnx::AttributeProto_AttributeType_INT ? static_cast<int>(l->i()) : 0;
-          if (pos == 0 || pos == 5 || pos == 6) {
-            const int a = at(layout == 0 ? 1 : 0);
-            if (a >= 0) {
-              strong = true;
-              return a;
-            }
+          // X [T, batch, I] and the initial states [directions, batch, hidden] (layout 0).
+          if ((pos == 0 || pos == 5 || pos == 6) && rk == 3 && at(layout == 0 ? 1 : 0) >= 0) {
+            strong = true;
+            return at(layout == 0 ? 1 : 0);
           }
           continue;
         }
         if (op == "Gemm" && pos == 0) {
           const auto* t = attr(n, "transA");
           if (t && t->type() == onnx::AttributeProto_AttributeType_INT && t->i() != 0) {
-            if (at(1) >= 0) {
+            if (rk == 2 && at(1) >= 0) {
               strong = true;
               return at(1);
             }
@@ -128,7 +167,7 @@ int Importer::usage_batch_axis(const std::string& input, int rank, bool& strong)
           }
         }
         if (first_axis_batch_ops().count(op) && pos == 0) {
-          if (weak < 0 && !r.permuted && r.axes.size() >= 2 && at(0) >= 0) weak = at(0);
+          if (weak < 0 && !r.permuted && rk >= 2 && at(0) >= 0) weak = at(0);
           continue;
         }
         // Ops that carry the axes through.
@@ -143,8 +182,7 @@ int Importer::usage_batch_axis(const std::string& input, int rank, bool& strong)
         } else if (op == "Gather" && pos == 0) {
           const auto* a = attr(n, "axis");
           int64_t axis = a ? a->i() : 0;
-          const auto idx_info = n.input_size() > 1 ? file_ints(n.input(1)) : std::nullopt;
-          const auto rk = static_cast<int64_t>(r.axes.size());
+          const auto idx_info = n.input_size() > 1 ? file_ints(index, n.input(1)) : std::nullopt;
           if (!idx_info || axis < -rk || axis >= rk) continue;
           if (axis < 0) axis += rk;
           out.assign(r.axes.begin(), r.axes.begin() + axis);
@@ -155,24 +193,23 @@ int Importer::usage_batch_axis(const std::string& input, int rank, bool& strong)
           if (const auto* a = attr(n, "axes")) {
             axes.assign(a->ints().begin(), a->ints().end());
           } else if (n.input_size() > 1) {
-            const auto given = file_ints(n.input(1));
+            const auto given = file_ints(index, n.input(1));
             if (!given || given->second.empty()) continue;
             axes = given->second;
           } else {
             continue;  // Squeeze of every size-1 axis: which ones is not known yet
           }
-          const auto rk = static_cast<int64_t>(r.axes.size());
           const int64_t out_rank = op == "Squeeze" ? rk - static_cast<int64_t>(axes.size()) : rk + static_cast<int64_t>(axes.size());
           const int64_t ref_rank = op == "Squeeze" ? rk : out_rank;
           std::vector<bool> listed(static_cast<size_t>(std::max<int64_t>(ref_rank, 0)), false);
-          bool ok = out_rank >= 0;
+          bool ok = out_rank >= 0 && out_rank <= kMaxRank;
           for (int64_t a : axes) {
-            if (a < -ref_rank || a >= ref_rank) {
+            if (!ok || a < -ref_rank || a >= ref_rank) {
               ok = false;
               continue;
             }
             auto flag = listed.begin() + (a < 0 ? a + ref_rank : a);
-            ok = ok && !*flag;  // an axis listed twice: the node is invalid (reported when it is imported)
+            ok = !*flag;  // an axis listed twice: the node is invalid (reported when it is imported)
             *flag = true;
           }
           if (!ok) continue;
@@ -190,7 +227,7 @@ int Importer::usage_batch_axis(const std::string& input, int rank, bool& strong)
           if (perm.empty()) for (size_t i = r.axes.size(); i-- > 0;) perm.push_back(static_cast<int64_t>(i));
           if (perm.size() != r.axes.size()) continue;
           for (int64_t p : perm) {
-            if (p < 0 || p >= static_cast<int64_t>(r.axes.size())) break;
+            if (p < 0 || p >= rk) break;
             out.push_back(r.axes[static_cast<size_t>(p)]);
           }
           if (out.size() != r.axes.size()) continue;
@@ -200,8 +237,7 @@ int Importer::usage_batch_axis(const std::string& input, int rank, bool& strong)
         }
         const int outputs = op == "Split" ? n.output_size() : 1;
         for (int k = 0; k < outputs && k < n.output_size(); ++k) {
-          if (n.output(k).empty() || !seen.insert(n.output(k)).second) continue;
-          queue.push_back(Reach{n.output(k), out, permuted});
+          if (!n.output(k).empty()) reach(n.output(k), out, permuted);
         }
       }
     }

@@ -112,6 +112,12 @@ const onnx::GraphProto& Importer::graph_attr(const Node& n, const std::string& n
 }
 
 std::string Importer::fresh_name(const std::string& base) {
+  if (reserved_names_.empty()) {  // the model's own names, once: a copy never takes one of them
+    const auto& g = model_.graph();
+    for (const auto& v : g.input()) reserved_names_.insert(v.name());
+    for (const auto& t : g.initializer()) reserved_names_.insert(t.name());
+    for (const auto& n : g.node()) reserved_names_.insert(n.output().begin(), n.output().end());
+  }
   std::string name = base;
   for (int k = 1; reserved_names_.count(name) || values_.count(name); ++k) name = base + "#" + std::to_string(k);
   reserved_names_.insert(name);
@@ -137,6 +143,7 @@ const onnx::NodeProto& Importer::synth(const std::string& op, const std::vector<
   for (const auto& i : ins) s.add_input(i);
   s.add_output(out);
   ++inlined_nodes_;
+  inlined_producer_[out] = &s;
   return s;
 }
 
@@ -155,6 +162,10 @@ std::string Importer::undecided(const std::string& value) const {
   std::vector<std::pair<std::string, bool>> todo = {{value, false}};  // name, reached through a Shape
   std::set<std::pair<std::string, bool>> seen(todo.begin(), todo.end());
   std::vector<std::string> by_value, by_data, by_shape;
+  std::unordered_map<std::string, const Node*> producer;  // the model's own nodes (inlined ones: inlined_producer_)
+  for (const auto& n : model_.graph().node()) {
+    for (const auto& o : n.output()) producer.emplace(o, &n);
+  }
   constexpr size_t kMaxWalk = 1 << 14;
   for (size_t k = 0; k < todo.size() && k < kMaxWalk; ++k) {
     const auto [name, shape] = todo[k];
@@ -165,9 +176,11 @@ std::string Importer::undecided(const std::string& value) const {
       if (std::find(list.begin(), list.end(), name) == list.end()) list.push_back(name);
       continue;
     }
-    auto p = producer_.find(name);
-    if (p == producer_.end()) continue;
-    const Node& n = *p->second;
+    const Node* np = nullptr;
+    if (auto p = inlined_producer_.find(name); p != inlined_producer_.end()) np = p->second;
+    else if (auto q = producer.find(name); q != producer.end()) np = q->second;
+    if (!np) continue;
+    const Node& n = *np;
     const bool through_shape = shape || n.op_type() == "Shape" || n.op_type() == "Size";
     for (const auto& r : node_refs(n)) {
       if (seen.insert({r, through_shape}).second) todo.emplace_back(r, through_shape);
@@ -190,7 +203,9 @@ std::string Importer::undecided(const std::string& value) const {
 
 // A one-element condition or count, known at import time (a bool is 0 or 1).
 std::optional<int64_t> Importer::known_scalar(const Node& n, const std::string& value, const std::string& what) {
-  const Value& v = values_.at(value);
+  auto it = values_.find(value);
+  if (it == values_.end()) fail_node(n, what + " '" + utf8_safe(value) + "' is not defined");
+  const Value& v = it->second;
   if (!v.constant || !v.has_data) return std::nullopt;
   const size_t elements = v.is_float ? v.floats.size() : v.ints.size();
   if (elements != 1) fail_node(n, what + " '" + utf8_safe(value) + "' must have one element, it has " + std::to_string(elements));
@@ -278,7 +293,11 @@ std::vector<const onnx::NodeProto*> Importer::inline_graph(const Node& owner, co
     ++inlined_nodes_;
     if (!src.name().empty()) s.set_name(prefix + src.name());
     for (auto& in : *s.mutable_input()) in = in.empty() ? in : lookup(in);
-    for (auto& o : *s.mutable_output()) o = o.empty() ? o : lookup(o);
+    for (auto& o : *s.mutable_output()) {
+      if (o.empty()) continue;
+      o = lookup(o);
+      inlined_producer_[o] = &s;
+    }
     for (auto& a : *s.mutable_attribute()) {
       if (a.has_g()) rename_free(*a.mutable_g(), lookup);
       for (auto& sg : *a.mutable_graphs()) rename_free(sg, lookup);
@@ -422,7 +441,7 @@ void Importer::op_loop(const Node& n) {
   }
   if (!trips && !has_cond) throw Unsupported{"it has neither a trip count nor a condition (it would run forever)"};
   const int64_t body_nodes = graph_nodes(body);
-  if (trips) check_unroll(n, *trips, 0, trips, body_nodes);
+  if (trips && !has_cond) check_unroll(n, *trips, 0, trips, body_nodes);  // a condition may stop it sooner
 
   for (const auto& r : subgraph_refs(n)) --consumers_[r];
   std::vector<std::string> carried(n.input().begin() + 2, n.input().end());

@@ -117,9 +117,6 @@ void Importer::dispatch(const Node& n) {
 }
 
 void Importer::import_node(const Node& n) {
-  for (const auto& o : n.output()) {
-    if (!o.empty()) producer_[o] = &n;
-  }
   bool poisoned = false;
   for (const auto& in : n.input()) {
     if (in.empty()) continue;
@@ -297,16 +294,18 @@ Graph Importer::run() {
                    (graph.doc_string().empty() ? std::string() : ": " + utf8_safe(graph.doc_string()));
   // What each node reads: its inputs and, for If/Loop/Scan, the outer values its subgraphs read.
   for (int i = 0; i < graph.node_size(); ++i) {
-    main_refs_.push_back(node_refs(graph.node(i)));
-    for (const auto& in : main_refs_.back()) {
+    auto count = [&](const std::string& in) {
       ++consumers_[in];
       auto& c = consumer_nodes_[in];
       if (c.empty() || c.back() != i) c.push_back(i);
+    };
+    for (const auto& in : graph.node(i).input()) {
+      if (!in.empty()) count(in);
     }
-    for (const auto& o : graph.node(i).output()) reserved_names_.insert(o);
+    std::vector<std::string> refs = subgraph_refs(graph.node(i));
+    for (const auto& in : refs) count(in);
+    if (!refs.empty()) main_subgraph_refs_.emplace(i, std::move(refs));
   }
-  for (const auto& v : graph.input()) reserved_names_.insert(v.name());
-  for (const auto& t : graph.initializer()) reserved_names_.insert(t.name());
   for (const auto& o : graph.output()) graph_outputs_.insert(o.name());
   for (const auto& t : graph.initializer()) load_initializer(t, "initializer '" + t.name() + "'");
   bind_inputs();

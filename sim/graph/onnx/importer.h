@@ -89,6 +89,14 @@ struct SpatialAttrs {
 bool is_float_type(int32_t t);
 int64_t elem_size(int32_t t);  // bytes per element; 0 for types without a fixed size
 
+// Every graph of a model (subgraphs too), indexed for following an input's uses (batch_axis.cpp).
+struct UseIndex {
+  std::unordered_map<std::string, std::vector<const onnx::NodeProto*>> readers;  // value -> nodes reading it
+  std::unordered_map<std::string, std::vector<std::string>> flows;  // an If branch's output -> the If's
+  std::unordered_map<std::string, const onnx::TensorProto*> tensors;  // initializers, Constant values
+  std::unordered_map<std::string, const onnx::NodeProto*> constants;  // Constant nodes
+};
+
 // One model's import (load_onnx); its members are defined in the files listed above.
 class Importer {
  public:
@@ -128,14 +136,12 @@ class Importer {
   std::vector<const Node*> topo_order();
 
   // ---- batch axes (batch_axis.cpp)
+  UseIndex index_uses() const;
   // The axis of graph input `input` (of rank `rank`) that holds the batch, from the ops it
-  // reaches (through Gather, Slice, Squeeze, Unsqueeze, Transpose, element-wise ops):
-  // LSTM/GRU/RNN inputs and Gemm's transposed A say so (`strong`); MatMul, Gemm, Conv and
-  // pools read their first axis as the batch. -1: no use says.
-  int usage_batch_axis(const std::string& input, int rank, bool& strong) const;
-  // A small integer tensor known from the file alone (an initializer or a Constant node):
-  // its rank and values (values empty when they are not stored inline).
-  std::optional<std::pair<int, std::vector<int64_t>>> file_ints(const std::string& name) const;
+  // reaches (through Gather, Slice, Squeeze, Unsqueeze, Transpose, element-wise ops and
+  // If branches): LSTM/GRU/RNN inputs and Gemm's transposed A say so (`strong`); MatMul,
+  // Gemm, Conv and pools read their first axis as the batch. -1: no use says.
+  int usage_batch_axis(const UseIndex& index, const std::string& input, int rank, bool& strong) const;
 
   // ---- control flow (control_flow.cpp)
   // Names n's subgraphs read from the enclosing scope (If branches, Loop and Scan bodies).
@@ -328,10 +334,11 @@ class Importer {
   std::vector<int> input_order_;  // per IR graph input: ONNX input index
   std::unordered_map<std::string, std::vector<int64_t>> external_sizes_;
   std::unordered_map<std::string, std::vector<int>> consumer_nodes_;  // value -> indices of the nodes reading it
-  std::vector<std::vector<std::string>> main_refs_;  // per main-graph node: node_refs
-  std::unordered_set<std::string> input_names_;       // graph inputs (not initializers)
-  std::unordered_set<std::string> reserved_names_;    // every value name the model itself uses
-  std::unordered_map<std::string, const Node*> producer_;  // value -> the node that wrote it (inlined ones too)
+  // Main-graph nodes with subgraphs (If, Loop, Scan): the outer values those read.
+  std::unordered_map<int, std::vector<std::string>> main_subgraph_refs_;
+  std::unordered_set<std::string> input_names_;     // graph inputs (not initializers)
+  std::unordered_set<std::string> reserved_names_;  // every value name the model uses (filled on the first inlining)
+  std::unordered_map<std::string, const Node*> inlined_producer_;  // value -> the inlined node that wrote it
   std::deque<Node> synthetic_;  // nodes made by inlining control flow (stable addresses)
   int64_t inlined_nodes_ = 0;
   // Elements of constant data decoded or folded so far: many small constants (each under

@@ -169,6 +169,7 @@ void Importer::bind_inputs() {
   // Gemm's transposed A; MatMul, Gemm and Conv read their first axis as the batch), else
   // the dimension named like the batch of the other inputs, else the first axis.
   enum Evidence { kDefault = 0, kNamed, kUse, kStrongUse, kGiven };
+  const UseIndex uses = index_uses();
   for (In& r : ins) {
     const std::string& name = r.info->name();
     auto bound = opts_.input_shapes.find(name);
@@ -184,7 +185,7 @@ void Importer::bind_inputs() {
       continue;
     }
     bool strong = false;
-    const int used = usage_batch_axis(name, rk, strong);
+    const int used = usage_batch_axis(uses, name, rk, strong);
     r.batch_axis = used >= 0 ? std::min(rk - 1, used) : 0;
     r.evidence = used < 0 ? kDefault : strong ? kStrongUse : kUse;
   }
@@ -368,14 +369,17 @@ std::vector<const onnx::NodeProto*> Importer::topo_order() {
     while (!stack.empty()) {
       auto& [i, next] = stack.back();
       const Node& nd = nodes[i];
-      const auto& refs = main_refs_[static_cast<size_t>(i)];  // inputs, then what its subgraphs read
-      if (next == static_cast<int>(refs.size())) {
+      // Its inputs, then the outer values its subgraphs read (If, Loop, Scan).
+      const auto sub = main_subgraph_refs_.find(i);
+      const int refs = nd.input_size() + (sub == main_subgraph_refs_.end() ? 0 : static_cast<int>(sub->second.size()));
+      if (next == refs) {
         state[static_cast<size_t>(i)] = 2;
         order.push_back(&nd);
         stack.pop_back();
         continue;
       }
-      const std::string in = refs[static_cast<size_t>(next++)];
+      const int k = next++;
+      const std::string& in = k < nd.input_size() ? nd.input(k) : sub->second[static_cast<size_t>(k - nd.input_size())];
       if (in.empty() || values_.count(in)) continue;
       auto p = producer.find(in);
       if (p == producer.end()) {

@@ -327,6 +327,21 @@ TEST(OnnxLoop, KnownTripCountIsUnrolled) {
   }
 }
 
+// A while loop as exported: M = INT64_MAX, the body's condition `i < 2` folds each iteration.
+TEST(OnnxLoop, FoldedConditionStopsAWhileLoop) {
+  Model m = loop_model(std::numeric_limits<int64_t>::max(), true);
+  auto* body = m.g->mutable_node(0)->mutable_attribute(0)->mutable_g();
+  body->mutable_node(0)->set_op_type("Less");  // cond_out = i < 2, instead of cond_in passed through
+  body->mutable_node(0)->set_input(0, "i");
+  body->mutable_node(0)->add_input("two");
+  m.ints("two", {2}, true);
+  OnnxImportInfo info;
+  const Graph g = load_onnx(m.save("loop_while.onnx"), {}, &info);
+  EXPECT_EQ(info.absorbed.at("loop"), "unrolled (3 iterations)");
+  EXPECT_EQ(info.value_shapes.at("relus"), (std::vector<int64_t>{3, 1, 4}));
+  EXPECT_EQ(reference_of(g, {1, 2, -3, 0.5f}), (std::vector<float>{4, 5, 0, 3.5f}));
+}
+
 TEST(OnnxLoop, UnrollingIsBoundedAndTheCountIsNamed) {
   const std::string e = error_of(loop_model(1000000, false).save("loop_long.onnx"));
   EXPECT_NE(e.find("'loop' (Loop: unrolling its 1000000 iterations of 3 node(s) each takes 3000000 nodes (at most 65536 "
@@ -428,6 +443,32 @@ TEST(OnnxBatchAxis, RecurrentStateThroughGatherHasItsBatchOnAxisOne) {
     EXPECT_EQ(info.value_shapes.at("h0_l0"), (std::vector<int64_t>{3, 16}));
     EXPECT_EQ(info.value_shapes.at("Y_h"), (std::vector<int64_t>{1, 3, 16}));
   }
+}
+
+// As Spox exports torch's LSTM: the state's layer is picked by Gather, then an If adds a
+// batch axis for unbatched inputs (then_branch: Unsqueeze) or passes it on (else_branch),
+// then Unsqueeze(0) makes [1, batch, hidden] for the LSTM. Both branches are followed; only
+// the one that gives the LSTM a rank-3 state says where the batch is.
+TEST(OnnxBatchAxis, StateThroughTheBranchesOfAnIf) {
+  Model m = state_model(true, int64_t{1});
+  m.g->mutable_node(1)->set_input(0, "h0_l0_maybe");  // the Unsqueeze now reads the If's result
+  m.node("Shape", {"x"}, {"xs"}, "xs");
+  m.node("Size", {"xs"}, {"xr"}, "xr");
+  m.ints("two", {2}, true);
+  m.node("Equal", {"xr", "two"}, {"unbatched"}, "unbatched");
+  auto* n = m.node("If", {"unbatched"}, {"h0_l0_maybe"}, "batch_it");
+  Sub then_b(n, "then_branch");
+  then_b.ints("zero", {0});
+  then_b.node("Unsqueeze", {"h0_l0", "zero"}, {"u"}, "add_batch");
+  then_b.output("u");
+  Sub else_b(n, "else_branch");
+  else_b.node("Identity", {"h0_l0"}, {"i"}, "keep");
+  else_b.output("i");
+  OnnxImportInfo info;
+  const Graph g = load_onnx(m.save("state_if.onnx"), {}, &info);
+  EXPECT_EQ(info.batch_axes.at("h0"), 1);
+  EXPECT_EQ(info.absorbed.at("batch_it"), "inlined (else_branch)");
+  EXPECT_EQ(g.default_batch, 1);
 }
 
 namespace {
