@@ -3,7 +3,14 @@
 // the SystemC units execute (DESIGN.md §4). Regions name the on-chip data each
 // instruction reads and writes; the controller stalls on overlapping regions.
 // A leaf of the model tree: it knows tiles and dtypes, nothing of graphs or reports.
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <deque>
+#include <iterator>
+#include <memory>
+#include <initializer_list>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,10 +20,10 @@
 
 namespace tessera::isa {
 
-enum class Opcode { kReadHost, kReadWeights, kMatmul, kActivate, kVector, kWriteHost, kSync, kHalt };
+enum class Opcode : uint8_t { kReadHost, kReadWeights, kMatmul, kActivate, kVector, kWriteHost, kSync, kHalt };
 std::string_view opcode_name(Opcode op);
 
-enum class Space { kUnifiedBuffer, kAccumulators };
+enum class Space : uint8_t { kUnifiedBuffer, kAccumulators };
 
 // A rectangle of a 2-D buffer: a tensor in the unified buffer (rows = batch x
 // spatial positions, cols = features/channels) or one half of the accumulators.
@@ -29,10 +36,155 @@ struct Region {
     return space == o.space && buffer == o.buffer && row_begin < o.row_end && o.row_begin < row_end &&
            col_begin < o.col_end && o.col_begin < col_end;
   }
+  bool operator==(const Region&) const = default;
+};
+
+// The regions an instruction reads or writes (issue 19: compact records). Its own regions
+// are almost always one, so one is stored inline and only longer lists allocate. After
+// them may come a shared, read-only tail: the hazard regions of dead tensors that every
+// tile writing over the same bytes carries (hundreds for a row-tiled layer with spills);
+// the compiler stores each such list once in Program::shared_regions and the tiles point
+// at it instead of copying it. Iteration, size() and indexing see own regions then the
+// tail, exactly the list a std::vector would hold. A vector-like subset: push_back,
+// insert at the end, const iteration, indexing.
+class RegionList {
+ public:
+  class const_iterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = Region;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const Region*;
+    using reference = const Region&;
+    const_iterator() = default;
+    const_iterator(const Region* p, const Region* own_end, const Region* tail) : p_(p), own_end_(own_end), tail_(tail) {}
+    reference operator*() const { return *p_; }
+    pointer operator->() const { return p_; }
+    // own_end_ is null when there is no tail: one compare per step, as for a plain array
+    // (the tail lies in other storage, so p_ never meets own_end_ again once in it).
+    const_iterator& operator++() {
+      if (++p_ == own_end_) [[unlikely]] p_ = tail_;
+      return *this;
+    }
+    const_iterator operator++(int) {
+      const_iterator old = *this;
+      ++*this;
+      return old;
+    }
+    bool operator==(const const_iterator& o) const { return p_ == o.p_; }
+
+   private:
+    const Region* p_ = nullptr;
+    const Region* own_end_ = nullptr;
+    const Region* tail_ = nullptr;
+  };
+  using iterator = const_iterator;
+
+  RegionList() = default;
+  RegionList(std::initializer_list<Region> l) {
+    for (const Region& r : l) push_back(r);
+  }
+  RegionList(const RegionList& o) { copy_from(o); }
+  RegionList(RegionList&& o) noexcept { steal(o); }
+  RegionList& operator=(const RegionList& o) {
+    if (this != &o) {
+      release();
+      copy_from(o);
+    }
+    return *this;
+  }
+  RegionList& operator=(RegionList&& o) noexcept {
+    if (this != &o) {
+      release();
+      steal(o);
+    }
+    return *this;
+  }
+  ~RegionList() { release(); }
+
+  // Appends an own region (before any shared tail is attached).
+  void push_back(const Region& r) {
+    if (tail_ != nullptr) throw std::logic_error("RegionList::push_back after the shared tail");
+    if (size_ == capacity_) grow(static_cast<uint32_t>(capacity_) * 2);
+    own()[size_++] = r;
+  }
+  template <typename It>
+  void insert(const_iterator pos, It first, It last) {
+    if (pos != end()) throw std::logic_error("RegionList::insert: only at the end");
+    for (; first != last; ++first) push_back(*first);
+  }
+  // Attaches `n` regions at `tail` (storage that outlives this list: Program::shared_regions).
+  void set_shared_tail(const Region* tail, uint32_t n) {
+    if (tail_ != nullptr) throw std::logic_error("RegionList::set_shared_tail: a tail is attached already");
+    if (n > 0) tail_ = tail, tail_size_ = n;
+  }
+  uint32_t shared_size() const { return tail_size_; }
+  size_t size() const { return size_ + static_cast<size_t>(tail_size_); }
+  bool empty() const { return size() == 0; }
+  const_iterator begin() const {
+    if (size_ == 0) return tail_ != nullptr ? const_iterator(tail_, nullptr, nullptr) : end();
+    return const_iterator(own(), tail_ != nullptr ? own() + size_ : nullptr, tail_);
+  }
+  const_iterator end() const {
+    if (tail_ != nullptr) return const_iterator(tail_ + tail_size_, nullptr, nullptr);
+    return const_iterator(own() + size_, nullptr, nullptr);
+  }
+  const Region& operator[](size_t i) const { return i < size_ ? own()[i] : tail_[i - size_]; }
+  const Region& front() const { return (*this)[0]; }
+  const Region& back() const { return (*this)[size() - 1]; }
+
+ private:
+  Region* own() { return capacity_ == 1 ? &inline_ : heap_; }
+  const Region* own() const { return capacity_ == 1 ? &inline_ : heap_; }
+  void grow(uint32_t cap) {
+    if (cap > UINT16_MAX) throw std::length_error("RegionList: more than 65535 own regions");
+    Region* heap = new Region[cap];
+    std::copy(own(), own() + size_, heap);
+    if (capacity_ > 1) delete[] heap_;
+    heap_ = heap;
+    capacity_ = static_cast<uint16_t>(cap);
+  }
+  void release() {
+    if (capacity_ > 1) delete[] heap_;
+    capacity_ = 1;
+    size_ = 0;
+    inline_ = Region{};
+    tail_ = nullptr;
+    tail_size_ = 0;
+  }
+  void copy_from(const RegionList& o) {
+    for (uint16_t i = 0; i < o.size_; ++i) push_back(o.own()[i]);
+    tail_ = o.tail_;
+    tail_size_ = o.tail_size_;
+  }
+  void steal(RegionList& o) {
+    size_ = o.size_;
+    capacity_ = o.capacity_;
+    tail_ = o.tail_;
+    tail_size_ = o.tail_size_;
+    if (capacity_ == 1) {
+      inline_ = o.inline_;
+    } else {
+      heap_ = o.heap_;
+      o.capacity_ = 1;
+      o.inline_ = Region{};
+    }
+    o.size_ = 0;
+    o.tail_ = nullptr;
+    o.tail_size_ = 0;
+  }
+  union {
+    Region inline_{};
+    Region* heap_;
+  };
+  uint16_t size_ = 0;
+  uint16_t capacity_ = 1;  // 1: the inline region; more: heap_
+  uint32_t tail_size_ = 0;
+  const Region* tail_ = nullptr;
 };
 
 // The function an `activate` applies while draining accumulators to the unified buffer.
-enum class ActivationFn { kNone, kRelu, kSigmoid, kTanh, kRelu6 };
+enum class ActivationFn : uint8_t { kNone, kRelu, kSigmoid, kTanh, kRelu6 };
 std::string_view activation_fn_name(ActivationFn f);
 
 // Where a read_weights tile comes from. Weights of fc/conv/lstm layers live in weight
@@ -41,36 +193,38 @@ std::string_view activation_fn_name(ActivationFn f);
 // bytes (bytes = 0), names the UB region it loads in `reads` (so the controller waits
 // for the producer), and carries the tile size in ub_read_bytes; the consuming matmul
 // adds those bytes to its own ub_read_bytes, so the UB read port pays for the load.
-enum class WeightSource { kWeightMemory, kUnifiedBuffer };
+enum class WeightSource : uint8_t { kWeightMemory, kUnifiedBuffer };
 std::string_view weight_source_name(WeightSource s);
 
+// Fields ordered so the small ones share words (issue 19: compact records; the enums
+// are one byte). One record has no heap storage unless a region list holds more than one.
 struct Instruction {
   Opcode op = Opcode::kSync;
+  WeightSource weight_source = WeightSource::kWeightMemory;  // read_weights
+  ActivationFn function = ActivationFn::kNone;  // activate: the function applied
+  // read_host / write_host: a spill (an activation evicted to host memory, read back, or
+  // streamed through host memory by a row-tiled layer) rather than a graph input/output.
+  bool spill = false;
+  bool accumulate = false;  // matmul
   int32_t layer = -1;  // the compiled workload's layer index (stats and listings), -1 for none
-  std::vector<Region> reads;
-  std::vector<Region> writes;
+  int32_t weight_tiles = 0;   // matmul: FIFO tiles consumed by this matmul
+  Dtype a_dtype = Dtype::kInt8;  // matmul
+  Dtype b_dtype = Dtype::kInt8;  // matmul
+  RegionList reads;
+  RegionList writes;
 
   uint64_t bytes = 0;       // read_host / write_host / read_weights: bytes moved
   uint64_t ub_address = 0;  // read_host / write_host / activate / vector: destination or source offset (display)
   uint64_t weight_address = 0;  // read_weights: weight-memory offset (display)
-  WeightSource weight_source = WeightSource::kWeightMemory;  // read_weights
-  // read_host / write_host: a spill (an activation evicted to host memory, read back, or
-  // streamed through host memory by a row-tiled layer) rather than a graph input/output.
-  bool spill = false;
 
   // matmul
   array::GemmTile tile{};
-  Dtype a_dtype = Dtype::kInt8;
-  Dtype b_dtype = Dtype::kInt8;
-  bool accumulate = false;
-  int32_t weight_tiles = 0;   // FIFO tiles consumed by this matmul
   uint64_t ub_read_bytes = 0;  // matmul / vector: bytes read from the unified buffer
   uint64_t ub_write_bytes = 0; // activate / vector: bytes written to the unified buffer
 
   // activate: rows x cols accumulator values through the vector unit
   int64_t rows = 0;
   int64_t cols = 0;
-  ActivationFn function = ActivationFn::kNone;
 
   // vector
   // The vector function, as listings and traces name it: the op's OpDef listing name
@@ -88,6 +242,9 @@ struct Instruction {
 // with the report's per-layer facts and totals.
 struct Program {
   std::vector<Instruction> instructions;
+  // The shared tails of the instructions' region lists (RegionList::set_shared_tail), each
+  // stored once; shared so that a copy of the program keeps them alive.
+  std::shared_ptr<std::deque<std::vector<Region>>> shared_regions = std::make_shared<std::deque<std::vector<Region>>>();
 };
 
 }  // namespace tessera::isa

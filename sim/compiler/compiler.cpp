@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <new>
 
 #include "sim/common/error.h"
 #include "sim/compiler/lowering.h"
@@ -38,17 +39,23 @@ void Lowering::emit(Instruction in, bool writes_tensor_storage) {
   }
   if (writes_tensor_storage) {
     const bool vector_unit = in.op == Opcode::kActivate || in.op == Opcode::kVector;
-    std::vector<Region> extra;
+    extra_.clear();
     for (const Region& w : in.writes) {
       if (w.space != Space::kUnifiedBuffer) continue;
       for (const Region& r : place_[w.buffer].reused) {
         if (vector_unit && inert_hazard(r.buffer)) continue;  // orders nothing (see settled_)
-        extra.push_back(r);
+        extra_.push_back(r);
       }
     }
-    in.writes.insert(in.writes.end(), extra.begin(), extra.end());
+    if (!extra_.empty()) {
+      // The same list follows every tile written over the same bytes: stored once, in the
+      // program, and shared by consecutive instructions that carry it (issue 19).
+      auto& pool = *p_.shared_regions;
+      if (pool.empty() || pool.back() != extra_) pool.push_back(extra_);
+      in.writes.set_shared_tail(pool.back().data(), static_cast<uint32_t>(pool.back().size()));
+    }
     if (vector_unit) {
-      for (const Region& r : extra) settle(r.buffer);
+      for (const Region& r : extra_) settle(r.buffer);
     }
   }
   note_units(in);
@@ -157,6 +164,13 @@ Program Lowering::run() {
       const int64_t m = total_batch_ * std::max<int64_t>(1, l.gemm_m_per_sample);
       planned += static_cast<double>(std::max<int64_t>(1, l.gemm_groups)) * planned_gemm_instructions(m, l.gemm_k, l.gemm_n);
       if (planned > static_cast<double>(kMaxInstructions)) too_many_instructions(static_cast<int>(li));
+    }
+    // Room for the program up front (the matrix layers' tiles, weight reads included, and
+    // a few per layer): the body grows without copying itself, and pages it does not use
+    // are never touched. A failed reservation only means growing as it goes.
+    try {
+      body_.reserve(static_cast<size_t>(planned) + 8 * g_.layers.size() + 64);
+    } catch (const std::bad_alloc&) {
     }
   }
 

@@ -186,7 +186,9 @@ class Lowering {
   std::vector<std::vector<int>> inputs_at_;   // per layer (and after the last): graph inputs read then
   std::vector<std::vector<int>> outputs_at_;  // per layer (and after the last): graph outputs written then
   Program p_;
-  std::vector<Instruction> body_;  // without read_weights; those are merged in at the end
+  // Without read_weights; those are merged in at the end, in place: the body becomes the
+  // program, so the compiler never holds two copies of the instructions (issue 19).
+  std::vector<Instruction> body_;
   struct WeightRead {
     Instruction in;
     size_t earliest_body = 0;  // a UB-sourced read may not move above its layer's first instruction
@@ -232,6 +234,7 @@ class Lowering {
   // finished before that carrier was dispatched, so their regions are inert from then on even
   // though a matmul, weight read or host transfer touched them (a chain of matrix layers).
   std::vector<char> settled_;
+  std::vector<Region> extra_;  // emit()'s scratch: the hazard regions an instruction inherits
   bool only_pass_ = false;
   void settle(int buffer);
   void note_units(const Instruction& in);

@@ -12,17 +12,34 @@ void Lowering::merge_weight_reads() {
   // earlier layer), and the FIFO keeps the tiles in order.
   const size_t depth = static_cast<size_t>(arch_.weight_fifo.depth_tiles);
   size_t next_read = 0, consumed = 0;
-  p_.instructions.reserve(body_.size() + weight_reads_.size() + 1);
+  // Where each read goes: before body instruction place[r] (reads past the last body
+  // instruction are not issued).
+  std::vector<size_t> place(weight_reads_.size());
   for (size_t b = 0; b < body_.size(); ++b) {
-    auto& in = body_[b];
-    while (next_read < weight_reads_.size() && next_read < consumed + depth &&
-           weight_reads_[next_read].earliest_body <= b) {
-      p_.weight_bytes_read += weight_reads_[next_read].in.bytes;
-      p_.instructions.push_back(std::move(weight_reads_[next_read++].in));
+    while (next_read < weight_reads_.size() && next_read < consumed + depth && weight_reads_[next_read].earliest_body <= b) {
+      place[next_read++] = b;
     }
-    if (in.op == Opcode::kMatmul) consumed += static_cast<size_t>(in.weight_tiles);
-    p_.instructions.push_back(std::move(in));
+    if (body_[b].op == Opcode::kMatmul) consumed += static_cast<size_t>(body_[b].weight_tiles);
   }
+  // In place, from the back: body instruction b moves up by the number of reads placed at
+  // or before it, and the reads placed at b go right below it, in their order. Every
+  // destination is at or above its source, and above every source not yet moved. The
+  // body becomes the program: one copy of the instructions, never two (issue 19).
+  const size_t body = body_.size(), total = body + next_read;
+  body_.reserve(total + 1);  // + the halt
+  body_.resize(total);
+  size_t out = total, r = next_read;
+  for (size_t b = body; b-- > 0;) {
+    --out;
+    if (out != b) body_[out] = std::move(body_[b]);
+    for (; r > 0 && place[r - 1] == b; --r) {
+      p_.weight_bytes_read += weight_reads_[r - 1].in.bytes;
+      body_[--out] = std::move(weight_reads_[r - 1].in);
+    }
+  }
+  weight_reads_ = {};
+  p_.instructions = std::move(body_);
+  body_ = {};
 }
 
 }  // namespace tessera::compiler::detail

@@ -41,7 +41,7 @@ int index_of(const Program& p, Opcode op, int layer, bool spill) {
   return -1;
 }
 
-bool overlaps_any(const std::vector<Region>& a, const std::vector<Region>& b) {
+bool overlaps_any(const isa::RegionList& a, const isa::RegionList& b) {
   for (const auto& r : a)
     for (const auto& w : b)
       if (r.overlaps(w)) return true;
@@ -199,7 +199,7 @@ layers:
   // A matmul of tile i reads only its own tile buffer, which tile i's read_host filled
   // (and tile i - 2's readers had to finish with).
   int tile = -1;
-  std::vector<Region> filled;
+  isa::RegionList filled;
   for (const auto& in : p.instructions) {
     if (in.layer != 1) continue;
     if (in.op == Opcode::kReadHost) ++tile, filled = in.writes;
