@@ -26,9 +26,11 @@ struct ArrayConfig {
   std::vector<MacMode> mac_modes;  // always contains int8 x int8
 
   // The mode for (a, b) or nullptr if the array cannot run that pair.
+  // uint8 operands use the int8 mode (8-bit MACs take signed or unsigned operands, as TPU v1's do).
   const MacMode* find_mode(Dtype a, Dtype b) const {
+    auto mode_type = [](Dtype t) { return t == Dtype::kUint8 ? Dtype::kInt8 : t; };
     for (const MacMode& m : mac_modes) {
-      if (m.a == a && m.b == b) return &m;
+      if (m.a == mode_type(a) && m.b == mode_type(b)) return &m;
     }
     return nullptr;
   }

@@ -8,8 +8,10 @@
 
 namespace tessera {
 
-// fp16/bf16 are the 16-bit float modes of arrays whose mac_modes list them.
-enum class Dtype { kInt8, kInt16, kInt32, kFp16, kBf16 };
+// fp16/bf16 are the 16-bit float modes of arrays whose mac_modes list them. uint8 is what
+// quantized models (ONNX QDQ, QLinear and Integer ops) often store: an 8-bit operand that
+// the array's int8 mode multiplies like int8 (MacMode lookup treats them alike).
+enum class Dtype { kInt8, kInt16, kInt32, kFp16, kBf16, kUint8 };
 
 inline bool dtype_is_float(Dtype t) { return t == Dtype::kFp16 || t == Dtype::kBf16; }
 
@@ -20,6 +22,7 @@ inline int64_t dtype_bytes(Dtype t) {
     case Dtype::kInt32: return 4;
     case Dtype::kFp16: return 2;
     case Dtype::kBf16: return 2;
+    case Dtype::kUint8: return 1;
   }
   return 1;
 }
@@ -31,6 +34,7 @@ inline std::string_view dtype_name(Dtype t) {
     case Dtype::kInt32: return "int32";
     case Dtype::kFp16: return "fp16";
     case Dtype::kBf16: return "bf16";
+    case Dtype::kUint8: return "uint8";
   }
   return "?";
 }
@@ -41,6 +45,7 @@ inline std::optional<Dtype> parse_dtype(std::string_view s) {
   if (s == "int32") return Dtype::kInt32;
   if (s == "fp16") return Dtype::kFp16;
   if (s == "bf16") return Dtype::kBf16;
+  if (s == "uint8") return Dtype::kUint8;
   return std::nullopt;
 }
 

@@ -243,7 +243,7 @@ double vector_op_pj(std::string_view f) {
   // per element operation (an op's element-operation count already includes its steps).
   static constexpr std::string_view kMultiplyAdd[] = {
       "requantize", "mul", "scale", "batch_norm", "avgpool", "global_avgpool", "reduce_mean", "leaky_relu",
-      "hard_sigmoid", "hard_swish", "gru_reset", "resize"};
+      "hard_sigmoid", "hard_swish", "gru_reset", "resize", "quantize", "dequantize", "dynamic_quantize"};
   static constexpr std::string_view kFloat[] = {"exp",  "log",  "sigmoid", "tanh",       "gelu",      "softmax",
                                                 "softplus", "erf", "sqrt", "pow",  "div",  "mod",      "fmod",
                                                 "layer_norm", "lstm_cell", "gru_cell"};

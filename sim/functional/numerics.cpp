@@ -39,7 +39,8 @@ i128 round_shift(i128 p, int shift) {
 
 int int_bits(Dtype t) {
   switch (t) {
-    case Dtype::kInt8: return 8;
+    case Dtype::kInt8:
+    case Dtype::kUint8: return 8;  // functional mode's own symmetric codes: the width, not the model's zero points
     case Dtype::kInt16: return 16;
     case Dtype::kInt32: return 32;
     case Dtype::kFp16:

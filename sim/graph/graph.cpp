@@ -73,6 +73,26 @@ int64_t Graph::total_macs_per_sample() const {
   return n;
 }
 
+std::vector<std::optional<Dtype>> model_quantization(const Graph& g) {
+  std::vector<std::optional<Dtype>> q(g.tensors.size());
+  for (size_t t = 0; t < g.tensors.size(); ++t) q[t] = g.tensors[t].quantized;
+  for (const Layer& l : g.layers) {  // topological order: inputs are settled first
+    auto& out = q[static_cast<size_t>(l.output)];
+    if (out) continue;
+    const OpDef& def = op_def(l.op);
+    if (def.quantizes) {
+      out = l.quant_dtype;
+    } else if (def.copies_codes && !l.inputs.empty()) {
+      std::optional<Dtype> common = q[static_cast<size_t>(l.inputs[0])];
+      for (int in : l.inputs) {
+        if (q[static_cast<size_t>(in)] != common) common.reset();
+      }
+      out = common;
+    }
+  }
+  return q;
+}
+
 int Graph::find_tensor(const std::string& name) const {
   for (size_t i = 0; i < tensors.size(); ++i) {
     if (tensors[i].name == name) return static_cast<int>(i);

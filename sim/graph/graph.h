@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -99,6 +100,11 @@ enum class OpKind {
   kArgMax,  // position of the largest along `axis`
   kArgMin,
   kTile,    // repeats every axis `repeats[i]` times: data moves
+  // Quantization (vector unit): values to integer codes of `quant_dtype` and back; the
+  // dynamic form first finds the tensor's range (its scale and zero point).
+  kQuantize,
+  kDequantize,
+  kDynamicQuantize,
   // Add new ops above this line: tables over all ops iterate up to kOpCount.
   kOpCount,
 };
@@ -116,6 +122,9 @@ struct Tensor {
   Dtype dtype = Dtype::kInt8;
   int producer = -1;  // layer index, -1 for graph inputs
   bool integer_values = false;  // graph input whose host values are integers (ONNX int/bool input: a mask)
+  // The model stores integer codes of this type here (a quantized model's int8/uint8 input,
+  // or a matrix layer's output that the model requantizes): see model_quantization().
+  std::optional<Dtype> quantized;
 };
 
 struct Layer {
@@ -125,6 +134,10 @@ struct Layer {
   int output = -1;          // tensor id
   Activation activation = Activation::kNone;
   Dtype weight_dtype = Dtype::kInt8;
+  // Matrix ops: the model's own weight codes (int8/uint8 initializers, dequantized or not);
+  // the precision policy keeps them (docs/precision.md).
+  std::optional<Dtype> quantized_weights;
+  Dtype quant_dtype = Dtype::kInt8;  // quantize, dynamic_quantize: the codes' type
   // fc: units; conv2d: filters
   int64_t out_features = 0;
   // conv2d / pooling window
@@ -207,6 +220,12 @@ class ShapeError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+// The integer type whose codes each tensor holds as the model says (nullopt: none): a
+// tensor marked `quantized`, the output of a quantize or dynamic_quantize layer (its
+// quant_dtype), and the output of a layer that only copies its input's codes (reshape,
+// transpose, slice, concat, ..., maxpool) when every input holds codes of the same type.
+std::vector<std::optional<Dtype>> model_quantization(const Graph& g);
 
 // Numpy-style broadcast of two per-sample shapes; throws ShapeError.
 Shape broadcast_shapes(const Shape& a, const Shape& b);

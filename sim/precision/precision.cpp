@@ -4,6 +4,7 @@
 
 #include "sim/common/error.h"
 #include "sim/common/yaml_reader.h"
+#include "sim/graph/ops/registry.h"
 
 namespace tessera::precision {
 namespace {
@@ -109,11 +110,15 @@ std::vector<std::optional<LayerPrecision>> assign(const graph::Graph& g, const P
     last = static_cast<int>(i);
   }
   std::vector<bool> rule_used(policy.layers.size(), false);
+  const auto quantized = graph::model_quantization(g);
   for (size_t i = 0; i < g.layers.size(); ++i) {
     const graph::Layer& layer = g.layers[i];
     if (!graph::is_matrix_op(layer.op)) continue;
     LayerPrecision lp = policy.defaults;
     if (policy.first_last && (static_cast<int>(i) == first || static_cast<int>(i) == last)) lp = *policy.first_last;
+    // A quantized model's own codes win over the defaults; explicit rules and the sqnr rule over them.
+    if (const auto& a = quantized[static_cast<size_t>(layer.inputs.at(0))]) lp.activations = *a;
+    if (layer.quantized_weights) lp.weights = *layer.quantized_weights;
     for (size_t r = 0; r < policy.layers.size(); ++r) {
       const LayerRule& rule = policy.layers[r];
       if (!glob_match(rule.match, layer.name)) continue;
@@ -139,13 +144,17 @@ void apply(graph::Graph& g, const std::vector<std::optional<LayerPrecision>>& as
   // Required width of each tensor: the widest activation operand among its
   // matrix consumers, and (walking backwards) whatever its vector consumers'
   // outputs need. Tensors feeding nothing keep the default.
+  // Needs are widths: whether 8-bit codes are unsigned is the model's to say (a tensor it
+  // quantizes keeps its own type when no reader needs it wider).
+  auto width_class = [](Dtype t) { return t == Dtype::kUint8 ? Dtype::kInt8 : t; };
   std::vector<std::optional<Dtype>> need(g.tensors.size());
   for (size_t i = g.layers.size(); i-- > 0;) {
     const graph::Layer& layer = g.layers[i];
     std::optional<Dtype> want;
     if (assignment[i]) {
-      want = assignment[i]->activations;
-    } else if (!graph::is_matrix_op(layer.op)) {
+      want = width_class(assignment[i]->activations);
+    } else if (!graph::is_matrix_op(layer.op) && !graph::op_def(layer.op).quantizes) {
+      // (A quantize layer's input is the model's values, not its codes: the policy's.)
       want = need[static_cast<size_t>(layer.output)];
     }
     if (!want) continue;
@@ -154,7 +163,11 @@ void apply(graph::Graph& g, const std::vector<std::optional<LayerPrecision>>& as
       n = n ? wider(*n, *want) : *want;
     }
   }
-  for (size_t t = 0; t < g.tensors.size(); ++t) g.tensors[t].dtype = need[t].value_or(default_activations);
+  const auto quantized = graph::model_quantization(g);
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    const Dtype plain = need[t].value_or(width_class(default_activations));
+    g.tensors[t].dtype = quantized[t] ? wider(*quantized[t], plain) : need[t].value_or(default_activations);
+  }
   for (size_t i = 0; i < g.layers.size(); ++i) {
     if (assignment[i]) g.layers[i].weight_dtype = assignment[i]->weights;
   }

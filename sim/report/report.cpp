@@ -111,6 +111,21 @@ ordered_json build_report(const RunRecord& run) {
   w["weights"] = run.graph.total_weights();
   w["macs"] = macs;
   w["macs_per_weight"] = safe_div(static_cast<double>(macs), static_cast<double>(run.graph.total_weights()));
+  // A quantized model's own int8/uint8 codes set these layers' precision (docs/precision.md).
+  {
+    const auto quantized = graph::model_quantization(run.graph);
+    int64_t count = 0;
+    std::vector<std::string> modes;
+    for (size_t i = 0; i < run.graph.layers.size() && i < prog.layers.size(); ++i) {
+      const graph::Layer& l = run.graph.layers[i];
+      if (!graph::is_matrix_op(l.op)) continue;
+      if (!quantized[static_cast<size_t>(l.inputs.at(0))] && !l.quantized_weights) continue;
+      ++count;
+      const std::string mode = std::string(dtype_name(prog.layers[i].a_dtype)) + "x" + std::string(dtype_name(prog.layers[i].b_dtype));
+      if (std::find(modes.begin(), modes.end(), mode) == modes.end()) modes.push_back(mode);
+    }
+    if (count > 0) w["quantized_by_model"] = {{"matrix_layers", count}, {"modes", modes}};
+  }
   w["host_input_bytes"] = prog.host_input_bytes;
   w["host_output_bytes"] = prog.host_output_bytes;
 

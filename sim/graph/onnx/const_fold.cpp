@@ -94,9 +94,61 @@ bool Importer::foldable_op(const std::string& op) {
   static const std::unordered_set<std::string> other = {
       "Constant", "ConstantOfShape", "Range", "Shape", "Size", "Where", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
       "Concat", "Gather", "Slice", "Expand", "Transpose", "Split", "MatMul", "Gemm", "Tile", "Einsum", "CumSum", "TopK",
-      "ArgMax", "ArgMin", "Clip", "Sign"};
+      "ArgMax", "ArgMin", "Clip", "Sign", "DynamicQuantizeLinear"};
   return other.count(op) || binary_fold_ops().count(op) || unary_fold_ops().count(op) || same_shape_ops().count(op) ||
          op.rfind("Reduce", 0) == 0;
+}
+
+// QuantizeLinear: saturate(round(x / scale) + zero_point), halves to even; DequantizeLinear:
+// (x - zero_point) * scale. Scale and zero point per tensor (scalars) or per axis (1-D,
+// along `axis`); the data when everything is known and small (blocked forms: the shape).
+void Importer::fold_quantization(const Node& n, const Value& x, Value& res) {
+  const bool dq = n.op_type() == "DequantizeLinear";
+  const int32_t code = dq ? x.elem : quantize_elem(n);
+  res.quant_elem = code;
+  res.elem = dq ? onnx::TensorProto_DataType_FLOAT : code;
+  res.is_float = dq;
+  const Value& sv = val(n, 1);
+  const Value* zv = opt_val(n, 2);
+  if (!x.has_data || !sv.has_data || (zv && !zv->has_data) || !all_plain(x.shape) || !small_enough(x.shape, res.is_float)) {
+    return;
+  }
+  const std::vector<double> scale = const_floats(n, 1, "scale");
+  const std::vector<double> zero = zv ? const_floats(n, 2, "zero point") : std::vector<double>{0.0};
+  const auto dims = plain_dims(x.shape);
+  int64_t dim = 1, inner = 1;
+  if (scale.size() != 1) {
+    if (sv.shape.size() != 1 || dims.empty()) return;  // blocked quantization: shapes only
+    const int64_t axis = norm_axis(attr_i(n, "axis", 1), dims.size(), "axis");
+    dim = dims[static_cast<size_t>(axis)];
+    inner = count(std::vector<int64_t>(dims.begin() + axis + 1, dims.end()));
+    if (static_cast<int64_t>(scale.size()) != dim) {
+      throw ShapeError("scale has " + std::to_string(scale.size()) + " values for axis " + std::to_string(axis) + " of " +
+                       std::to_string(dim));
+    }
+  }
+  if (zero.size() != 1 && zero.size() != scale.size()) {
+    throw ShapeError("zero point has " + std::to_string(zero.size()) + " values for " + std::to_string(scale.size()) + " scales");
+  }
+  double lo = -128, hi = 127;
+  if (code == onnx::TensorProto_DataType_UINT8) lo = 0, hi = 255;
+  else if (code == onnx::TensorProto_DataType_INT16) lo = -32768, hi = 32767;
+  else if (!dq && code != onnx::TensorProto_DataType_INT8) return;  // other code types: shapes only
+  const int64_t total = count(dims);
+  for (int64_t k = 0; k < total; ++k) {
+    const auto v = plain_double(x, k);
+    if (!v) return res.ints.clear(), res.floats.clear();
+    const size_t c = scale.size() == 1 ? 0 : static_cast<size_t>((k / inner) % dim);
+    const double s = scale[c], z = zero[zero.size() == 1 ? 0 : c];
+    if (dq) {
+      res.floats.push_back((*v - z) * s);
+    } else {
+      const double q = std::clamp(std::nearbyint(*v / s) + z, lo, hi);
+      if (std::isnan(q)) return res.ints.clear(), res.floats.clear();
+      res.ints.push_back({static_cast<int64_t>(q), 0});
+    }
+  }
+  res.has_data = true;
 }
 
 bool Importer::all_constant(const Node& n) {
@@ -232,6 +284,9 @@ void Importer::fold_or_shape(const Node& n) {
       }
     } else if (op == "Identity" || op == "Dropout") {
       res.has_data = x.has_data, res.ints = x.ints, res.floats = x.floats;
+      res.quant_elem = x.quant_elem;
+    } else if (op == "DequantizeLinear" || op == "QuantizeLinear") {
+      fold_quantization(n, x, res);
     } else if (unary_fold_ops().count(op) && x.has_data) {
       res.has_data = true;
       if (x.is_float) {
@@ -351,6 +406,7 @@ void Importer::fold_or_shape(const Node& n) {
   if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze") {
     res.shape = reshape_like_shape(n, x.shape, false);
     res.has_data = x.has_data, res.ints = x.ints, res.floats = x.floats;
+    res.quant_elem = x.quant_elem;
     return finish();
   }
   if (op == "Concat") {
@@ -438,6 +494,7 @@ void Importer::fold_or_shape(const Node& n) {
   if (op == "Transpose") {
     const std::vector<int64_t> perm = transpose_perm(n, x.shape.size());
     res.shape = permute_shape(x.shape, perm);
+    res.quant_elem = x.quant_elem;
     if (x.has_data && small_enough(res.shape, res.is_float) && all_plain(x.shape)) {
       const auto is = strides_of(plain_dims(x.shape));
       const auto od = plain_dims(res.shape);
@@ -457,6 +514,20 @@ void Importer::fold_or_shape(const Node& n) {
     for (int i = 0; i < n.output_size(); ++i) {
       res.shape = x.shape;
       res.shape[static_cast<size_t>(axis)].v = sizes.at(static_cast<size_t>(i));
+      finish(i);
+    }
+    return;
+  }
+  if (op == "DynamicQuantizeLinear") {
+    // y (uint8 codes), then its scale and zero point: scalars.
+    res.shape = x.shape;
+    res.elem = res.quant_elem = onnx::TensorProto_DataType_UINT8;
+    res.is_float = false;
+    finish(0);
+    for (int i = 1; i < 3; ++i) {
+      res = Value{};
+      res.elem = i == 1 ? onnx::TensorProto_DataType_FLOAT : onnx::TensorProto_DataType_UINT8;
+      res.is_float = i == 1;
       finish(i);
     }
     return;

@@ -28,12 +28,13 @@ void Importer::check_arity(const Node& n) const {
       {"Reshape", {2, 2}}, {"Squeeze", {1, 2}}, {"Unsqueeze", {1, 2}}, {"CastLike", {2, 2}}, {"Dropout", {1, 3}},
       {"QuantizeLinear", {2, 3}}, {"DequantizeLinear", {2, 3}}, {"Concat", {1, kAny}}, {"Split", {1, 2}},
       {"Gather", {2, 2}}, {"Expand", {2, 2}}, {"Resize", {1, 4}}, {"Upsample", {1, 2}}, {"Tile", {2, 2}},
-      {"CumSum", {2, 2}}, {"Einsum", {1, kAny}}};
+      {"CumSum", {2, 2}}, {"Einsum", {1, kAny}}, {"QLinearConv", {8, 9}}, {"QLinearMatMul", {8, 8}},
+      {"ConvInteger", {2, 4}}, {"MatMulInteger", {2, 4}}};
   // Every other op the importer handles or folds takes exactly one input.
   static const std::unordered_set<std::string> unary = {
       "Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "HardSwish", "Gelu", "Erf", "Sqrt", "Exp", "Log", "Neg",
       "Reciprocal", "Abs", "Floor", "Ceil", "Round", "Not", "Sign", "Softmax", "LogSoftmax", "MaxPool", "AveragePool",
-      "GlobalAveragePool", "GlobalMaxPool", "Flatten", "Identity", "Cast", "Transpose", "ArgMax", "ArgMin"};
+      "GlobalAveragePool", "GlobalMaxPool", "Flatten", "Identity", "Cast", "Transpose", "ArgMax", "ArgMin", "DynamicQuantizeLinear"};
   Arity a{-1, -1};
   if (n.op_type() == "Slice") a = opset_ < 10 ? Arity{1, 1} : Arity{3, 5};  // starts/ends: attributes, then inputs
   else if (n.op_type() == "Pad") a = opset_ < 11 ? Arity{1, 1} : Arity{2, 4};
@@ -267,8 +268,13 @@ const std::map<std::string, Importer::Handler>& Importer::handler_table() {
       {"Cast", [](Importer& m, const Node& n) { m.op_reshape_like(n); }},
       {"CastLike", [](Importer& m, const Node& n) { m.op_reshape_like(n); }},
       {"Dropout", [](Importer& m, const Node& n) { m.op_reshape_like(n); }},
-      {"QuantizeLinear", [](Importer& m, const Node& n) { m.op_reshape_like(n); }},
-      {"DequantizeLinear", [](Importer& m, const Node& n) { m.op_reshape_like(n); }},
+      {"QuantizeLinear", [](Importer& m, const Node& n) { m.op_quantize(n); }},
+      {"DequantizeLinear", [](Importer& m, const Node& n) { m.op_dequantize(n); }},
+      {"DynamicQuantizeLinear", [](Importer& m, const Node& n) { m.op_dynamic_quantize(n); }},
+      {"QLinearConv", [](Importer& m, const Node& n) { m.op_qlinear(n); }},
+      {"QLinearMatMul", [](Importer& m, const Node& n) { m.op_qlinear(n); }},
+      {"ConvInteger", [](Importer& m, const Node& n) { m.op_integer(n); }},
+      {"MatMulInteger", [](Importer& m, const Node& n) { m.op_integer(n); }},
       {"Transpose", [](Importer& m, const Node& n) { m.op_transpose(n); }},
       {"Concat", [](Importer& m, const Node& n) { m.op_concat(n); }},
       {"Split", [](Importer& m, const Node& n) { m.op_split(n); }},

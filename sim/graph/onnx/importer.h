@@ -63,6 +63,9 @@ struct Value {
   int graph_input = -1;   // an ONNX graph input not yet materialised in the IR
   bool prefer_channels_last = false;  // graph input that feeds convolutions
   bool poisoned = false;  // produced by an unsupported node
+  // The ONNX element type of the integer codes this value holds or was dequantized from
+  // (DequantizeLinear of an int8 weight, QuantizeLinear's output); 0: none.
+  int32_t quant_elem = 0;
   std::string producer;   // node name (for messages)
 };
 
@@ -87,6 +90,8 @@ struct SpatialAttrs {
 
 // ONNX element types (TensorProto_DataType).
 bool is_float_type(int32_t t);
+// The IR type of integer codes of ONNX type t (int8, uint8, int16); nullopt for others.
+std::optional<Dtype> code_dtype(int32_t t);
 int64_t elem_size(int32_t t);  // bytes per element; 0 for types without a fixed size
 
 // Every graph of a model (subgraphs too), indexed for following an input's uses (batch_axis.cpp).
@@ -241,6 +246,7 @@ class Importer {
   bool all_constant(const Node& n);
   void fold_or_shape(const Node& n);  // every data input constant
   Value fold_binary(const Node& n, const Value& x, const Value& y);  // Add, Sub, ..., Equal, And, Max, Min
+  void fold_quantization(const Node& n, const Value& x, Value& res);  // QuantizeLinear, DequantizeLinear
   void op_conv(const Node& n, bool transposed);
   void op_gemm(const Node& n);
   void op_matmul(const Node& n);
@@ -275,6 +281,17 @@ class Importer {
   void op_topk(const Node& n);
   void op_arg(const Node& n, OpKind kind);  // ArgMax, ArgMin
   void op_einsum(const Node& n);
+  // Quantized graphs: Q and DQ fold into the matrix layers next to them, else they are
+  // vector layers; QLinear and Integer ops are the matrix ops on codes.
+  void op_quantize(const Node& n);
+  void op_dequantize(const Node& n);
+  void op_dynamic_quantize(const Node& n);
+  void op_qlinear(const Node& n);   // QLinearConv, QLinearMatMul
+  void op_integer(const Node& n);   // ConvInteger, MatMulInteger
+  int32_t quantize_elem(const Node& n);  // QuantizeLinear's output type
+  bool feeds_only_matrix_ops(const std::string& value, int depth = 0) const;  // through aliases
+  void mark_codes(const Value& v, int32_t elem);  // v's IR tensor holds codes of type elem
+  std::optional<Dtype> weight_codes(const Value& w) const;
 
   // ---- lowering one node onto others: a node `op` on `inputs` writing `output`, named
   // after n (its name + suffix), dispatched like a node of the model. An output other

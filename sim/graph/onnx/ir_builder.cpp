@@ -25,6 +25,7 @@ int Importer::materialize_input(Value& v, Layout layout) {
   v.layout = can_channels_last(v.shape) ? layout : Layout::kNatural;
   v.tensor = add_tensor(in.name(), ir_shape(v.shape, v.layout), opts_.activation_dtype, -1);
   g_.tensors[static_cast<size_t>(v.tensor)].integer_values = !v.is_float;
+  g_.tensors[static_cast<size_t>(v.tensor)].quantized = code_dtype(v.elem);  // a quantized model's int8/uint8 input
   g_.inputs.push_back(v.tensor);
   input_order_.push_back(v.graph_input);
   v.graph_input = -1;

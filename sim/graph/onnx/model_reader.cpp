@@ -403,9 +403,10 @@ std::vector<const onnx::NodeProto*> Importer::topo_order() {
 bool Importer::feeds_spatial(const std::string& value, int depth) const {
   static const std::unordered_set<std::string> spatial = {"Conv", "ConvTranspose", "MaxPool", "AveragePool",
                                                           "GlobalAveragePool", "GlobalMaxPool", "BatchNormalization",
-                                                          "Resize", "Upsample"};
+                                                          "Resize", "Upsample", "QLinearConv", "ConvInteger"};
   static const std::unordered_set<std::string> through = {"Add", "Sub", "Mul", "Div", "Relu", "Clip", "Cast",
-                                                          "Identity", "Pad", "Sigmoid", "Tanh"};
+                                                          "Identity", "Pad", "Sigmoid", "Tanh", "QuantizeLinear",
+                                                          "DequantizeLinear", "DynamicQuantizeLinear"};
   // Breadth first over the consumer lists, each value once: linear in the graph, however
   // wide (a recursive scan of every node per consumer was exponential in the fan-out).
   const auto& nodes = model_.graph().node();

@@ -189,6 +189,7 @@ void Importer::op_conv(const Node& n, bool transposed) {
   Layer l;
   l.op = transposed ? OpKind::kConvTranspose2d : OpKind::kConv2d;
   l.inputs = {tensor_in(x, Layout::kChannelsLast, n)};
+  l.quantized_weights = weight_codes(w);
   l.out_features = F;
   l.groups = group;
   set_window(l, a, nd);
@@ -218,6 +219,7 @@ void Importer::op_gemm(const Node& n) {
   Layer l;
   l.op = OpKind::kFc;
   l.inputs = {tensor_in(A, Layout::kNatural, n)};
+  l.quantized_weights = weight_codes(B);
   l.out_features = N.v;
   Value& o = out(n);
   o.shape = {A.shape[static_cast<size_t>(ba)], N};
@@ -250,6 +252,7 @@ void Importer::op_matmul(const Node& n) {
     }
     l.op = OpKind::kFc;
     l.inputs = {tensor_in(A, Layout::kNatural, n)};
+    l.quantized_weights = weight_codes(B);
     l.out_features = B.shape.back().v;
     const Shape want = per_sample(o.shape);
     const int y = add_layer(n, l, n.output(0), {});
@@ -626,6 +629,53 @@ void Importer::op_einsum(const Node& n) {
     d = reshape(c, target, permute ? base + "/c_reshape" : n.output(0), "/c_reshape");
   }
   if (permute) transpose(d, after, lo, n.output(0), "/transpose");
+}
+
+}  // namespace tessera::graph::onnx_import
+
+// ---------------------------------------------------------------- quantized matrix ops
+
+namespace tessera::graph::onnx_import {
+
+std::optional<Dtype> Importer::weight_codes(const Value& w) const {
+  if (!w.constant) return std::nullopt;
+  return code_dtype(w.quant_elem ? w.quant_elem : w.elem);
+}
+
+// QLinearConv (x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B) and QLinearMatMul
+// (a, ..., b, ..., y_scale, y_zp): the Conv / MatMul on the codes, whose output is codes
+// of y_zp's type (the activate requantizes).
+void Importer::op_qlinear(const Node& n) {
+  const bool conv = n.op_type() == "QLinearConv";
+  Value& x = val(n, 0);
+  x.quant_elem = val(n, 2).elem;
+  mark_codes(x, x.quant_elem);
+  Value& w = val(n, 3);
+  w.quant_elem = val(n, 5).elem;
+  mark_codes(w, w.quant_elem);
+  synthetic(n, conv ? "Conv" : "MatMul", {n.input(0), n.input(3)}, n.output(0), "", [&](Node& s) {
+    if (conv) *s.mutable_attribute() = n.attribute();
+  });
+  Value& o = out(n);
+  o.quant_elem = val(n, 7).elem;
+  mark_codes(o, o.quant_elem);
+}
+
+// ConvInteger (x, w, x_zp, w_zp) and MatMulInteger (a, b, a_zp, b_zp): the Conv / MatMul
+// on the codes; the int32 result is the accumulators (the Cast and the scale Mul after it
+// are the activate's dequantization).
+void Importer::op_integer(const Node& n) {
+  const bool conv = n.op_type() == "ConvInteger";
+  for (int i : {0, 1}) {
+    Value& v = val(n, i);
+    if (v.constant) continue;
+    if (has_input(n, i + 2)) v.quant_elem = val(n, i + 2).elem;
+    else if (!v.quant_elem) v.quant_elem = v.elem;
+    mark_codes(v, v.quant_elem);
+  }
+  synthetic(n, conv ? "Conv" : "MatMul", {n.input(0), n.input(1)}, n.output(0), "", [&](Node& s) {
+    if (conv) *s.mutable_attribute() = n.attribute();
+  });
 }
 
 }  // namespace tessera::graph::onnx_import

@@ -416,3 +416,103 @@ void Importer::op_tile(const Node& n) {
 }
 
 }  // namespace tessera::graph::onnx_import
+
+// ---------------------------------------------------------------- quantized graphs
+
+namespace tessera::graph::onnx_import {
+
+// QuantizeLinear's output type: its zero point's, else output_dtype (opset 21), else uint8.
+int32_t Importer::quantize_elem(const Node& n) {
+  if (has_input(n, 2)) return val(n, 2).elem;
+  if (opset_ >= 21 && has_attr(n, "output_dtype")) return static_cast<int32_t>(attr_i(n, "output_dtype", 0));
+  return onnx::TensorProto_DataType_UINT8;
+}
+
+void Importer::mark_codes(const Value& v, int32_t elem) {
+  const auto d = code_dtype(elem);
+  if (d && !v.constant && v.tensor >= 0) g_.tensors[static_cast<size_t>(v.tensor)].quantized = *d;
+}
+
+// Every reader of `value` (through reshapes, which move nothing) is a matrix layer that
+// streams it: Conv/ConvTranspose/Gemm input A, either MatMul operand.
+bool Importer::feeds_only_matrix_ops(const std::string& value, int depth) const {
+  if (graph_outputs_.count(value) || depth > 8) return false;
+  const auto it = consumer_nodes_.find(value);
+  if (it == consumer_nodes_.end()) return false;
+  for (int idx : it->second) {
+    const Node& c = model_.graph().node(idx);
+    const std::string& op = c.op_type();
+    for (int i = 0; i < c.input_size(); ++i) {
+      if (c.input(i) != value) continue;
+      const bool streamed = ((op == "Conv" || op == "ConvTranspose" || op == "Gemm") && i == 0) || (op == "MatMul" && i < 2);
+      const bool alias = (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity") &&
+                         i == 0 && c.output_size() > 0 && feeds_only_matrix_ops(c.output(0), depth + 1);
+      if (!streamed && !alias) return false;
+    }
+  }
+  return true;
+}
+
+// QuantizeLinear of an activation: right after a matrix layer its activate writes the
+// codes (the requantization it does anyway); elsewhere a quantize layer.
+void Importer::op_quantize(const Node& n) {
+  Value& x = val(n, 0);
+  const int32_t elem = quantize_elem(n);
+  const auto codes = code_dtype(elem);
+  if (!codes) {
+    throw Unsupported{"QuantizeLinear to " + onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(elem)) +
+                      " (int8, uint8 and int16 are supported)"};
+  }
+  Value& o = out(n);
+  o.shape = x.shape;
+  o.quant_elem = elem;
+  if (fusable(n.input(0)) && producer_layer(x)) {
+    g_.tensors[static_cast<size_t>(x.tensor)].quantized = *codes;
+    return absorb_into_producer(n, x, o, "quantized by the matrix layer");
+  }
+  Layer l;
+  l.op = OpKind::kQuantize;
+  l.quant_dtype = *codes;
+  op_elementwise(n, l);
+}
+
+// DequantizeLinear of an activation: a matrix layer reads codes as they are (their zero
+// point is the array's business), so when only matrix layers read the result nothing
+// runs; elsewhere a dequantize layer.
+void Importer::op_dequantize(const Node& n) {
+  Value& x = val(n, 0);
+  const int32_t elem = has_input(n, 2) ? val(n, 2).elem : x.quant_elem ? x.quant_elem : x.elem;
+  mark_codes(x, elem);
+  Value& o = out(n);
+  o.shape = x.shape;
+  if (code_dtype(elem) && feeds_only_matrix_ops(n.output(0))) {
+    alias(n, x, o);
+    o.quant_elem = elem;
+    absorb(n, "dequantized by the matrix layer");
+    return;
+  }
+  Layer l;
+  l.op = OpKind::kDequantize;
+  op_elementwise(n, l);
+}
+
+// DynamicQuantizeLinear: a dynamic_quantize layer (the range, then uint8 codes). Its scale
+// and zero point are scalars the layer computes: the layers that use them take them as
+// parameters (the scale multiplies in the next matrix layer's activate), not as tensors.
+void Importer::op_dynamic_quantize(const Node& n) {
+  Layer l;
+  l.op = OpKind::kDynamicQuantize;
+  l.quant_dtype = Dtype::kUint8;
+  op_elementwise(n, l);
+  out(n).quant_elem = onnx::TensorProto_DataType_UINT8;
+  for (int i = 1; i < std::min(n.output_size(), 3); ++i) {
+    if (n.output(i).empty()) continue;
+    Value p;
+    p.elem = i == 1 ? onnx::TensorProto_DataType_FLOAT : onnx::TensorProto_DataType_UINT8;
+    p.is_float = i == 1;
+    p.producer = node_name(n);
+    values_[n.output(i)] = p;
+  }
+}
+
+}  // namespace tessera::graph::onnx_import

@@ -27,6 +27,15 @@ bool is_float_type(int32_t t) {
          t == onnx::TensorProto_DataType_FLOAT16 || t == onnx::TensorProto_DataType_BFLOAT16;
 }
 
+std::optional<Dtype> code_dtype(int32_t t) {
+  switch (t) {
+    case onnx::TensorProto_DataType_INT8: return Dtype::kInt8;
+    case onnx::TensorProto_DataType_UINT8: return Dtype::kUint8;
+    case onnx::TensorProto_DataType_INT16: return Dtype::kInt16;
+    default: return std::nullopt;
+  }
+}
+
 int64_t elem_size(int32_t t) {
   switch (t) {
     case onnx::TensorProto_DataType_FLOAT: return 4;

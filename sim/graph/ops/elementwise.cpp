@@ -97,6 +97,25 @@ float mod_fn(float a, float b) {
   return r != 0 && (r < 0) != (b < 0) ? r + b : r;
 }
 
+// ---- quantization: values <-> integer codes
+
+void parse_quantize(const YamlNode& node, const Graph&, Layer& layer) {
+  const bool dynamic = layer.op == OpKind::kDynamicQuantize;
+  layer.quant_dtype = dynamic ? Dtype::kUint8 : Dtype::kInt8;
+  if (auto to = node.get("to")) layer.quant_dtype = *parse_dtype(to->as_choice({"int8", "uint8"}));
+}
+
+// The value a code stands for is the value itself: the codes' type is the tensor's
+// precision, which functional mode applies when it stores the output (the model's own
+// scales and zero points are not used: functional mode calibrates its own).
+float identity(float x) { return x; }
+
+// quantize: a multiply by 1/scale and an add of the zero point (rounding and saturation
+// in the same pass); dequantize: a subtract and a multiply.
+int64_t quantize_work(const Graph&, const Layer&) { return 2; }
+// dynamic_quantize: the range first (a min and a max pass over the tensor), then quantize.
+int64_t dynamic_quantize_work(const Graph&, const Layer&) { return 4; }
+
 // A divide, then a multiply-subtract.
 int64_t two_ops_binary(const Graph&, const Layer&) { return 2; }
 
@@ -243,6 +262,21 @@ void add_elementwise_ops(OpRegistry& r) {
   clip.parse_yaml = parse_clip;
   clip.fp32 = clip_fp32;
   r.add(clip);
+  OpDef quantize = unary(OpKind::kQuantize, "quantize", identity);
+  quantize.yaml_keys = {"to"};
+  quantize.parse_yaml = parse_quantize;
+  quantize.work_per_output = quantize_work;
+  quantize.quantizes = true;
+  r.add(quantize);
+  OpDef dequantize = unary(OpKind::kDequantize, "dequantize", identity);
+  dequantize.work_per_output = quantize_work;
+  r.add(dequantize);
+  OpDef dynamic = unary(OpKind::kDynamicQuantize, "dynamic_quantize", identity);
+  dynamic.yaml_keys = {"to"};
+  dynamic.parse_yaml = parse_quantize;
+  dynamic.work_per_output = dynamic_quantize_work;
+  dynamic.quantizes = true;  // row tiles as an element-wise op: the range pass is in its work, not its tiling
+  r.add(dynamic);
   // The IR carries no attributes for these (leaky_relu's alpha, hard_sigmoid's alpha and
   // beta), so functional mode has no reference for them.
   r.add(unary(OpKind::kLeakyRelu, "leaky_relu", nullptr));

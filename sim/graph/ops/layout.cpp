@@ -246,43 +246,54 @@ bool along_last_axis(const Layer& l, size_t rank) {
 }  // namespace
 
 void add_layout_ops(OpRegistry& r) {
-  r.add({.kind = OpKind::kFlatten, .name = "flatten", .cls = OpClass::kAlias, .infer = infer_flatten});
+  r.add({.kind = OpKind::kFlatten, .name = "flatten", .cls = OpClass::kAlias, .infer = infer_flatten, .copies_codes = true});
   r.add({.kind = OpKind::kReshape,
          .name = "reshape",
          .cls = OpClass::kAlias,
          .yaml_keys = {"shape"},
          .parse_yaml = parse_shape,
-         .infer = infer_reshape});
+         .infer = infer_reshape,
+         .copies_codes = true});
   r.add({.kind = OpKind::kConcat,
          .name = "concat",
          .inputs = {2, Arity::kMany},
          .yaml_keys = {"axis"},
          .parse_yaml = parse_axis,
          .infer = infer_concat,
-         .row_local = along_last_axis});
+         .row_local = along_last_axis,
+         .copies_codes = true});
   r.add({.kind = OpKind::kTranspose,
          .name = "transpose",
          .yaml_keys = {"perm"},
          .parse_yaml = parse_transpose,
-         .infer = infer_transpose});
+         .infer = infer_transpose,
+         .copies_codes = true});
   r.add({.kind = OpKind::kSlice,
          .name = "slice",
          .yaml_keys = {"axis", "begin", "end", "step"},
          .parse_yaml = parse_slice,
          .infer = infer_slice,
-         .row_local = along_last_axis});
+         .row_local = along_last_axis,
+         .copies_codes = true});
   r.add({.kind = OpKind::kExpand,
          .name = "expand",
          .yaml_keys = {"shape"},
          .parse_yaml = parse_shape,
-         .infer = infer_expand});
+         .infer = infer_expand,
+         .copies_codes = true});
   r.add({.kind = OpKind::kTile,
          .name = "tile",
          .yaml_keys = {"repeats"},
          .parse_yaml = parse_tile,
          .infer = infer_tile,
+         .copies_codes = true,
          .fp32 = tile_fp32});
-  r.add({.kind = OpKind::kPad, .name = "pad", .yaml_keys = {"pads", "mode"}, .parse_yaml = parse_pad, .infer = infer_pad});
+  r.add({.kind = OpKind::kPad,
+         .name = "pad",
+         .yaml_keys = {"pads", "mode"},
+         .parse_yaml = parse_pad,
+         .infer = infer_pad,
+         .copies_codes = true});
   r.add({.kind = OpKind::kResize,
          .name = "resize",
          .yaml_keys = {"size", "scale", "mode"},

@@ -61,6 +61,11 @@ struct OpDef {
   bool (*row_local)(const Layer& layer, size_t rank) = nullptr;
   bool reduction = false;  // reduces rows: tiled by input rows when not row-local
   bool windowed = false;   // sliding window over [H, W, C]: output row bands need input line bands
+  // Quantized models: the output holds integer codes of the layer's quant_dtype
+  // (`quantizes`), or only copies of its inputs' codes (`copies_codes`: reshape, transpose,
+  // slice, concat, maxpool, ...), so it holds codes of their type (model_quantization()).
+  bool quantizes = false;
+  bool copies_codes = false;
   // The ISA vector function shown in listings and traces (empty: `name`).
   std::string_view vector_function;
 

@@ -258,7 +258,9 @@ void add_reduce_ops(OpRegistry& r) {
   r.add(reduce(OpKind::kReduceSum, "reduce_sum"));
   r.add(reduce(OpKind::kReduceMax, "reduce_max"));
   r.add(global_pool(OpKind::kGlobalAvgPool, "global_avgpool"));
-  r.add(global_pool(OpKind::kGlobalMaxPool, "global_maxpool"));
+  OpDef global_max = global_pool(OpKind::kGlobalMaxPool, "global_maxpool");
+  global_max.copies_codes = true;
+  r.add(global_max);
   r.add(arg(OpKind::kArgMax, "argmax"));
   r.add(arg(OpKind::kArgMin, "argmin"));
   r.add({.kind = OpKind::kTopK,

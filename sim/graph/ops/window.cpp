@@ -156,7 +156,8 @@ void add_window_ops(OpRegistry& r) {
          .parse_yaml = ops::parse_window_yaml,
          .infer = ops::infer_window,
          .work_per_output = pool_work,
-         .windowed = true});
+         .windowed = true,
+         .copies_codes = true});  // the max of codes is a code
   r.add({.kind = OpKind::kAvgPool,
          .name = "avgpool",
          .yaml_keys = {"kernel", "stride", "padding", "ceil_mode"},

@@ -169,6 +169,7 @@ TEST(EnergyConfig, OnlyTheNodeGivesSensibleValues) {
   EXPECT_NEAR(c28.energy.vector_op_pj("relu"), 0.1 * s28, 1e-12);
   EXPECT_NEAR(c28.energy.vector_op_pj("where"), 0.1 * s28, 1e-12);
   EXPECT_NEAR(c28.energy.vector_op_pj("requantize"), 3.2 * s28, 1e-12);
+  EXPECT_NEAR(c28.energy.vector_op_pj("quantize"), 3.2 * s28, 1e-12);
   EXPECT_NEAR(c28.energy.vector_op_pj("log"), 4.6 * s28, 1e-12);
   EXPECT_LT(e.pe_area_um2, c28.energy.pe_area_um2);
 }

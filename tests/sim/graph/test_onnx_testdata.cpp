@@ -109,7 +109,10 @@ TEST_P(OnnxTestData, InferredShapesMatchTheModel) {
 // work along the batch: tile (test_tile*, repeats the batch), 1-D cumsum (test_cumsum_1d*),
 // single-operand and batch-contracting Einsum (test_einsum_transpose, _inner_prod, _sum,
 // _batch_diagonal), reductions over every axis at batch 3 (test_reduce_*_default_axes_*),
-// the ArgMax/ArgMin default axis 0 (test_arg*_default_axis_*).
+// the ArgMax/ArgMin default axis 0 (test_arg*_default_axis_*); of the quantized ops,
+// test_qlinearmatmul_3D (weights batched along the batch) and test_dynamicquantizelinear*
+// (its scale and zero point are parameters of the layers that read them, not IR outputs:
+// tests/sim/graph/test_onnx_quantized.cpp checks them).
 const Case kCases[] = {
     // Convolutions
     {"node/test_basic_conv_with_padding"}, {"node/test_basic_conv_without_padding"}, {"node/test_conv_with_autopad_same"},
@@ -216,6 +219,10 @@ const Case kCases[] = {
     {"node/test_argmin_keepdims_example"}, {"node/test_argmin_no_keepdims_random"}, {"node/test_top_k"},
     {"node/test_top_k_smallest"}, {"node/test_top_k_negative_axis"}, {"node/test_einsum_batch_matmul", 2},
     {"node/test_max_example", 3}, {"node/test_min_example", 3},
+    // Issue 15: quantized graphs
+    {"node/test_quantizelinear"}, {"node/test_quantizelinear_axis"}, {"node/test_dequantizelinear"},
+    {"node/test_dequantizelinear_axis"}, {"node/test_qlinearconv"}, {"node/test_qlinearmatmul_2D"},
+    {"node/test_convinteger_with_padding"}, {"node/test_convinteger_without_padding"}, {"node/test_matmulinteger"},
 };
 
 std::string case_name(const testing::TestParamInfo<Case>& info) {
