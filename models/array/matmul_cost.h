@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "models/array/dataflow.h"
 #include "models/common/time_bounds.h"
 
 namespace tessera::array {
@@ -33,6 +34,26 @@ inline MatmulStreamCost matmul_stream_cost(int64_t natural_stream_cycles, double
 inline int64_t matmul_stream_cycles(int64_t natural_stream_cycles, double mac_rate, int64_t ub_read_bytes,
                                     int64_t ub_read_bytes_per_cycle) {
   return matmul_stream_cost(natural_stream_cycles, mac_rate, ub_read_bytes, ub_read_bytes_per_cycle).cycles();
+}
+
+// Everything outside the array that shapes one matmul tile's schedule: its stream (the MAC
+// rate and the unified-buffer port) and its stationary load. A weight tile fetched whole
+// (weight_memory.fetch: tile, padding included) and held in the array (ws) shifts all of
+// its `rows` rows in, not only the tile's k.
+struct MatmulCost {
+  MatmulStreamCost stream;
+  int64_t min_preload_cycles = 0;  // 0: the tile's own preload (TileTiming)
+  int64_t stream_cycles() const { return stream.cycles(); }
+};
+
+// `padded_weight_tile`: the tile's weights came from weight memory as a full rows x cols
+// tile. ArrayPipeline::issue takes stream_cycles() and min_preload_cycles.
+inline MatmulCost matmul_cost(const DataflowModel& dataflow, ArrayDims dims, const TileTiming& natural, double mac_rate,
+                              int64_t ub_read_bytes, int64_t ub_read_bytes_per_cycle, bool padded_weight_tile) {
+  MatmulCost c;
+  c.stream = matmul_stream_cost(natural.stream_cycles, mac_rate, ub_read_bytes, ub_read_bytes_per_cycle);
+  if (padded_weight_tile && dataflow.weight_stream_step(dims) == 0) c.min_preload_cycles = dims.rows;
+  return c;
 }
 
 }  // namespace tessera::array

@@ -38,11 +38,12 @@ ArrayPipeline::ArrayPipeline(Dataflow dataflow, ArrayDims dims, bool double_buff
 }
 
 TileSchedule ArrayPipeline::issue(GemmTile tile, int64_t stationary_ready, int64_t stream_ready,
-                                  int64_t min_stream_cycles) {
-  const TileTiming timing = tile_timing(model_.id(), dims_, tile);
-  if (min_stream_cycles < 0) {
-    throw std::invalid_argument("ArrayPipeline::issue: min_stream_cycles must be >= 0");
+                                  int64_t min_stream_cycles, int64_t min_preload_cycles) {
+  TileTiming timing = tile_timing(model_.id(), dims_, tile);
+  if (min_stream_cycles < 0 || min_preload_cycles < 0) {
+    throw std::invalid_argument("ArrayPipeline::issue: min_stream_cycles and min_preload_cycles must be >= 0");
   }
+  if (timing.preload_cycles > 0) timing.preload_cycles = std::max(timing.preload_cycles, min_preload_cycles);
   const int64_t stream_len = std::max(timing.stream_cycles, min_stream_cycles);
   const TileSchedule s = model_.schedule(state_, double_buffered_, tile, timing, stream_len,
                                          OperandReadiness{stationary_ready, stream_ready});

@@ -58,9 +58,10 @@ class ArrayPipeline {
   // available to load (weights arrived in the FIFO); `stream_ready`: cycle its
   // streamed operands are available (the instruction was dispatched);
   // `min_stream_cycles`: a lower bound on streaming imposed from outside (slower
-  // MAC modes, unified-buffer bandwidth); 0 = none.
+  // MAC modes, unified-buffer bandwidth); 0 = none. `min_preload_cycles`: a lower bound on
+  // the stationary load (a padded weight tile shifts all its rows in); 0 = none.
   TileSchedule issue(GemmTile tile, int64_t stationary_ready, int64_t stream_ready,
-                     int64_t min_stream_cycles = 0);
+                     int64_t min_stream_cycles = 0, int64_t min_preload_cycles = 0);
 
   // Latest `done` of all tiles issued so far (0 before the first).
   int64_t last_done() const { return last_done_; }

@@ -25,6 +25,13 @@ struct WeightFifoConfig {
   int64_t depth_tiles = 0;
 };
 
+// How much one weight-FIFO tile fetches from weight memory.
+enum class WeightFetch {
+  kExact,  // the tile's real bytes (k x n): a design that packs partial tiles in weight memory
+  kTile,   // a full array tile, rows x cols, padding included (TPU v1, paper Sec. 7); a held
+           // (ws) padded tile also shifts all `rows` rows into the array
+};
+
 // Off-chip weight memory: a shared server; each request costs latency + bytes/bandwidth.
 struct WeightMemoryConfig {
   std::string technology;  // picks the model: models/memory/technologies.h ("DDR3", "LPDDR4X", "HBM2", ...)
@@ -32,6 +39,7 @@ struct WeightMemoryConfig {
   double bandwidth_gb_per_s = 0;  // aggregate over channels, 1 GB = 1e9 bytes
   double latency_ns = 0;          // first-byte latency of a request
   int64_t channels = 1;           // a tile is interleaved over all channels
+  WeightFetch fetch = WeightFetch::kExact;
 };
 
 }  // namespace tessera

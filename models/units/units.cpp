@@ -157,16 +157,22 @@ void MatrixUnit::run() {
     // The tile's weights, in the FIFO tiles the compiler split them into (B held: one;
     // B streamed: one per array tile of B, in stream order). An empty FIFO is a weight stall.
     ready_cycles_.clear();
-    for (int32_t t = 0; t < std::max<int32_t>(1, in.weight_tiles); ++t) ready_cycles_.push_back(fifo_.pop().ready_cycle);
+    bool from_weight_memory = false;
+    for (int32_t t = 0; t < std::max<int32_t>(1, in.weight_tiles); ++t) {
+      const WeightTile w = fifo_.pop();
+      ready_cycles_.push_back(w.ready_cycle);
+      from_weight_memory |= w.instruction >= 0 && ctx_.program.instructions[static_cast<size_t>(w.instruction)].weight_source ==
+                                                      isa::WeightSource::kWeightMemory;
+    }
     const int64_t popped = ctx_.clock.now();
 
     const array::TileTiming natural = array::tile_timing(arr.dataflow, dims, in.tile);
     const MacMode* mode = arr.find_mode(in.a_dtype, in.b_dtype);
-    const array::MatmulStreamCost cost =
-        array::matmul_stream_cost(natural.stream_cycles, mode ? mode->rate : 1.0, static_cast<int64_t>(in.ub_read_bytes),
-                                  ctx_.unified_buffer.read_bytes_per_cycle);
-    const int64_t mac_cycles = cost.mac_cycles, ub_cycles = cost.ub_read_cycles;
-    const int64_t stream_cycles = std::max(natural.stream_cycles, cost.cycles());
+    const array::MatmulCost cost = array::matmul_cost(
+        dataflow_, dims, natural, mode ? mode->rate : 1.0, static_cast<int64_t>(in.ub_read_bytes),
+        ctx_.unified_buffer.read_bytes_per_cycle, from_weight_memory && ctx_.weight_memory.fetch == WeightFetch::kTile);
+    const int64_t mac_cycles = cost.stream.mac_cycles, ub_cycles = cost.stream.ub_read_cycles;
+    const int64_t stream_cycles = std::max(natural.stream_cycles, cost.stream_cycles());
 
     // The streamed or stationary operand from the unified buffer is there once the
     // controller dispatched the matmul (its hazards cleared), not only when this unit takes
@@ -176,8 +182,8 @@ void MatrixUnit::run() {
     const int64_t weights_ready = dataflow_.weights_ready(dims, ready_cycles_, natural.stream_cycles, stream_cycles);
     const array::OperandReadiness ready =
         dataflow_.readiness(weights_ready, dispatched >= 0 ? std::min(dispatched, requested) : requested);
-    const array::TileSchedule s =
-        pipeline_.issue(in.tile, ready.stationary_ready, ready.stream_ready, cost.cycles());
+    const array::TileSchedule s = pipeline_.issue(in.tile, ready.stationary_ready, ready.stream_ready,
+                                                  cost.stream_cycles(), cost.min_preload_cycles);
     ub_.read.serve(s.stream_start, ub_cycles, in.layer, idx);
 
     // A streamed B's later FIFO tiles may arrive after the stream started (each in time

@@ -63,6 +63,7 @@ struct UnitContext {
   const UnifiedBufferConfig& unified_buffer;
   const VectorUnitConfig& vector_unit;
   const ControllerConfig& controller;
+  const WeightMemoryConfig& weight_memory;
   const isa::Program& program;
   const CoreClock& clock;
   CompletionTracker& tracker;

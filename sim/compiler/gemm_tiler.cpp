@@ -48,6 +48,7 @@ void Lowering::emit_gemm(const GemmJob& job) {
   const array::GemmTile max = max_gemm_tile();
   const int64_t mt = max.m, kt = max.k, nt = max.n;
   const int64_t rows = arch_.array.rows, cols = arch_.array.cols;
+  const bool full_tile_fetch = arch_.weight_memory.fetch == WeightFetch::kTile;
   const int64_t a_bytes = dtype_bytes(job.a_dtype);
   const int64_t b_bytes = dtype_bytes(job.b_dtype);
   const int64_t y_bytes = dtype_bytes(job.y_dtype);
@@ -76,6 +77,9 @@ void Lowering::emit_gemm(const GemmJob& job) {
           for (int64_t nc = n0; nc < n1; nc += cols) {
             const int64_t nc1 = std::min(n1, nc + cols);
             const uint64_t tile_bytes = static_cast<uint64_t>((kc1 - kc) * (nc1 - nc) * b_bytes);
+            // What the weight-memory path fetches for it: the real bytes, or (fetch: tile) the
+            // whole rows x cols array tile, padding included.
+            const uint64_t fetch_bytes = full_tile_fetch ? static_cast<uint64_t>(rows * cols * b_bytes) : tile_bytes;
             b_tile_bytes += tile_bytes;
             fifo_tiles++;
             Instruction rw;
@@ -89,7 +93,7 @@ void Lowering::emit_gemm(const GemmJob& job) {
               note_units(rw);
               weight_reads_.push_back({rw, layer_body_start_});
             } else {
-              rw.bytes = tile_bytes;
+              rw.bytes = fetch_bytes;
               rw.weight_address = job.weight_base + static_cast<uint64_t>((kc * job.weight_row_stride + nc) * b_bytes);
               info.weight_bytes += rw.bytes;
               weight_reads_.push_back({rw, 0});

@@ -29,8 +29,10 @@ bool Lowering::grouped_conv_on_vector(const Layer& layer) const {
         const int64_t k = std::min(max.k, K - k0);
         const array::GemmTile tile{m, k, n};
         const auto t = array::tile_timing(a.dataflow, dims, tile);
-        pipe.issue(tile, 0, 0, array::matmul_stream_cycles(t.stream_cycles, rate, m * k * a_bytes,
-                                                            arch_.unified_buffer.read_bytes_per_cycle));
+        const array::MatmulCost cost =
+            array::matmul_cost(array::dataflow_model(a.dataflow), dims, t, rate, m * k * a_bytes,
+                               arch_.unified_buffer.read_bytes_per_cycle, arch_.weight_memory.fetch == WeightFetch::kTile);
+        pipe.issue(tile, 0, 0, cost.stream_cycles(), cost.min_preload_cycles);
       }
       activate_cycles += static_cast<double>(ceil_div(m * n, arch_.vector_unit.lanes) + arch_.vector_unit.pipeline_latency_cycles);
     }

@@ -134,7 +134,7 @@ WeightFifoConfig parse_weight_fifo(const YamlNode& node) {
 }
 
 WeightMemoryConfig parse_weight_memory(const YamlNode& node, const ArrayConfig& array) {
-  node.expect_keys({"technology", "capacity", "bandwidth_gb_per_s", "latency_ns", "channels"});
+  node.expect_keys({"technology", "capacity", "bandwidth_gb_per_s", "latency_ns", "channels", "fetch"});
   WeightMemoryConfig out;
   out.technology = "DRAM";
   if (auto tech = node.get("technology")) {
@@ -155,6 +155,14 @@ WeightMemoryConfig parse_weight_memory(const YamlNode& node, const ArrayConfig& 
   out.bandwidth_gb_per_s = positive_double(node.at("bandwidth_gb_per_s"), 1e9);
   out.latency_ns = non_negative_or(node, "latency_ns", 100.0);
   out.channels = node.int_or("channels", 1, 1, 64);
+  if (auto fetch = node.get("fetch")) {
+    const std::string f = fetch->as_string();
+    if (f == "tile") {
+      out.fetch = WeightFetch::kTile;
+    } else if (f != "exact") {
+      fetch->fail("'" + f + "' is not one of: tile, exact");
+    }
+  }
   return out;
 }
 

@@ -211,7 +211,8 @@ RunStats simulate(const ArchConfig& arch, const compiler::Program& program) {
 
   models::CoreClock clock(arch.clock_mhz);
   models::CompletionTracker tracker(program.instructions.size());
-  models::UnitContext ctx{arch.array, arch.unified_buffer, arch.vector_unit, arch.controller, program, clock, tracker};
+  models::UnitContext ctx{arch.array,      arch.unified_buffer, arch.vector_unit, arch.controller,
+                          arch.weight_memory, program,            clock,            tracker};
   auto top = std::make_unique<Accelerator>("tessera", arch, ctx);
   sc_core::sc_start();
   const auto time_overflow = [&] {

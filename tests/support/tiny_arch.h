@@ -20,6 +20,7 @@ struct TinyArch {
   double clock_mhz = 1000;               // 1 cycle = 1 ns: durations are easy to hand-derive
   double weight_bandwidth_gb_per_s = 1000;  // bytes per ns
   double weight_latency_ns = 0;
+  std::string weight_fetch;  // empty: the default (exact)
   int pcie_generation = 3;
   int pcie_lanes = 16;
   double pcie_latency_ns = 0;
@@ -40,7 +41,8 @@ struct TinyArch {
     y += "accumulators: {entries: " + std::to_string(accumulator_entries) + "}\n";
     y += "weight_fifo: {depth_tiles: " + std::to_string(fifo_depth) + "}\n";
     y += "weight_memory: {capacity: 1 MiB, bandwidth_gb_per_s: " + std::to_string(weight_bandwidth_gb_per_s) +
-         ", latency_ns: " + std::to_string(weight_latency_ns) + ", channels: 1}\n";
+         ", latency_ns: " + std::to_string(weight_latency_ns) + ", channels: 1" +
+         (weight_fetch.empty() ? std::string() : ", fetch: " + weight_fetch) + "}\n";
     y += "pcie: {generation: " + std::to_string(pcie_generation) + ", lanes: " + std::to_string(pcie_lanes) +
          ", latency_ns: " + std::to_string(pcie_latency_ns) + ", max_payload_bytes: " + std::to_string(max_payload_bytes) +
          ", tlp_overhead_bytes: " + std::to_string(tlp_overhead_bytes) + "}\n";
