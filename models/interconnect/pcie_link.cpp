@@ -26,6 +26,10 @@ PcieLink::PcieLink(sc_core::sc_module_name name, const PcieConfig& cfg, const Co
   stats_.add("bytes_to_device", "bytes", "payload bytes host -> accelerator", [this] { return static_cast<int64_t>(bytes_to_device_); });
   stats_.add("bytes_to_host", "bytes", "payload bytes accelerator -> host", [this] { return static_cast<int64_t>(bytes_to_host_); });
   stats_.add("busy_cycles", "cycles", "cycles the link serialized TLPs", [this] { return server_.busy_cycles(); });
+  stats_.add("busy_cycles_to_device", "cycles", "cycles the link serialized TLPs host -> accelerator (input)",
+             [this] { return busy_cycles_to_device_; });
+  stats_.add("busy_cycles_to_host", "cycles", "cycles the link serialized TLPs accelerator -> host (output)",
+             [this] { return busy_cycles_to_host_; });
 }
 
 void PcieLink::b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time& delay) {
@@ -37,6 +41,8 @@ void PcieLink::b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time& 
   const int64_t service = clock_.cycles_for_ns(timing_.serialization_ns(bytes));
   const int64_t end = server_.serve(arrival, service, transfer.layer, transfer.instruction);
   (payload.is_read() ? bytes_to_device_ : bytes_to_host_) += bytes;
+  int64_t& busy = payload.is_read() ? busy_cycles_to_device_ : busy_cycles_to_host_;
+  busy = saturating_add(busy, service);
   delay = clock_.at(saturating_add(end, latency_cycles_)) - sc_core::sc_time_stamp();
   payload.set_response_status(tlm::TLM_OK_RESPONSE);
 }

@@ -49,6 +49,7 @@ class PcieLink : public sc_core::sc_module, public StatProvider {
   int64_t latency_cycles_;
   BandwidthServer server_;
   uint64_t bytes_to_device_ = 0, bytes_to_host_ = 0;
+  int64_t busy_cycles_to_device_ = 0, busy_cycles_to_host_ = 0;  // serialization, by direction
 };
 
 }  // namespace tessera::models

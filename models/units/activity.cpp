@@ -42,6 +42,8 @@ std::pair<int64_t, int64_t> occupancy(const array::GemmTile& t, array::Dataflow 
 
 }  // namespace
 
+int64_t tile_pes(const array::GemmTile& tile, array::Dataflow dataflow) { return occupancy(tile, dataflow).first; }
+
 InstructionActivity activity_of(const isa::Instruction& in, const ArrayConfig& array) {
   InstructionActivity a;
   switch (in.op) {

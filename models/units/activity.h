@@ -46,6 +46,10 @@ struct InstructionActivity {
 
 InstructionActivity activity_of(const isa::Instruction& in, const ArrayConfig& array);
 
+// The PEs a matmul tile occupies while it streams: ws holds B (k x n), is holds A^T (k x m),
+// os holds C (m x n). The rest of the array's PEs are idle (the TPU paper's "unused MACs").
+int64_t tile_pes(const array::GemmTile& tile, array::Dataflow dataflow);
+
 // The vector-unit functions `program` uses, in first-use order ("requantize" for any activate).
 std::vector<std::string_view> vector_functions(const isa::Program& program);
 

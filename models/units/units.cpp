@@ -141,6 +141,12 @@ MatrixUnit::MatrixUnit(sc_core::sc_module_name name, UnitContext& ctx, WeightFif
   stats_.add("accumulator_reads", "values", "accumulator values read back to accumulate", [this] { return accumulator_reads_; });
   stats_.add("accumulator_writes", "values", "accumulator values written", [this] { return accumulator_writes_; });
   add_kind_cycles(stats_, log_, kKindNames, "array cycles");
+  stats_.add("useful_pe_cycles", "PE-cycles",
+             "of the array's streaming (matmul) cycles, PE-cycles of PEs holding part of the tile (TPU paper Table 3 row 2)",
+             [this] { return useful_pe_cycles_; });
+  stats_.add("unused_pe_cycles", "PE-cycles",
+             "of the array's streaming (matmul) cycles, PE-cycles of PEs outside a partial tile (TPU paper Table 3 row 3)",
+             [this] { return unused_pe_cycles_; });
   stats_.add("drain_cycles", "cycles", "cycles results drained into the accumulators (overlapping tiles counted once each)",
              [this] { return busy(drain_log_); });
   SC_THREAD(run);
@@ -193,6 +199,12 @@ void MatrixUnit::run() {
     const int64_t active_end = std::min(s.stream_end, s.stream_start + std::max(mac_cycles, natural.stream_cycles));
     log_.add(stalled_until, s.stream_start, kWeightShift, in.layer, idx);
     log_.add(s.stream_start, active_end, kActive, in.layer, idx);
+    {
+      const int64_t active = std::max<int64_t>(0, active_end - s.stream_start);
+      const int64_t used = std::min<int64_t>(tile_pes(in.tile, arr.dataflow), dims.rows * dims.cols);
+      useful_pe_cycles_ += used * active;
+      unused_pe_cycles_ += (dims.rows * dims.cols - used) * active;
+    }
     log_.add(active_end, s.stream_end, kInputStall, in.layer, idx);
     drain_log_.add(s.stream_end, s.done, kActive, in.layer, idx);
     macs_ += in.tile.m * in.tile.k * in.tile.n;

@@ -137,6 +137,10 @@ class MatrixUnit : public sc_core::sc_module, public StatProvider {
   IntervalLog drain_log_;
   int64_t macs_ = 0;
   int64_t tiles_ = 0;
+  // Of the array's active (streaming) cycles, PE-cycles of PEs in the tile and outside it
+  // (the TPU paper's Table 3 rows 2 and 3): they sum to rows x cols x matmul_cycles.
+  int64_t useful_pe_cycles_ = 0;
+  int64_t unused_pe_cycles_ = 0;
   std::vector<int64_t> ready_cycles_;  // the current matmul's FIFO tiles
   // Activity for the energy model (activity.h): MACs per precision pair, useful and idle.
   std::vector<std::pair<Dtype, Dtype>> pairs_;

@@ -16,7 +16,7 @@ class Result:
     """What `tessera run` wrote, read back.
 
     Attributes:
-      report:  report.json as a dict (keys arch, workload, summary, layers, roofline, baselines, ...)
+      report:  report.json as a dict (keys arch, workload, summary, layers, roofline, table3, baselines, ...)
       summary: report["summary"] (latency_s, inferences_per_s, tops, utilization, cycles, ...)
       layers:  layers.csv as a pandas DataFrame, one row per layer (index, name, op, ..., latency_s,
                cycles_array_active, ..., cycles_pcie)

@@ -95,9 +95,10 @@ int main(int argc, char** argv) {
                 "With --functional: matrix layers through the cycle-exact PE-level reference (arrays up to 32x32; slow)")
       ->needs(functional_flag);
   run->footer(
-      "Writes DIR/report.json (arch, workload, summary, layers, roofline, baselines), DIR/layers.csv and\n"
-      "DIR/summary.md. The cycle breakdown array_active, weight_shift, weight_stall, input_stall, raw_stall,\n"
-      "non_matrix, pcie sums to the total cycles. Same inputs give byte-identical files.");
+      "Writes DIR/report.json (arch, workload, summary, layers, roofline, table3, baselines), DIR/layers.csv\n"
+      "and DIR/summary.md. The cycle breakdown array_active, weight_shift, weight_stall, input_stall, raw_stall,\n"
+      "non_matrix, pcie sums to the total cycles; table3 is the TPU paper's Table 3, rows 1-9, from the counters.\n"
+      "Same inputs give byte-identical files.");
 
   tessera::run::CompileRequest compile_opts;
   std::string listing_file;

@@ -26,6 +26,8 @@ CycleBreakdown& CycleBreakdown::operator+=(const CycleBreakdown& o) {
   raw_stall += o.raw_stall;
   non_matrix += o.non_matrix;
   pcie += o.pcie;
+  array_drain += o.array_drain;
+  pcie_input += o.pcie_input;
   return *this;
 }
 
@@ -112,6 +114,7 @@ void classify(const compiler::Program& program, const Accelerator& acc, int64_t 
   for (size_t p = 0; p + 1 < points.size(); ++p) {
     const int64_t a = points[p], len = points[p + 1] - a;
     int64_t CycleBreakdown::*bucket = &CycleBreakdown::non_matrix;
+    int64_t CycleBreakdown::*part = nullptr;  // array_drain or pcie_input: the bucket's part, if any
     int32_t layer = -1;
     const Interval* ctl = c_ctrl.at(a);
     const Interval* drain = c_drain.at(a);
@@ -132,13 +135,19 @@ void classify(const compiler::Program& program, const Accelerator& acc, int64_t 
       bucket = ctl->kind == models::Controller::kHazardOnHost      ? &CycleBreakdown::pcie
                : ctl->kind == models::Controller::kHazardOnWeights ? &CycleBreakdown::weight_stall
                                                                    : &CycleBreakdown::raw_stall;
+      // A matmul reads the unified buffer: the host transfer it waits for brings its input.
+      if (ctl->kind == models::Controller::kHazardOnHost) part = &CycleBreakdown::pcie_input;
     } else if (drain) {
       // The array finishes its last tile with no matmul waiting behind it.
       layer = drain->layer;
       bucket = &CycleBreakdown::array_active;
+      part = &CycleBreakdown::array_drain;
     } else if (const Interval* t = c_pcie.at(a)) {
       layer = t->layer;
       bucket = &CycleBreakdown::pcie;
+      if (t->instruction < 0 || program.instructions[static_cast<size_t>(t->instruction)].op != Opcode::kWriteHost) {
+        part = &CycleBreakdown::pcie_input;
+      }
     } else if (const Interval* v = c_vec.at(a)) {
       layer = v->layer;
       bucket = &CycleBreakdown::non_matrix;
@@ -147,11 +156,14 @@ void classify(const compiler::Program& program, const Accelerator& acc, int64_t 
       const Opcode head = program.instructions[static_cast<size_t>(ctl->instruction)].op;
       bucket = head == Opcode::kReadWeights ? &CycleBreakdown::weight_stall : &CycleBreakdown::non_matrix;
     }
+    CycleBreakdown& owner = layer >= 0 && static_cast<size_t>(layer) < stats.layers.size()
+                                ? stats.layers[static_cast<size_t>(layer)].cycles
+                                : stats.host_io;
     stats.cycles.*bucket += len;
-    if (layer >= 0 && static_cast<size_t>(layer) < stats.layers.size()) {
-      stats.layers[static_cast<size_t>(layer)].cycles.*bucket += len;
-    } else {
-      stats.host_io.*bucket += len;
+    owner.*bucket += len;
+    if (part) {
+      stats.cycles.*part += len;
+      owner.*part += len;
     }
   }
 }

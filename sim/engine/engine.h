@@ -24,6 +24,12 @@ namespace tessera::engine {
 //  raw_stall     the next matmul waits for results of another unit (read-after-write)
 //  non_matrix    the array is idle while vector work, controller issue or other non-matrix work runs
 //  pcie          the array is idle while host transfers run (or a matmul waits for host input)
+// Two buckets are split further for the TPU paper's Table 3 (sim/report/table3.h); the
+// parts are not buckets of their own, so total() does not count them:
+//  array_drain   of array_active: the exposed result drain (the rest, array_stream(), is the
+//                array streaming at its MAC rate: the paper's "array active cycles")
+//  pcie_input    of pcie: host input (read_host transfers, and matmuls waiting for their
+//                input); the rest, pcie_output(), is output written to the host (write_host)
 struct CycleBreakdown {
   int64_t array_active = 0;
   int64_t weight_shift = 0;
@@ -32,6 +38,10 @@ struct CycleBreakdown {
   int64_t raw_stall = 0;
   int64_t non_matrix = 0;
   int64_t pcie = 0;
+  int64_t array_drain = 0;  // part of array_active
+  int64_t pcie_input = 0;   // part of pcie
+  int64_t array_stream() const { return array_active - array_drain; }
+  int64_t pcie_output() const { return pcie - pcie_input; }
   int64_t total() const {
     return array_active + weight_shift + weight_stall + input_stall + raw_stall + non_matrix + pcie;
   }

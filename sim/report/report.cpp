@@ -11,6 +11,7 @@
 #include "sim/report/energy_report.h"
 #include "sim/report/format.h"
 #include "sim/report/layer_columns.h"
+#include "sim/report/table3.h"
 
 namespace tessera::report {
 
@@ -153,6 +154,12 @@ ordered_json build_report(const RunRecord& run) {
   s["instructions"] = st.instructions;
   s["cycles"] = cycles_json(st.cycles);
   s["host_io_cycles"] = cycles_json(st.host_io);
+  // Parts of two causes, for the TPU paper's Table 3 (`table3` below): array_active =
+  // array_stream + array_drain, pcie = pcie_input + pcie_output.
+  s["cycles_split"] = {{"array_stream", st.cycles.array_stream()},
+                       {"array_drain", st.cycles.array_drain},
+                       {"pcie_input", st.cycles.pcie_input},
+                       {"pcie_output", st.cycles.pcie_output()}};
   s["busy_cycles"] = {{"array", st.array_busy_cycles}, {"array_stream", st.array_stream_cycles}, {"weight_memory", st.weight_memory_busy_cycles},
                       {"pcie", st.pcie_busy_cycles}, {"vector_unit", st.vector_busy_cycles}};
   // Energy (docs/energy.md): the run's from the units' counters; each layer's from its
@@ -234,6 +241,7 @@ ordered_json build_report(const RunRecord& run) {
   }
   roof["by_precision"] = by_precision;
   roof["layers"] = roof_layers;
+  r["table3"] = table3_json(arch, st, tops, peak_tops);
   r["baselines"] = ordered_json::array();
   return r;
 }
@@ -299,7 +307,8 @@ std::string summary_markdown(const ordered_json& r) {
       << " TOPS |\n\n";
   out << "## Cycle breakdown\n\n| cause | cycles | share |\n|---|---:|---:|\n";
   for (const char* b : kCycleCauses) out << "| " << b << " | " << c[b].get<int64_t>() << " | " << cycle_share(c, b) << " |\n";
-  out << "| total | " << c["total"].get<int64_t>() << " | 100.0% |\n\n";
+  out << "| total | " << c["total"].get<int64_t>() << " | 100.0% |\n";
+  out << table3_markdown(r) << "\n";
   out << "## Layers\n\n" << layers_markdown_header();
   for (const auto& l : r["layers"]) out << layer_markdown_row(l);
   if (s.value("spill_bytes", uint64_t{0}) > 0) {

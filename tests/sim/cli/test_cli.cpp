@@ -97,6 +97,12 @@ TEST_P(GoldenApps, SummaryMatchesGolden) {
   json got;
   got["latency_cycles"] = rep["summary"]["latency_cycles"];
   got["cycles"] = rep["summary"]["cycles"];
+  // The TPU paper's Table 3 from the counters (sim/report/table3.h): the split causes and
+  // each row's count (rows 1-8).
+  got["cycles_split"] = rep["summary"]["cycles_split"];
+  for (const auto& row : rep["table3"]["rows"]) {
+    if (row.contains("count")) got["table3_counts"].push_back(row["count"]);
+  }
   got["macs"] = rep["summary"]["macs"];
   got["weight_memory_bytes"] = rep["summary"]["weight_memory_bytes"];
   got["instructions"] = rep["summary"]["instructions"];
