@@ -16,6 +16,12 @@ sys.path.insert(0, HERE)
 import generate_tpu_apps as gen  # noqa: E402
 
 SCRIPT = os.path.join(HERE, "generate_tpu_apps.py")
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+def tessera_binary():
+    b = os.environ.get("TESSERA_BIN") or os.path.join(ROOT, "build", "tessera")
+    return b if os.path.isfile(b) and os.access(b, os.X_OK) else None
 
 
 @pytest.mark.parametrize("app", gen.APPS)
@@ -51,20 +57,131 @@ def test_cnn0_is_a_19x19_board_throughout():
 
 def test_cnn1_shapes():
     g = gen.build_cnn1()
-    assert g.shapes["pool2"] == (28, 28, 192)
+    assert g.shapes["pool2"] == (28, 28, 64)
     assert g.shapes["a3_cat"][:2] == (28, 28)
     assert g.shapes["b3_cat"][:2] == (14, 14)
     assert g.shapes["c2_cat"][:2] == (7, 7)
     assert g.shapes["fc4"] == (1000,)
 
 
-def test_lstm1_uses_600_wide_matrices():
+def test_lstm1_matrices_are_600x600_blocks():
+    # Sec. 7: "the 600x600 matrix used in LSTM1"; no invented vocabulary layer.
     g = gen.build_lstm1()
-    fcs = [s for s in g.layers if s["op"] == "fc"]
-    assert all(s["units"] == 600 for s in fcs if s["name"] != "logits")
-    for s in fcs:
-        src = s.get("input") or g.layers[g.layers.index(s) - 1]["name"]
-        assert g.shapes[src][0] % 600 == 0
+    tiles = g.matrix_tiles()
+    assert len(tiles) == 37
+    for name, m, k, n, _ in tiles:
+        assert m == 1 and k % 600 == 0 and n % 600 == 0, (name, k, n)
+    assert max(n for *_, n, _ in tiles) == 1800
+    assert g.shapes[g.last] == (600,)
+    blocks = sum(k * n for _, _, k, n, _ in tiles) // 360000
+    assert blocks == 12 * 2 + 22 * 3 + 3 and g.total_weights() == blocks * 360000 == 33480000
+
+
+def test_useful_mac_share_hand_derived():
+    g = gen.Graph("t", 4, "")
+    g.input("x", [600])
+    g.layer("a", "fc", units=600)
+    # 600x600 on 256x256 tiles: 3 x 3 tiles, 360,000 of 9 x 65,536 MACs (the Sec. 7 matrix)
+    assert g.matrix_tiles() == [("a", 1, 600, 600, 9)]
+    assert g.useful_mac_share() == pytest.approx(360000 / (9 * 65536))
+    assert g.useful_mac_share() == pytest.approx(0.6104, abs=1e-4)
+    # a 3x3 conv: K = 3*3*8 = 72 (one tile), N = 4 filters; M = 5x5 outputs streams 25 rows
+    h = gen.Graph("c", 1, "")
+    h.input("x", [5, 5, 8])
+    h.layer("c", "conv2d", filters=4, kernel=3, padding="same")
+    assert h.matrix_tiles() == [("c", 25, 72, 4, 1)]
+    # with the fc layer of 8 x 300 after it: tiles weighted by their streaming rows
+    h.layer("f", "flatten")
+    h.layer("d", "fc", units=300)  # K = 5*5*4 = 100, N = 300: 1 x 2 tiles, 1 row each
+    real = 25 * 72 * 4 + 1 * 100 * 300  # 37,200 of 27 x 65,536
+    held = 25 * 1 * 65536 + 1 * 2 * 65536
+    assert h.useful_mac_share() == pytest.approx(real / held)
+    # MLP1: 1500x1000, 1000x2000, 2000x600, 600x500 -> 24 + 32 + 24 + 6 = 86 tiles
+    mlp1 = gen.build_mlp1()
+    assert sum(t for *_, t in mlp1.matrix_tiles()) == 86
+    assert mlp1.useful_mac_share() == pytest.approx(5_000_000 / (86 * 65536))
+
+
+def test_ub_peak_hand_derived():
+    # batch 2: x (2 x 100 = 200 B) at 0; a (600 B) at 200, x dies after a; b (100 B) first
+    # fit into x's hole at 0; c (2 x 500 = 1000 B) does not fit the hole left by a ...
+    g = gen.Graph("t", 2, "")
+    g.input("x", [100])
+    g.layer("a", "fc", units=300)
+    g.layer("b", "fc", units=50)
+    assert g.ub_peak_bytes() == 800
+    g.layer("c", "fc", units=500)  # a dies after b, so [100, 800) is free: c at 100
+    assert g.ub_peak_bytes() == 1100
+    assert g.ub_peak_bytes(batch=1) == 550
+    assert g.ub_peak_bytes(capacity=1099) is None and g.ub_peak_bytes(capacity=1100) == 1100
+    # flatten is an alias: no bytes of its own, and its source lives while it is read
+    h = gen.Graph("f", 1, "")
+    h.input("x", [2, 2, 4])
+    h.layer("fl", "flatten")
+    h.layer("y", "fc", units=8)
+    assert h.ub_peak_bytes() == 16 + 8
+    # an input nobody reads and the graph outputs are never released
+    k = gen.Graph("k", 1, "")
+    k.input("x", [10])
+    k.input("unused", [5])
+    k.layer("y", "fc", "x", units=10)
+    k.layer("z", "fc", units=10)
+    # x [0, 10), unused [10, 15), y [15, 25); x dies after y, so z fills its hole [0, 10)
+    assert k.ub_peak_bytes() == 25
+    k.layer("w", "fc", "z", units=5)  # 5 B: 'unused' stays, so w goes at 25, not into [10, 15)
+    k.outputs = ["y", "w"]  # z dies after w; y and w stay to the end
+    assert k.ub_peak_bytes() == 30
+
+
+@pytest.mark.parametrize("app", gen.APPS)
+def test_ub_peak_meets_table8(app):
+    g = gen.BUILDERS[app]()
+    table8 = gen.TABLE8_UB_MIB[app] * gen.MIB
+    peak = g.ub_peak_bytes()
+    assert peak <= table8 * (1 + gen.UB_TOLERANCE)
+    if app in gen.UB_TWO_SIDED:
+        assert peak >= table8 * (1 - gen.UB_TOLERANCE)
+
+
+@pytest.mark.parametrize("app", gen.APPS)
+def test_whole_batch_runs_in_one_pass(app):
+    g = gen.BUILDERS[app]()
+    assert g.ub_peak_bytes(capacity=gen.UB_CAPACITY_BYTES) == g.ub_peak_bytes() <= gen.UB_CAPACITY_BYTES
+
+
+def test_cnn1_fc_layers_run_at_32_macs_per_weight_byte():
+    # Sec. 4: CNN1's FC layers run at an operational intensity of 32: one pass over batch 32,
+    # each FC weight used once per sample.
+    g = gen.build_cnn1()
+    fcs = [s["name"] for s in g.layers if s["op"] == "fc"]
+    assert len(fcs) == 4
+    assert all(g.batch * g.macs[n] / g.weights[n] == 32 for n in fcs)
+    assert g.ub_peak_bytes(capacity=gen.UB_CAPACITY_BYTES) is not None
+
+
+@pytest.mark.parametrize("app", gen.APPS)
+def test_useful_share_within_stated_band(app):
+    g = gen.BUILDERS[app]()
+    row2, row1 = gen.TABLE3_ROWS_2_1[app]
+    lo, hi = gen.USEFUL_BAND[app]
+    share = 100 * g.useful_mac_share()
+    assert 100 * row2 / row1 + lo <= share <= 100 * row2 / row1 + hi
+
+
+def test_ub_peak_and_one_pass_equal_the_compiler():
+    """The generator's buffer plan is the compiler's: `tessera compile` prints its peak."""
+    binary = tessera_binary()
+    if not binary:
+        pytest.skip("no tessera binary (build/tessera or TESSERA_BIN)")
+    for app in gen.APPS:
+        done = subprocess.run([binary, "compile", "--arch", os.path.join(ROOT, "configs", "tpu-v1.yaml"),
+                               "--workload", os.path.join(HERE, app + ".yaml")], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        head = "\n".join(done.stdout.splitlines()[:2])
+        peak = re.search(r"unified buffer peak (\d+) bytes", head)
+        assert peak, head
+        assert int(peak.group(1)) == gen.BUILDERS[app]().ub_peak_bytes(), app
+        assert "in passes of" not in head, head
 
 
 def test_shape_inference_rules():
