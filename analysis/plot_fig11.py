@@ -140,8 +140,8 @@ def means(per_app):
 
 def with_host(per_app):
     """Paper Sec. 7: add Table 5's host time (a share of TPU v1's time) to both designs."""
-    h = paper.HOST_INTERACTION
-    return {a: (1 + h[a]) / (1 / s + h[a]) for a, s in per_app.items()}
+    # TPU v1 takes time 1 (+ host), the what-if 1/s (+ the same host time)
+    return {a: paper.host_inclusive_s(a, 1.0) / paper.host_inclusive_s(a, 1 / s, 1.0) for a, s in per_app.items()}
 
 
 def fmt(x):

@@ -31,6 +31,9 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "analysis"))
+import tpu_paper  # noqa: E402  (the paper's tables, each with its source; standard library only)
+
 TOLERANCE = 0.02  # relative, for weights and MACs per weight byte
 MIB = 1 << 20
 
@@ -40,7 +43,7 @@ ARRAY = 256
 UB_CAPACITY_BYTES = 24 * MIB
 
 # Table 8: maximum Unified Buffer use per app, MiB of 24 (with the improved allocator, Sec. 7).
-TABLE8_UB_MIB = {"mlp0": 11.0, "mlp1": 2.3, "lstm0": 4.8, "lstm1": 4.5, "cnn0": 1.5, "cnn1": 13.9}
+TABLE8_UB_MIB = tpu_paper.TABLE8_UB_MIB
 # Upper bound for every app: Table 8 prints 0.1 MiB, so 1.5 stands for up to 1.55 (+3.3%).
 UB_TOLERANCE = 0.05
 # Two-sided (within UB_TOLERANCE) only where activations are all the buffer can hold at
@@ -52,8 +55,7 @@ UB_TOLERANCE = 0.05
 UB_TWO_SIDED = ("cnn0", "cnn1")
 
 # Table 3: useful share of the array's active cycles, row 2 / row 1 (% of peak each).
-TABLE3_ROWS_2_1 = {"mlp0": (12.5, 12.7), "mlp1": (9.4, 10.6), "lstm0": (8.2, 8.2), "lstm1": (6.3, 10.5),
-                   "cnn0": (78.2, 78.2), "cnn1": (22.5, 46.2)}
+TABLE3_ROWS_2_1 = {app: (rows[1], rows[0]) for app, rows in tpu_paper.TABLE3.items()}
 # Allowed band for Graph.useful_mac_share, in percentage points around row 2 / row 1.
 # 3 points where shapes can set the share. LSTM1: Sec. 7's 600x600 matrices tiled one by
 # one give 61.0%, but Tessera tiles a layer's K and N contiguously, and 34M weights in 37
