@@ -65,7 +65,10 @@ TEST(Cli, RunWritesCompleteReport) {
   EXPECT_DOUBLE_EQ(s["latency_s"].get<double>(), static_cast<double>(sum) / 700e6);
   EXPECT_DOUBLE_EQ(s["ops"].get<double>(), 2.0 * s["macs"].get<double>());
   EXPECT_EQ(s["macs"].get<int64_t>(), rep["workload"]["macs"].get<int64_t>());
-  EXPECT_NEAR(s["oi_macs_per_weight_byte"].get<double>(), 168.0, 1e-9);  // MLP: MACs per weight byte = batch
+  // MLP: MACs per weight = batch; tpu-v1 fetches whole 256x256 tiles (weight_memory.fetch: tile), so
+  // MLP1's 1500x1000, 1000x2000, 2000x600 and 600x500 layers (5,000,000 weights) read 24 + 32 + 24 + 6
+  // = 86 tiles of 65,536 bytes: 168 x 5,000,000 / 5,636,096 MACs per weight byte fetched.
+  EXPECT_NEAR(s["oi_macs_per_weight_byte"].get<double>(), 168.0 * 5000000 / (86 * 65536.0), 1e-9);
   EXPECT_EQ(rep["layers"].size(), 4u);
   // layers.csv: a header and one row per layer; summary.md names the breakdown.
   const std::string csv = slurp(out / "layers.csv");

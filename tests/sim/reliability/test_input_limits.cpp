@@ -65,7 +65,7 @@ TEST(InputLimits, ProgramWithTooManyInstructionsIsAnInputError) {
   r = cli("run -q -a configs/tpu-v1.yaml -w " + g.string() + " -o " + (dir / "out").string(), 60);
   expect_input_error(r, "reached at layer 'fc'");
   r = cli("compile -a configs/tpu-v1.yaml -w workloads/tpu/cnn1.yaml --batch 65536 -o " + (dir / "l.txt").string(), 60);
-  expect_input_error(r, "reached at layer 'a2_d3x3b'");
+  expect_input_error(r, "reached at layer 'b1_7a'");
   EXPECT_FALSE(fs::exists(dir / "l.txt"));
   EXPECT_FALSE(fs::exists(dir / "out" / "report.json"));
 }
