@@ -3,6 +3,7 @@
 Run: /usr/bin/python3 -m pytest workloads/tpu
 """
 
+import json
 import os
 import re
 import shutil
@@ -254,3 +255,21 @@ def test_check_mode_detects_stale_files(tmp_path):
                          capture_output=True, text=True)
     assert bad.returncode == 1
     assert "cnn1.yaml" in bad.stderr
+
+
+def test_useful_share_equals_the_simulator_counters(tmp_path):
+    """Graph.useful_mac_share is what the simulated TPU v1 counts as Table 3 rows 2 / (2 + 3):
+    useful PE-cycles over all PE-cycles of the array's streaming cycles (report.json table3)."""
+    binary = tessera_binary()
+    if not binary:
+        pytest.skip("no tessera binary (build/tessera or TESSERA_BIN)")
+    for app in gen.APPS:
+        out = tmp_path / app
+        done = subprocess.run([binary, "run", "-q", "--arch", os.path.join(ROOT, "configs", "tpu-v1.yaml"),
+                               "--workload", os.path.join(HERE, app + ".yaml"), "--out", str(out)],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        with open(out / "report.json", encoding="utf-8") as f:
+            rows = {r["row"]: r for r in json.load(f)["table3"]["rows"]}
+        useful, unused = rows[2]["count"], rows[3]["count"]
+        assert useful / (useful + unused) == pytest.approx(gen.BUILDERS[app]().useful_mac_share(), rel=1e-12), app
