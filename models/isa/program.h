@@ -10,6 +10,7 @@
 #include <iterator>
 #include <memory>
 #include <initializer_list>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -130,6 +131,10 @@ class RegionList {
     return const_iterator(own() + size_, nullptr, nullptr);
   }
   const Region& operator[](size_t i) const { return i < size_ ? own()[i] : tail_[i - size_]; }
+  // The list as its two contiguous segments, own regions then the shared tail, for loops
+  // that want plain arrays (the controller's overlap test) instead of the two-segment iterator.
+  std::span<const Region> own_regions() const { return {own(), size_}; }
+  std::span<const Region> shared_regions() const { return {tail_, tail_size_}; }
   const Region& front() const { return (*this)[0]; }
   const Region& back() const { return (*this)[size() - 1]; }
 

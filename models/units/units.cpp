@@ -1,6 +1,9 @@
 #include "models/units/units.h"
 
 #include <algorithm>
+#include <span>
+#include <unordered_map>
+#include <utility>
 
 #include "models/array/matmul_cost.h"
 #include "models/common/transfer.h"
@@ -14,6 +17,12 @@ namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 int queue_depth(const UnitContext& ctx) { return static_cast<int>(ctx.controller.queue_depth); }
+
+struct RegionPairHash {
+  size_t operator()(const std::pair<const isa::Region*, const isa::Region*>& p) const {
+    return std::hash<const void*>()(p.first) * 31 + std::hash<const void*>()(p.second);
+  }
+};
 
 int64_t busy(const IntervalLog& log) {
   int64_t n = 0;
@@ -302,21 +311,79 @@ void Controller::run() {
   std::vector<int32_t> in_flight;
   auto unit_index = [&](int32_t i) { return static_cast<int>(unit_of(instrs[static_cast<size_t>(i)].op)); };
   // Which spaces a and b conflict in: bit 1 the unified buffer, bit 2 the accumulators.
-  auto conflicts = [&](const Instruction& a, const Instruction& b) {
+  // Region lists are tested segment by segment (own regions, shared tail) in plain loops.
+  // A shared tail (the hazard regions of dead tensors, hundreds for row-tiled layers with
+  // spills) is carried by many consecutive tiles: an own region is looked up in a copy of
+  // it sorted by (space, buffer), since only regions of the same buffer can overlap, and
+  // the result of two tails meeting is kept, keyed by the pair.
+  auto segment_spaces = [](std::span<const isa::Region> xs, std::span<const isa::Region> ys) {
     int spaces = 0;
-    auto note = [&](const isa::Region& x, const isa::Region& y) {
-      if (x.overlaps(y)) spaces |= x.space == isa::Space::kAccumulators ? 2 : 1;
-    };
-    for (const auto& r : a.reads)
-      for (const auto& w : b.writes) note(r, w);
-    for (const auto& w : a.writes) {
-      for (const auto& r : b.reads) note(w, r);
-      for (const auto& w2 : b.writes) note(w, w2);
+    for (const isa::Region& x : xs) {
+      for (const isa::Region& y : ys) {
+        if (x.overlaps(y)) spaces |= x.space == isa::Space::kAccumulators ? 2 : 1;
+      }
     }
     return spaces;
   };
+  auto by_buffer = [](const isa::Region& a, const isa::Region& b) {
+    return std::make_pair(a.space, a.buffer) < std::make_pair(b.space, b.buffer);
+  };
+  std::unordered_map<const isa::Region*, std::vector<isa::Region>> sorted_tails;  // emptied between instructions when large
+  auto sorted = [&](std::span<const isa::Region> tail) -> const std::vector<isa::Region>& {
+    auto it = sorted_tails.find(tail.data());
+    if (it == sorted_tails.end()) {
+      it = sorted_tails.emplace(tail.data(), std::vector<isa::Region>(tail.begin(), tail.end())).first;
+      std::stable_sort(it->second.begin(), it->second.end(), by_buffer);
+    }
+    return it->second;
+  };
+  auto own_tail_spaces = [&](std::span<const isa::Region> own, std::span<const isa::Region> tail) {
+    if (own.empty() || tail.empty()) return 0;
+    if (tail.size() <= 16) return segment_spaces(own, tail);
+    const std::vector<isa::Region>& t = sorted(tail);
+    int spaces = 0;
+    for (const isa::Region& x : own) {
+      const auto [lo, hi] = std::equal_range(t.begin(), t.end(), x, by_buffer);
+      spaces |= segment_spaces({&x, 1}, {lo, hi});
+    }
+    return spaces;
+  };
+  // Two tails: merged by (space, buffer), all pairs tested within a buffer.
+  auto tail_tail_spaces = [&](std::span<const isa::Region> xt, std::span<const isa::Region> yt) {
+    const std::vector<isa::Region>& xs = sorted(xt);
+    const std::vector<isa::Region>& ys = sorted(yt);
+    int spaces = 0;
+    auto x = xs.begin(), y = ys.begin();
+    while (x != xs.end() && y != ys.end()) {
+      if (by_buffer(*x, *y)) {
+        ++x;
+      } else if (by_buffer(*y, *x)) {
+        ++y;
+      } else {
+        const auto xe = std::upper_bound(x, xs.end(), *x, by_buffer), ye = std::upper_bound(y, ys.end(), *y, by_buffer);
+        spaces |= segment_spaces({x, xe}, {y, ye});
+        x = xe, y = ye;
+      }
+    }
+    return spaces;
+  };
+  std::unordered_map<std::pair<const isa::Region*, const isa::Region*>, int, RegionPairHash> tail_pairs;
+  auto list_spaces = [&](const isa::RegionList& xs, const isa::RegionList& ys) {
+    const auto xo = xs.own_regions(), yo = ys.own_regions(), xt = xs.shared_regions(), yt = ys.shared_regions();
+    int spaces = segment_spaces(xo, yo) | own_tail_spaces(xo, yt) | own_tail_spaces(yo, xt);
+    if (!xt.empty() && !yt.empty()) {
+      const auto key = std::make_pair(xt.data(), yt.data());
+      const auto it = tail_pairs.find(key);
+      spaces |= it != tail_pairs.end() ? it->second : tail_pairs.emplace(key, tail_tail_spaces(xt, yt)).first->second;
+    }
+    return spaces;
+  };
+  auto conflicts = [&](const Instruction& a, const Instruction& b) {
+    return list_spaces(a.reads, b.writes) | list_spaces(a.writes, b.reads) | list_spaces(a.writes, b.writes);
+  };
   const int vector_unit = static_cast<int>(Unit::kVector), matrix_unit = static_cast<int>(Unit::kMatrix);
   std::vector<int32_t> unit_waits;
+  std::vector<std::pair<int32_t, int>> hazards;  // (in-flight instruction, conflicting spaces)
 
   for (size_t i = 0; i < instrs.size(); ++i) {
     const auto idx = static_cast<int32_t>(i);
@@ -354,16 +421,28 @@ void Controller::run() {
     const int my_unit = unit_index(idx);
     const int64_t stall_start = ctx_.clock.now();
     int32_t blocker = -1;
-    for (;;) {
+    // The conflicts with in-flight instructions are tested once: while this one waits,
+    // in_flight only loses the instructions that finish.
+    {
       const int64_t now = ctx_.clock.now();
       std::erase_if(in_flight, [&](int32_t j) { return ctx_.tracker.finish(j) <= now; });
-      bool unknown = false;
-      int64_t latest = -1;
-      unit_waits.clear();
+      hazards.clear();
+      if (sorted_tails.size() > 64) sorted_tails.clear();  // only the tails of recent tiles recur
+      if (tail_pairs.size() > 4096) tail_pairs.clear();
       for (int32_t j : in_flight) {
         if (unit_index(j) == my_unit) continue;  // a unit runs its own instructions in order
         const int spaces = conflicts(in, instrs[static_cast<size_t>(j)]);
-        if (spaces == 0) continue;
+        if (spaces != 0) hazards.emplace_back(j, spaces);
+      }
+    }
+    for (;;) {
+      const int64_t now = ctx_.clock.now();
+      std::erase_if(in_flight, [&](int32_t j) { return ctx_.tracker.finish(j) <= now; });
+      std::erase_if(hazards, [&](const std::pair<int32_t, int>& h) { return ctx_.tracker.finish(h.first) <= now; });
+      bool unknown = false;
+      int64_t latest = -1;
+      unit_waits.clear();
+      for (const auto& [j, spaces] : hazards) {
         if (spaces == 2 && my_unit == vector_unit && unit_index(j) == matrix_unit) {
           unit_waits.push_back(j);  // the accumulator half: waited for in the vector unit
           continue;
