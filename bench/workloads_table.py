@@ -47,7 +47,9 @@ def run_one(tessera, config, name, path, args, scratch):
     cmd = [str(tessera), "run", "-q", "-a", str(config), "-w", str(path), "-o", str(out)] + args
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     if proc.returncode != 0:
-        return name, config.stem, None, (proc.stdout + proc.stderr).strip().splitlines()[-1:]
+        # Paths relative to the repository, so the table reads the same from any checkout.
+        message = (proc.stdout + proc.stderr).strip().replace(str(ROOT) + "/", "")
+        return name, config.stem, None, message.splitlines()[-1:]
     report = json.loads((out / "report.json").read_text())
     summary = dict(report["summary"], batch=report["workload"]["batch"])
     return name, config.stem, summary, None
