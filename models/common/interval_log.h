@@ -2,6 +2,7 @@
 // Busy intervals of one unit, in core cycles, for the cycle breakdown and traces.
 #include <array>
 #include <cstdint>
+#include <stdexcept>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -29,21 +30,37 @@ constexpr std::string_view kind_name(const KindNames<Kind, N>& names, int32_t ki
   return "?";
 }
 
+// The statistics (count, busy cycles, cycles per kind) are kept as running totals; the
+// intervals themselves, 32 bytes each, only while keep_intervals is on (the default). The
+// engine turns it off for the logs that only a trace reads, unless one is asked for
+// (issue 19: statistics memory proportional to what is asked).
 class IntervalLog {
  public:
   void add(int64_t begin, int64_t end, int32_t kind, int32_t layer, int32_t instruction = -1) {
     if (end <= begin) return;
-    intervals_.push_back(Interval{begin, end, kind, layer, instruction});
+    if (kind < 0) throw std::invalid_argument("IntervalLog::add: negative interval kind");
+    ++count_;
+    busy_ += end - begin;
+    if (static_cast<size_t>(kind) >= kind_totals_.size()) kind_totals_.resize(static_cast<size_t>(kind) + 1, 0);
+    kind_totals_[static_cast<size_t>(kind)] += end - begin;
+    if (keep_) intervals_.push_back(Interval{begin, end, kind, layer, instruction});
   }
+  void keep_intervals(bool keep) { keep_ = keep; }
+  bool keeps_intervals() const { return keep_; }
+  // Every interval added while keep_intervals was on (all of them, by default).
   const std::vector<Interval>& intervals() const { return intervals_; }
+  int64_t count() const { return count_; }  // intervals added
+  int64_t busy() const { return busy_; }    // their cycles, summed
   int64_t total(int32_t kind) const {
-    int64_t n = 0;
-    for (const auto& i : intervals_) n += i.kind == kind ? i.end - i.begin : 0;
-    return n;
+    return kind >= 0 && static_cast<size_t>(kind) < kind_totals_.size() ? kind_totals_[static_cast<size_t>(kind)] : 0;
   }
 
  private:
   std::vector<Interval> intervals_;
+  std::vector<int64_t> kind_totals_;  // cycles per kind (kinds are small non-negative numbers)
+  int64_t count_ = 0;
+  int64_t busy_ = 0;
+  bool keep_ = true;
 };
 
 }  // namespace tessera::models

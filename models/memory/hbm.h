@@ -39,6 +39,10 @@ class HbmPseudoChannels final : public WeightMemoryModel {
   int64_t busy_cycles() const override;
   // One interval per request: from its first pseudo channel's start to its last one's end.
   const IntervalLog& busy_log() const override { return log_; }
+  void keep_intervals(bool keep) override {
+    log_.keep_intervals(keep);
+    for (auto& pc : pcs_) pc.keep_intervals(keep);
+  }
 
   int64_t pseudo_channels() const { return static_cast<int64_t>(pcs_.size()); }
   const BandwidthServer& pseudo_channel(size_t i) const { return pcs_[i]; }

@@ -20,6 +20,9 @@ class SimpleDram final : public WeightMemoryModel {
   // Channel 0 stands for all: every request is spread over every channel.
   int64_t busy_cycles() const override { return channels_[0].busy_cycles(); }
   const IntervalLog& busy_log() const override { return channels_[0].log(); }
+  void keep_intervals(bool keep) override {
+    for (auto& c : channels_) c.keep_intervals(keep);
+  }
 
  private:
   void b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time& delay);

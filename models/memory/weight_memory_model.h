@@ -37,6 +37,8 @@ class WeightMemoryModel : public sc_core::sc_module, public StatProvider {
   virtual uint64_t bytes_read() const = 0;
   virtual int64_t busy_cycles() const = 0;
   virtual const IntervalLog& busy_log() const = 0;
+  // Whether the busy intervals are kept (busy_cycles() and the counters need none of them).
+  virtual void keep_intervals(bool keep) = 0;
 };
 
 // Builds the model for cfg.technology; throws std::invalid_argument for a technology

@@ -24,11 +24,7 @@ struct RegionPairHash {
   }
 };
 
-int64_t busy(const IntervalLog& log) {
-  int64_t n = 0;
-  for (const auto& i : log.intervals()) n += i.end - i.begin;
-  return n;
-}
+int64_t busy(const IntervalLog& log) { return log.busy(); }
 
 // One "<kind>_cycles" counter per declared kind of `log`.
 template <typename Kind, std::size_t N>
@@ -58,7 +54,7 @@ Unit unit_of(Opcode op) {
 HostDma::HostDma(sc_core::sc_module_name name, UnitContext& ctx)
     : sc_module(name), socket("socket"), queue("queue", queue_depth(ctx)), ctx_(ctx) {
   stats_.add("transfers", "instructions", "read_host and write_host instructions run",
-             [this] { return static_cast<int64_t>(log_.intervals().size()); });
+             [this] { return log_.count(); });
   stats_.add("busy_cycles", "cycles", "cycles from a transfer's start to its last byte", [this] { return busy(log_); });
   stats_.add("ub_read_bytes", "bytes", "unified-buffer bytes read for write_host", [this] { return ub_read_bytes_; });
   stats_.add("ub_write_bytes", "bytes", "unified-buffer bytes written by read_host", [this] { return ub_write_bytes_; });
@@ -240,7 +236,7 @@ void MatrixUnit::count(const InstructionActivity& a) {
 VectorUnit::VectorUnit(sc_core::sc_module_name name, UnitContext& ctx, UnifiedBufferPorts& ub)
     : sc_module(name), queue("queue", queue_depth(ctx)), ctx_(ctx), ub_(ub) {
   stats_.add("instructions", "instructions", "activate and vector instructions run",
-             [this] { return static_cast<int64_t>(log_.intervals().size()); });
+             [this] { return log_.count(); });
   stats_.add("busy_cycles", "cycles", "cycles the vector unit was busy", [this] { return busy(log_); });
   stats_.add("ub_read_bytes", "bytes", "unified-buffer bytes read by vector instructions", [this] { return ub_read_bytes_; });
   stats_.add("ub_write_bytes", "bytes", "unified-buffer bytes written by activate and vector instructions",

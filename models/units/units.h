@@ -85,6 +85,7 @@ class HostDma : public sc_core::sc_module, public StatProvider {
   SC_HAS_PROCESS(HostDma);
   HostDma(sc_core::sc_module_name name, UnitContext& ctx);
   const IntervalLog& log() const { return log_; }
+  void keep_intervals(bool keep) { log_.keep_intervals(keep); }  // only traces read them
 
  private:
   void run();
@@ -103,6 +104,7 @@ class WeightFetcher : public sc_core::sc_module, public StatProvider {
   SC_HAS_PROCESS(WeightFetcher);
   WeightFetcher(sc_core::sc_module_name name, UnitContext& ctx, WeightFifo& fifo);
   const IntervalLog& log() const { return log_; }  // kFifoFull: waiting for a FIFO slot
+  void keep_intervals(bool keep) { log_.keep_intervals(keep); }  // only traces read them
 
  private:
   void run();

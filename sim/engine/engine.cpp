@@ -214,7 +214,7 @@ int64_t RunStats::counter(std::string_view path) const {
   throw std::logic_error("engine: no module registered the counter " + std::string(path));
 }
 
-RunStats simulate(const ArchConfig& arch, const compiler::Program& program) {
+RunStats simulate(const ArchConfig& arch, const compiler::Program& program, const SimulateOptions& options) {
   static bool elaborated = false;
   if (elaborated) throw std::logic_error("engine::simulate: SystemC allows one simulation per process");
   elaborated = true;
@@ -226,6 +226,16 @@ RunStats simulate(const ArchConfig& arch, const compiler::Program& program) {
   models::UnitContext ctx{arch.array,      arch.unified_buffer, arch.vector_unit, arch.controller,
                           arch.weight_memory, program,            clock,            tracker};
   auto top = std::make_unique<Accelerator>("tessera", arch, ctx);
+  // The unified-buffer ports' intervals are read by nothing; those of the host DMA, the
+  // weight fetcher and weight memory only by a trace. The cycle breakdown (classify) reads
+  // the array, drain, controller, PCIe and vector-unit logs.
+  top->ub.read.keep_intervals(false);
+  top->ub.write.keep_intervals(false);
+  if (!options.tracks) {
+    top->dma.keep_intervals(false);
+    top->fetcher.keep_intervals(false);
+    top->weight_memory->keep_intervals(false);
+  }
   sc_core::sc_start();
   const auto time_overflow = [&] {
     return InputError("arch '" + arch.name + "' (" + arch.source + "): simulated time passes the bound of " +
@@ -272,7 +282,7 @@ RunStats simulate(const ArchConfig& arch, const compiler::Program& program) {
   stats.pcie_busy_cycles = stats.counter("tessera.pcie.busy_cycles");
   stats.vector_busy_cycles = stats.counter("tessera.vector_unit.busy_cycles");
   stats.weight_fifo_full_cycles = stats.counter("tessera.weight_fetcher.fifo_full_cycles");
-  stats.tracks = collect_tracks(program, *top);
+  if (options.tracks) stats.tracks = collect_tracks(program, *top);
   return stats;
 }
 

@@ -95,13 +95,19 @@ struct RunStats {
   int64_t vector_busy_cycles = 0;
   int64_t weight_fifo_full_cycles = 0;  // the fetcher waited for a free FIFO slot
   int64_t instructions = 0;
-  std::vector<UnitTrack> tracks;  // per-unit timelines, for --trace
+  std::vector<UnitTrack> tracks;  // per-unit timelines, for --trace (SimulateOptions::tracks; empty otherwise)
   std::vector<Counter> counters;  // every module's counters, depth first in construction order
   // The counter at `path`; throws std::logic_error if no module registered it.
   int64_t counter(std::string_view path) const;
   double total_seconds() const { return static_cast<double>(total_cycles) / (clock_mhz * 1e6); }
 };
 
-RunStats simulate(const ArchConfig& arch, const compiler::Program& program);
+struct SimulateOptions {
+  // Fill RunStats::tracks, every unit's busy intervals (for --trace). Without it only the
+  // logs the cycle breakdown reads keep their intervals; the counters are running totals.
+  bool tracks = false;
+};
+
+RunStats simulate(const ArchConfig& arch, const compiler::Program& program, const SimulateOptions& options = {});
 
 }  // namespace tessera::engine

@@ -92,7 +92,7 @@ RunResult run(const RunRequest& request) {
   r.compiled = compile(request.inputs);
   const ArchConfig& arch = r.compiled.arch;
   const compiler::Program& program = r.compiled.program;
-  r.stats = engine::simulate(arch, program);
+  r.stats = engine::simulate(arch, program, {.tracks = !request.trace_file.empty()});
   const report::RunRecord record{arch, r.compiled.graph, program, r.stats, request.inputs.precision};
   r.report = report::build_report(record);
   if (!request.baselines.empty()) {

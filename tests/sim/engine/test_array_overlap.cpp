@@ -31,7 +31,7 @@ Simulated run(const TinyArch& t, const std::string& graph_yaml) {
   const graph::Graph g = graph::parse_graph_yaml(YamlNode::load_string(graph_yaml, "g.yaml"));
   Simulated r;
   r.program = compiler::compile(g, arch);
-  r.stats = engine::simulate(arch, r.program);
+  r.stats = engine::simulate(arch, r.program, {.tracks = true});
   return r;
 }
 
