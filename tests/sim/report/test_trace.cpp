@@ -43,7 +43,7 @@ TracedRun run(const test_support::TinyArch& t, const std::string& graph_yaml) {
   r.arch = t.build();
   const graph::Graph g = graph::parse_graph_yaml(YamlNode::load_string(graph_yaml, "g.yaml"));
   r.program = compiler::compile(g, r.arch);
-  r.stats = engine::simulate(r.arch, r.program);
+  r.stats = engine::simulate(r.arch, r.program, {.tracks = true});
   r.text = report::chrome_trace_json(r.stats, r.program, r.arch.clock_mhz);
   r.trace = json::parse(r.text);  // throws on malformed JSON
   return r;
