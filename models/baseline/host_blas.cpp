@@ -12,6 +12,7 @@
 
 #ifdef TESSERA_HAVE_OPENBLAS
 #include <cblas.h>
+#include <dlfcn.h>
 #endif
 
 namespace tessera::baseline {
@@ -43,6 +44,43 @@ HostMeasurement measure_host(const Workload&, const HostOptions&) {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// OpenBLAS is loaded when the `host` baseline first runs, not at process start: linked
+// in, it and libgfortran cost every process their relocations and OpenBLAS's start-up
+// (its thread pool), which is most of the start-up of a short run (issue 19 item 4).
+struct Blas {
+  decltype(&cblas_sgemm) sgemm = nullptr;
+  decltype(&openblas_get_num_threads) get_num_threads = nullptr;
+  decltype(&openblas_get_config) get_config = nullptr;
+};
+
+const Blas& blas() {
+  static const Blas b = [] {
+    void* lib = nullptr;
+    std::string tried;
+    for (const char* name : {"libopenblas.so.0", TESSERA_OPENBLAS_LIBRARY}) {
+      lib = ::dlopen(name, RTLD_NOW | RTLD_LOCAL);
+      if (lib != nullptr) break;
+      const char* why = ::dlerror();
+      tried += std::string(tried.empty() ? "" : "; ") + (why != nullptr ? why : name);
+    }
+    if (lib == nullptr) {
+      throw InputError("baseline 'host': cannot load OpenBLAS (" + tried +
+                       "); install libopenblas0 (bash cmake/run.sh build does)");
+    }
+    Blas out;
+    auto symbol = [&](const char* name) {
+      void* p = ::dlsym(lib, name);
+      if (p == nullptr) throw InputError(std::string("baseline 'host': OpenBLAS has no symbol ") + name);
+      return p;
+    };
+    out.sgemm = reinterpret_cast<decltype(out.sgemm)>(symbol("cblas_sgemm"));
+    out.get_num_threads = reinterpret_cast<decltype(out.get_num_threads)>(symbol("openblas_get_num_threads"));
+    out.get_config = reinterpret_cast<decltype(out.get_config)>(symbol("openblas_get_config"));
+    return out;
+  }();
+  return b;
+}
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
@@ -104,7 +142,7 @@ std::string cpu_model() {
 volatile float g_sink = 0;  // keeps results alive
 
 void sgemm(int64_t m, int64_t k, int64_t n, const float* a, const float* b, float* c) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
+  blas().sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
               static_cast<int>(k), 1.0f, a, static_cast<int>(k), b, static_cast<int>(n), 0.0f, c,
               static_cast<int>(n));
 }
@@ -250,8 +288,8 @@ HostMeasurement measure_host(const Workload& work, const HostOptions& options) {
   out.options = options;
   out.cpu_model = cpu_model();
   out.logical_cpus = static_cast<int>(std::thread::hardware_concurrency());
-  out.blas_threads = openblas_get_num_threads();
-  out.blas_config = openblas_get_config();
+  out.blas_threads = blas().get_num_threads();
+  out.blas_config = blas().get_config();
   out.sgemm_tflops = measure_sgemm_peak(options);
   out.triad_gb_per_s = measure_triad(options);
   const auto t0 = Clock::now();
