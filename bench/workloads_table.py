@@ -32,6 +32,7 @@ ONNX_MODELS = [
     ("gpt2_prefill", ["--input-shape", "input_ids=1,128"]),
     ("gpt2_decode", ["--input-shape", "sequence=1", "--input-shape", "past=128"]),
     ("lstm_seq2seq", []),
+    ("yolov3_tiny", []),
 ]
 
 

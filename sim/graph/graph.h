@@ -199,6 +199,16 @@ struct Layer {
   int64_t macs_per_sample() const;
 };
 
+// Work an accelerator of this kind leaves to the host (an imported model's
+// NonMaxSuppression, data-dependent gathers, string and sequence ops, and whatever reads
+// their results): no layer of the program. The tensors it reads are graph outputs, sent to
+// host memory over PCIe; what it computes is the host's (docs/workloads.md, "Host work").
+struct HostOp {
+  std::string name;        // the model's node
+  std::string op;          // its op type
+  std::vector<int> reads;  // tensor ids the accelerator sends it (also in Graph::outputs)
+};
+
 struct Graph {
   std::string name;
   std::string description;
@@ -208,6 +218,7 @@ struct Graph {
   std::vector<Layer> layers;  // topological order
   std::vector<int> inputs;    // tensor ids
   std::vector<int> outputs;   // tensor ids
+  std::vector<HostOp> host_ops;  // in the model's order
 
   int64_t total_weights() const;
   int64_t total_macs_per_sample() const;

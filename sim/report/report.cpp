@@ -127,6 +127,22 @@ ordered_json build_report(const RunRecord& run) {
     }
     if (count > 0) w["quantized_by_model"] = {{"matrix_layers", count}, {"modes", modes}};
   }
+  // Work the model leaves to the host (NonMaxSuppression, ...): what it reads crosses PCIe
+  // as graph outputs (in host_output_bytes); its own CPU time is the host's, not simulated.
+  if (!run.graph.host_ops.empty()) {
+    ordered_json ops = ordered_json::array();
+    for (const auto& h : run.graph.host_ops) {
+      std::vector<std::string> reads;
+      int64_t bytes = 0;
+      for (int t : h.reads) {
+        const graph::Tensor& tensor = run.graph.tensors[static_cast<size_t>(t)];
+        reads.push_back(tensor.name);
+        bytes += graph::shape_elements(tensor.shape) * dtype_bytes(tensor.dtype);
+      }
+      ops.push_back({{"node", h.name}, {"op", h.op}, {"reads", reads}, {"bytes_to_host", bytes * prog.batch}});
+    }
+    w["host_ops"] = ops;
+  }
   w["host_input_bytes"] = prog.host_input_bytes;
   w["host_output_bytes"] = prog.host_output_bytes;
 

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Generates the ONNX workload library: ResNet-50, MobileNetV2, BERT-base, GPT-2 small
-(prefill and one decode step), an LSTM seq2seq, ViT-B/16 and Llama-style decoders (a small
+(prefill and one decode step), an LSTM seq2seq, ViT-B/16, YOLOv3-tiny with its detection
+post-processing (box decoding, TopK, NonMaxSuppression) and Llama-style decoders (a small
 one with grouped-query attention, and Llama-2-7B on demand: prefill and one decode step
 against a KV cache), with Debian's python3-onnx (onnx.helper).
 
@@ -630,6 +631,106 @@ def vit_b16(out_dir):
     return b, "ViT-B/16, 224x224, 1000 classes, zero weights"
 
 
+# ------------------------------------------------------------------ detection
+
+# YOLOv3-tiny (Redmon & Farhadi 2018, "YOLOv3: An Incremental Improvement"; darknet's
+# cfg/yolov3-tiny.cfg): 416x416, 80 COCO classes, 3 anchors per cell on a 13x13 and a 26x26 grid.
+YOLO_TINY_ANCHORS = [[(81, 82), (135, 169), (344, 319)], [(10, 14), (23, 27), (37, 58)]]  # 13x13 head, 26x26 head
+
+
+def yolov3_tiny(out_dir, classes=80, pre_top_k=1000):
+    """YOLOv3-tiny with its post-processing as exporters write it: darknet's backbone (3x3
+    convs with BatchNormalization and LeakyRelu 0.1, 2x2 max pools, the stride-1 pool padded
+    on the right and bottom), two heads (13x13 and 26x26, the second after a nearest 2x
+    upsample and a concat with the 26x26 feature map); then the box decoding of each head
+    (Reshape/Transpose to [batch, 3, h, w, 85], sigmoid(xy) + grid times the stride, exp(wh)
+    times the anchors, sigmoid objectness and class scores), corners from centres, scores =
+    objectness x class probability, the best class score per box (ReduceMax), a pre-NMS TopK
+    of `pre_top_k` boxes, GatherND of their boxes and scores (batch_dims 1, as tf.gather with
+    batch_dims exports) and NonMaxSuppression (100 boxes per class, IoU 0.45, score 0.25).
+    The outputs are what the ONNX model zoo's YOLOv3 gives: boxes, scores, selected_indices."""
+    b = Builder("yolov3_tiny", 13)
+    x = b.input("images", FLOAT, ["batch", 3, 416, 416])
+
+    def conv(t, cin, cout, k, hw, name, bn=True):
+        w = b.weight(name + ".weight", [cout, cin, k, k])
+        ins = [t, w] if bn else [t, w, b.weight(name + ".bias", [cout])]
+        y = b.node("Conv", ins, name + "/Conv", kernel_shape=[k, k], strides=[1, 1], pads=[k // 2] * 4, dilations=[1, 1])
+        b.macs += hw * hw * k * k * cin * cout
+        if not bn:
+            return y
+        bnw = [b.weight(name + ".bn." + s, [cout]) for s in ("scale", "bias", "mean", "var")]
+        y = b.node("BatchNormalization", [y] + bnw, name + "/BatchNormalization", epsilon=1e-5)
+        return b.node("LeakyRelu", [y], name + "/LeakyRelu", alpha=0.1)
+
+    def pool(t, name, stride=2):
+        pads = [0, 0, 0, 0] if stride == 2 else [0, 0, 1, 1]  # darknet's size-2 stride-1 pool keeps 13x13
+        return b.node("MaxPool", [t], name + "/MaxPool", kernel_shape=[2, 2], strides=[stride, stride], pads=pads)
+
+    y, hw, cin = x, 416, 3
+    for i, c in enumerate([16, 32, 64, 128, 256]):
+        y = conv(y, cin, c, 3, hw, "/backbone/conv%d" % i)
+        if c == 256:
+            route26 = y  # 26x26x256, read again by the second head
+        y = pool(y, "/backbone/pool%d" % i)
+        cin, hw = c, hw // 2
+    y = conv(y, 256, 512, 3, 13, "/backbone/conv5")
+    y = pool(y, "/backbone/pool5", stride=1)
+    y = conv(y, 512, 1024, 3, 13, "/backbone/conv6")
+    neck = conv(y, 1024, 256, 1, 13, "/head13/conv0")
+    h = conv(neck, 256, 512, 3, 13, "/head13/conv1")
+    out13 = conv(h, 512, 3 * (5 + classes), 1, 13, "/head13/out", bn=False)
+    u = conv(neck, 256, 128, 1, 13, "/head26/conv0")
+    u = b.node("Resize", [u, "", b.const_f("scales", [1.0, 1.0, 2.0, 2.0], shape=[4])], "/head26/Resize", mode="nearest")
+    u = b.node("Concat", [u, route26], "/head26/Concat", axis=1)
+    h = conv(u, 384, 256, 3, 26, "/head26/conv1")
+    out26 = conv(h, 256, 3 * (5 + classes), 1, 26, "/head26/out", bn=False)
+
+    no = 5 + classes
+    bs = shape_dims(b, x, "/decode", [0])[0]
+    preds = []
+    for head, (p, g, stride) in enumerate([(out13, 13, 32), (out26, 26, 16)]):
+        q = "/decode/head%d" % head
+        t = b.node("Reshape", [p, b.node("Concat", [bs, b.const_i64("grid", [3, no, g, g])], q + "/Concat", axis=0)],
+                   q + "/Reshape")
+        t = b.node("Transpose", [t], q + "/Transpose", perm=[0, 1, 3, 4, 2])  # [batch, 3, g, g, 85]
+        def part(lo, hi, tag):
+            return b.node("Slice", [t, b.const_i64("lo", [lo]), b.const_i64("hi", [hi]), b.const_i64("ax4", [4])],
+                          q + "/Slice_" + tag)
+        grid = b.const_f("grid_xy", [float(v) for j in range(g) for i in range(g) for v in (i, j)], shape=[1, 1, g, g, 2])
+        anchors = b.const_f("anchor_wh", [float(v) for a in YOLO_TINY_ANCHORS[head] for v in a], shape=[1, 3, 1, 1, 2])
+        xy = b.node("Mul", [b.node("Add", [b.node("Sigmoid", [part(0, 2, "xy")], q + "/Sigmoid"), grid], q + "/Add"),
+                            b.const_f("stride", [float(stride)])], q + "/Mul")
+        wh = b.node("Mul", [b.node("Exp", [part(2, 4, "wh")], q + "/Exp"), anchors], q + "/Mul_1")
+        conf = b.node("Sigmoid", [part(4, no, "conf")], q + "/Sigmoid_1")
+        t = b.node("Concat", [xy, wh, conf], q + "/Concat_1", axis=4)
+        preds.append(b.node("Reshape", [t, b.node("Concat", [bs, b.const_i64("rows", [3 * g * g, no])], q + "/Concat_2",
+                                                    axis=0)], q + "/Reshape_1"))
+    pred = b.node("Concat", preds, "/decode/Concat", axis=1)  # [batch, 2535, 85]
+
+    def cut(lo, hi, tag):
+        return b.node("Slice", [pred, b.const_i64("lo", [lo]), b.const_i64("hi", [hi]), b.const_i64("ax2", [2])],
+                      "/post/Slice_" + tag)
+    xy, wh = cut(0, 2, "xy"), cut(2, 4, "wh")
+    half = b.node("Mul", [wh, b.const_f("half", [0.5])], "/post/Mul")
+    boxes = b.node("Concat", [b.node("Sub", [xy, half], "/post/Sub"), b.node("Add", [xy, half], "/post/Add")],
+                   "/post/Concat", axis=2)                                                        # [batch, 2535, 4]
+    scores = b.node("Mul", [cut(5, no, "cls"), cut(4, 5, "obj")], "/post/Mul_1")                # [batch, 2535, 80]
+    best = b.node("ReduceMax", [scores], "/post/ReduceMax", axes=[2], keepdims=0)               # [batch, 2535]
+    _, top = b.node("TopK", [best, b.const_i64("k", [pre_top_k])], "/post/TopK", n_out=2, axis=1, largest=1, sorted=1)
+    top = b.node("Unsqueeze", [top, b.const_i64("axm1", [-1])], "/post/Unsqueeze")              # [batch, k, 1]
+    b.node("GatherND", [boxes, top], "/post/GatherND", outputs=["boxes"], batch_dims=1)         # [batch, k, 4]
+    top_scores = b.node("GatherND", [scores, top], "/post/GatherND_1", batch_dims=1)            # [batch, k, 80]
+    b.node("Transpose", [top_scores], "/post/Transpose", outputs=["scores"], perm=[0, 2, 1])   # [batch, 80, k]
+    b.node("NonMaxSuppression", ["boxes", "scores", b.const_i64("max_out", [100]), b.const_f("iou", [0.45], shape=[1]),
+                                 b.const_f("score", [0.25], shape=[1])], "/post/NonMaxSuppression",
+           outputs=["selected_indices"], center_point_box=0)
+    b.output("boxes", FLOAT, ["batch", pre_top_k, 4])
+    b.output("scores", FLOAT, ["batch", classes, pre_top_k])
+    b.output("selected_indices", INT64, ["selected", 3])
+    return b, "YOLOv3-tiny (darknet), 416x416, 80 classes, with box decoding, pre-NMS TopK and NonMaxSuppression, zero weights"
+
+
 # ------------------------------------------------------------------ recurrent
 
 def lstm_seq2seq(out_dir):
@@ -682,6 +783,7 @@ MODELS = {
     "llama_tiny_prefill": lambda out: llama(out, "llama_tiny", False),
     "llama_tiny_decode": lambda out: llama(out, "llama_tiny", True),
     "vit_b16": vit_b16,
+    "yolov3_tiny": yolov3_tiny,
 }
 
 

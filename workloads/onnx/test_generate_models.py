@@ -23,6 +23,9 @@ PUBLISHED = {
     "gpt2_prefill": (11.06e9, 0.02),  # Kaplan et al. 2020: N + n_layer n_ctx d per token, + LM head
     "gpt2_decode": (124.7e6, 0.02),
     "vit_b16": (17.6e9, 0.01),       # timm model card vit_base_patch16_224: 17.6 GMACs
+    # Darknet's YOLO table (pjreddie.com/darknet/yolo): YOLOv3-tiny 5.56 Bn FLOPS at 416x416,
+    # darknet counting 2 FLOPs per conv MAC (and nothing for pools, upsample or the YOLO layers).
+    "yolov3_tiny": (5.56e9 / 2, 0.01),
     # Llama-2-7B: HF meta-llama/Llama-2-7b-hf has 6,738,415,616 parameters; per token a
     # forward pass costs one MAC per weight but the embedding table (32000 x 4096, a
     # lookup), plus QK^T and AV: 2 x 32 layers x 4096 x ctx. Decode: ctx 513; prefill of 512

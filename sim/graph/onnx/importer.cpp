@@ -117,6 +117,57 @@ void Importer::dispatch(const Node& n) {
   it->second(*this, n);
 }
 
+// ONNX ops whose work an accelerator of this kind leaves to the host: outputs whose size
+// depends on the data (NonMaxSuppression, NonZero, Unique), gathers by index lists the
+// vector unit has no addressing for, strings and sequences.
+bool Importer::host_op_type(const std::string& op) {
+  static const std::unordered_set<std::string> ops = {
+      "NonMaxSuppression", "NonZero", "Unique", "GatherND", "GatherElements", "ScatterND", "ScatterElements",
+      "StringNormalizer", "StringConcat", "StringSplit", "RegexFullMatch", "TfIdfVectorizer", "SequenceAt",
+      "SequenceConstruct", "SequenceEmpty", "SequenceErase", "SequenceInsert", "SequenceLength", "SequenceMap",
+      "SplitToSequence", "ConcatFromSequence"};
+  return ops.count(op) > 0;
+}
+
+const Value* Importer::host_operand(const Node& n, std::string* name) const {
+  for (const auto& in : node_refs(n)) {
+    if (in.empty()) continue;
+    auto it = values_.find(in);
+    if (it != values_.end() && it->second.on_host) {
+      if (name) *name = in;
+      return &it->second;
+    }
+  }
+  return nullptr;
+}
+
+void Importer::host_node(const Node& n, const std::string& why) {
+  HostOp h;
+  h.name = utf8_safe(node_name(n));
+  h.op = utf8_safe(n.op_type());
+  for (const auto& in : node_refs(n)) {
+    if (in.empty()) continue;
+    auto it = values_.find(in);
+    if (it == values_.end()) continue;
+    Value& v = it->second;
+    if (v.on_host || v.constant) continue;
+    if (v.tensor < 0 && v.graph_input >= 0) continue;  // a graph input: the host has it already
+    const int t = tensor_in(v, Layout::kNatural, n);  // the host reads ONNX's natural order
+    if (std::find(h.reads.begin(), h.reads.end(), t) == h.reads.end()) h.reads.push_back(t);
+  }
+  for (const auto& o : n.output()) {
+    if (o.empty()) continue;
+    Value& v = values_[o];
+    v = Value{};
+    v.constant = false;
+    v.on_host = true;
+    v.host_by = "'" + h.name + "' (" + h.op + ")";
+    v.producer = node_name(n);
+  }
+  g_.host_ops.push_back(std::move(h));
+  absorb(n, "host: " + why);
+}
+
 void Importer::import_node(const Node& n) {
   bool poisoned = false;
   for (const auto& in : n.input()) {
@@ -126,6 +177,24 @@ void Importer::import_node(const Node& n) {
   }
   if (!poisoned) {
     try {
+      // Downstream of host work: the host goes on, but a matrix op there would leave the
+      // accelerator's MACs uncounted, so it is a blocker.
+      std::string read;
+      if (const Value* h = host_operand(n, &read)) {
+        static const std::unordered_set<std::string> matrix = {
+            "Conv", "ConvTranspose", "Gemm", "MatMul", "LSTM", "GRU", "RNN", "Einsum", "QLinearConv", "QLinearMatMul",
+            "ConvInteger", "MatMulInteger"};
+        if (matrix.count(n.op_type())) {
+          throw Unsupported{"reads '" + utf8_safe(read) + "', computed on the host by " + h->host_by +
+                            ": a matrix op after host work"};
+        }
+        host_node(n, "reads '" + utf8_safe(read) + "' from " + h->host_by);
+        return;
+      }
+      if (host_op_type(n.op_type()) && n.domain().empty()) {
+        host_node(n, n.op_type());
+        return;
+      }
       dispatch(n);
       check_outputs(n);
     } catch (const Unsupported& u) {
@@ -186,7 +255,7 @@ std::vector<std::pair<std::string, std::string>> Importer::nodes_without_handler
     const bool ms = dom == "com.microsoft" && (op == "Gelu" || op == "FastGelu");
     if (!dom.empty() && dom != "ai.onnx" && !ms) {
       out.emplace_back(node_name(n), op + ": op of domain '" + dom + "'");
-    } else if (!table.count(op) && !foldable_op(op) && op != "If" && op != "Loop" && op != "Scan") {
+    } else if (!table.count(op) && !foldable_op(op) && op != "If" && op != "Loop" && op != "Scan" && !host_op_type(op)) {
       out.emplace_back(node_name(n), op);
     }
   }
@@ -324,13 +393,19 @@ Graph Importer::run() {
   for (const Node* np : topo_order()) import_node(*np);
   if (!unsupported_.empty()) fail(blocker_message(""));
 
-  // Outputs: activations only (a constant output needs no accelerator).
+  // Outputs: activations only (a constant output needs no accelerator, the host computes
+  // its own), and what host work reads from the accelerator.
   for (const auto& o : graph.output()) {
     auto it = values_.find(o.name());
-    if (it == values_.end() || it->second.constant || it->second.poisoned) continue;
+    if (it == values_.end() || it->second.constant || it->second.poisoned || it->second.on_host) continue;
     Value& v = it->second;
     if (v.tensor < 0 && v.graph_input >= 0) continue;  // an input passed straight through
     if (std::find(g_.outputs.begin(), g_.outputs.end(), v.tensor) == g_.outputs.end()) g_.outputs.push_back(v.tensor);
+  }
+  for (const auto& h : g_.host_ops) {
+    for (int t : h.reads) {
+      if (std::find(g_.outputs.begin(), g_.outputs.end(), t) == g_.outputs.end()) g_.outputs.push_back(t);
+    }
   }
   if (g_.outputs.empty()) fail("the model has no output computed from its inputs (nothing for the accelerator to run)");
 
@@ -368,6 +443,10 @@ Graph Importer::run() {
     out.layers.push_back(std::move(l));
   }
   for (int t : g_.outputs) out.outputs.push_back(remap[static_cast<size_t>(t)]);
+  out.host_ops = g_.host_ops;
+  for (auto& h : out.host_ops) {
+    for (int& t : h.reads) t = remap[static_cast<size_t>(t)];
+  }
   if (out.layers.empty()) fail("the model has no layer for the accelerator to run");
 
   if (info_) {
@@ -375,7 +454,7 @@ Graph Importer::run() {
     info_->batch = batch_;
     info_->producer = producer;
     for (const auto& [name, v] : values_) {
-      if (!v.poisoned) info_->value_shapes[name] = full_dims(v.shape);
+      if (!v.poisoned && !v.on_host) info_->value_shapes[name] = full_dims(v.shape);
     }
   }
   return out;

@@ -63,6 +63,9 @@ struct Value {
   int graph_input = -1;   // an ONNX graph input not yet materialised in the IR
   bool prefer_channels_last = false;  // graph input that feeds convolutions
   bool poisoned = false;  // produced by an unsupported node
+  // Computed on the host (by a host op or downstream of one): no IR tensor, no known shape.
+  bool on_host = false;
+  std::string host_by;    // "'node' (Op)": the host op it comes from (for messages)
   // The ONNX element type of the integer codes this value holds or was dequantized from
   // (DequantizeLinear of an int8 weight, QuantizeLinear's output); 0: none.
   int32_t quant_elem = 0;
@@ -124,6 +127,14 @@ class Importer {
 
   // ---- the driver
   void import_node(const Node& n);  // dispatch; an unsupported node is recorded and poisons its outputs
+  // Host work: ops an accelerator of this kind leaves to the host (NonMaxSuppression,
+  // string and sequence ops, ...) and every node that reads a value the host computed.
+  static bool host_op_type(const std::string& op);
+  // n runs on the host: the activations it reads become graph outputs (sent over PCIe), its
+  // outputs are host values; recorded in Graph::host_ops and absorbed as "host: <why>".
+  void host_node(const Node& n, const std::string& why);
+  // The value n reads that the host computed, if any (its inputs and subgraph references).
+  const Value* host_operand(const Node& n, std::string* name) const;
   // Every blocker in one message: unsupported nodes grouped by op and reason, with counts and
   // the first node names (`unbound`: dynamic dimensions left unbound, reported first).
   std::string blocker_message(const std::string& unbound) const;

@@ -278,7 +278,7 @@ void Importer::op_gather(const Node& n) {
     absorb(n, "host");
     return;
   }
-  if (!idx.constant) throw Unsupported{"Gather of an activation with activation indices"};
+  if (!idx.constant) return host_node(n, "Gather of an activation by indices computed at run time");
   const std::vector<int64_t> ix = const_ints(n, 1, "indices");
   if (idx.shape.size() > 1) throw Unsupported{"Gather with multi-dimensional indices of an activation"};
   if (data.shape[static_cast<size_t>(axis)].p) throw Unsupported{"Gather along the batch dimension"};

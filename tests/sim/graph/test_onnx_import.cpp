@@ -76,7 +76,7 @@ TEST(OnnxErrors, UnsupportedOpsAreAllReportedTogether) {
   m.node("Relu", {"x"}, {"a"}, "ok_relu");
   m.node("Einsum", {"a"}, {"b"}, "mix");
   m.node("Relu", {"b"}, {"c"}, "after");  // depends on an unsupported node: not reported again
-  m.node("NonMaxSuppression", {"a"}, {"d"}, "nms");
+  m.node("Hardmax", {"a"}, {"d"}, "hm");
   m.node("Add", {"c", "d"}, {"y"}, "sum");
   m.input("v", {int64_t{1}, int64_t{4}, int64_t{2}, int64_t{8}, int64_t{8}});
   m.weight("w3", {2, 4, 1, 1, 1});
@@ -86,10 +86,94 @@ TEST(OnnxErrors, UnsupportedOpsAreAllReportedTogether) {
   const std::string e = error_of(m.save("unsupported.onnx"));
   EXPECT_NE(e.find("unsupported.onnx: 3 node(s) cannot be imported"), std::string::npos) << e;
   EXPECT_NE(e.find("'mix' (Einsum: equation '': 1 operand(s) (supported: two operands"), std::string::npos) << e;
-  EXPECT_NE(e.find("'nms' (NonMaxSuppression)"), std::string::npos) << e;
+  EXPECT_NE(e.find("'hm' (Hardmax)"), std::string::npos) << e;
   EXPECT_NE(e.find("'conv3d' (Conv: "), std::string::npos) << e;
   EXPECT_EQ(e.find("'after'"), std::string::npos) << e;
   EXPECT_NE(e.find("Supported ops:"), std::string::npos) << e;
+}
+
+// ---------------------------------------------------------------- host work
+
+// x [1, 8, 4] -> Relu -> boxes; s [1, 2, 8] -> Sigmoid -> scores; NonMaxSuppression on the
+// host, then a Gather of its result (host too). The accelerator runs the two vector layers
+// and sends both results over PCIe: 8 x 4 + 2 x 8 = 48 int8 elements per sample.
+TEST(OnnxHostWork, NonMaxSuppressionRunsOnTheHostAndItsOperandsCrossPcie) {
+  Model m(11);
+  m.input("x", {std::string("N"), int64_t{8}, int64_t{4}});
+  m.input("s", {std::string("N"), int64_t{2}, int64_t{8}});
+  m.node("Relu", {"x"}, {"boxes"}, "relu");
+  m.node("Sigmoid", {"s"}, {"scores"}, "sigmoid");
+  m.ints("max_out", {5});
+  m.node("NonMaxSuppression", {"boxes", "scores", "max_out"}, {"sel"}, "nms");
+  m.ints("col", {2}, true);
+  auto* ga = m.node("Gather", {"sel", "col"}, {"box_ids"}, "pick");
+  attr(ga, "axis", int64_t{1});
+  m.output("box_ids");
+  OnnxImportInfo info;
+  const Graph g = load_onnx(m.save("nms.onnx"), {}, &info);
+  ASSERT_EQ(g.layers.size(), 2u);
+  EXPECT_EQ(g.total_macs_per_sample(), 0);
+  ASSERT_EQ(g.outputs.size(), 2u);  // what the host reads, in the order it reads it
+  EXPECT_EQ(g.tensors[static_cast<size_t>(g.outputs[0])].name, "boxes");
+  EXPECT_EQ(g.tensors[static_cast<size_t>(g.outputs[1])].name, "scores");
+  ASSERT_EQ(g.host_ops.size(), 2u);
+  EXPECT_EQ(g.host_ops[0].name, "nms");
+  EXPECT_EQ(g.host_ops[0].op, "NonMaxSuppression");
+  EXPECT_EQ(g.host_ops[0].reads, g.outputs);
+  EXPECT_EQ(g.host_ops[1].name, "pick");
+  EXPECT_TRUE(g.host_ops[1].reads.empty());  // reads only the host's own result
+  EXPECT_EQ(info.absorbed.at("nms"), "host: NonMaxSuppression");
+  EXPECT_EQ(info.absorbed.at("pick"), "host: reads 'sel' from 'nms' (NonMaxSuppression)");
+  EXPECT_EQ(info.value_shapes.count("sel"), 0u);  // its size depends on the data
+  const auto p = compiler::compile(g, test_support::TinyArch{}.build(), {.batch = 3});
+  EXPECT_EQ(p.host_output_bytes, 3u * (8 * 4 + 2 * 8));
+}
+
+// A data-dependent gather (indices from TopK) is host work; the TopK stays on the vector unit.
+TEST(OnnxHostWork, GatherByComputedIndicesRunsOnTheHost) {
+  Model m(11);
+  m.input("x", {std::string("N"), int64_t{10}, int64_t{4}});
+  m.input("s", {std::string("N"), int64_t{10}});
+  m.ints("k", {3});
+  m.node("TopK", {"s", "k"}, {"v", "i"}, "topk");
+  auto* gn = m.node("GatherElements", {"x", "i"}, {"picked"}, "gather_elements");
+  attr(gn, "axis", int64_t{1});
+  auto* ga = m.node("Gather", {"x", "i"}, {"rows"}, "gather");
+  attr(ga, "axis", int64_t{1});
+  m.output("picked");
+  m.output("rows");
+  m.output("v");
+  OnnxImportInfo info;
+  const Graph g = load_onnx(m.save("gather_host.onnx"), {}, &info);
+  int topk = 0;
+  for (const auto& l : g.layers) topk += l.op == OpKind::kTopK;
+  EXPECT_EQ(topk, 2);  // values (a graph output) and indices (read by the host)
+  ASSERT_EQ(g.host_ops.size(), 2u);
+  EXPECT_EQ(g.host_ops[0].op, "GatherElements");
+  EXPECT_EQ(g.host_ops[1].op, "Gather");
+  EXPECT_EQ(info.absorbed.at("gather"), "host: Gather of an activation by indices computed at run time");
+  // Only the indices cross PCIe: x is a graph input the accelerator never touches (the host has it).
+  ASSERT_EQ(g.host_ops[0].reads.size(), 1u);
+  EXPECT_EQ(g.tensors[static_cast<size_t>(g.host_ops[0].reads[0])].name, "i");
+  EXPECT_EQ(g.host_ops[1].reads, g.host_ops[0].reads);
+}
+
+// A matrix op after host work would lose its MACs: a blocker naming what it reads.
+TEST(OnnxHostWork, MatrixOpAfterHostWorkIsABlocker) {
+  Model m(11);
+  m.input("x", {int64_t{1}, int64_t{6}});
+  m.node("Relu", {"x"}, {"r"}, "relu");
+  m.node("NonZero", {"r"}, {"nz"}, "nonzero");
+  auto* c = m.node("Cast", {"nz"}, {"nzf"}, "cast");
+  attr(c, "to", int64_t{onnx::TensorProto_DataType_FLOAT});
+  m.weight("w", {6, 4});
+  m.node("MatMul", {"nzf", "w"}, {"y"}, "mm");
+  m.output("y");
+  const std::string e = error_of(m.save("host_then_matmul.onnx"));
+  EXPECT_NE(e.find("1 node(s) cannot be imported: 'mm' (MatMul: reads 'nzf', computed on the host by 'cast' (Cast): a "
+                   "matrix op after host work)"),
+            std::string::npos)
+      << e;
 }
 
 TEST(OnnxErrors, UnboundDynamicDimensionsAreNamed) {

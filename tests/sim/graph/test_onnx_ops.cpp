@@ -221,6 +221,41 @@ TEST(OnnxOps, ComparisonsLogicAndMod) {
   EXPECT_EQ(reference(fmod, {{"x", num}, {"y", den}}), (std::vector<float>{2, -2, 1, -1}));
 }
 
+// Exp, Max/Min of two activations and Expand, against hand-computed values
+// (x = [1, 2, -3, 0.5], y = [0, 3, -4, 1]).
+TEST(OnnxOps, ExpMaxMinAndExpand) {
+  const Graph e = load_onnx(one_node_model("Exp", "exp.onnx"), {});
+  ASSERT_EQ(e.layers.size(), 1u);
+  EXPECT_EQ(e.layers[0].op, OpKind::kExp);
+  EXPECT_EQ(e.tensors[static_cast<size_t>(e.layers[0].output)].shape, (Shape{4}));
+  const std::vector<float> ey = reference(e, {{"x", kX}});
+  const std::vector<float> ew = {2.7182818f, 7.3890561f, 0.0497871f, 1.6487213f};
+  ASSERT_EQ(ey.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(ey[i], ew[i], 1e-5) << i;
+
+  const std::vector<float> y = {0, 3, -4, 1};
+  const Graph mx = load_onnx(binary_model("Max", true).save("max2.onnx"), {});
+  const Graph mn = load_onnx(binary_model("Min", true).save("min2.onnx"), {});
+  EXPECT_EQ(mx.layers.at(0).op, OpKind::kMax);
+  EXPECT_EQ(mn.layers.at(0).op, OpKind::kMin);
+  EXPECT_EQ(reference(mx, {{"x", kX}, {"y", y}}), (std::vector<float>{1, 3, -3, 1}));
+  EXPECT_EQ(reference(mn, {{"x", kX}, {"y", y}}), (std::vector<float>{0, 2, -4, 0.5f}));
+
+  // x [1, 1, 4] expanded to [1, 3, 4]: per sample [1, 4] -> [3, 4], the row three times.
+  Model m;
+  m.input("x", {int64_t{1}, int64_t{1}, int64_t{4}});
+  m.ints("shape", {1, 3, 4});
+  m.node("Expand", {"x", "shape"}, {"z"}, "expand");
+  m.output("z");
+  OnnxImportInfo info;
+  const Graph g = load_onnx(m.save("expand.onnx"), {}, &info);
+  ASSERT_EQ(g.layers.size(), 1u);
+  EXPECT_EQ(g.layers[0].op, OpKind::kExpand);
+  EXPECT_EQ(g.tensors[static_cast<size_t>(g.layers[0].output)].shape, (Shape{3, 4}));
+  EXPECT_EQ(info.value_shapes.at("z"), (std::vector<int64_t>{1, 3, 4}));
+  EXPECT_EQ(reference(g, {{"x", kX}}), (std::vector<float>{1, 2, -3, 0.5f, 1, 2, -3, 0.5f, 1, 2, -3, 0.5f}));
+}
+
 // Where with a constant in either value position: the constant knows which operand it is.
 TEST(OnnxOps, WhereSelectsWithAConstantInEitherPosition) {
   for (int pos : {1, 2}) {

@@ -220,6 +220,47 @@ TEST(OnnxWorkloads, VitB16) {
   check_value_shapes(model("vit_b16"), info, {{"batch", 1}});
 }
 
+// YOLOv3-tiny at 416x416, 80 classes (darknet's cfg/yolov3-tiny.cfg): per conv, output
+// pixels x k^2 x Cin x Cout. The post-processing runs on the vector unit (box decoding,
+// sigmoid, exp, scores, ReduceMax, TopK) and on the host (GatherND, NonMaxSuppression).
+int64_t yolov3_tiny_macs() {
+  int64_t macs = 0;
+  int64_t hw = 416, cin = 3;
+  for (int64_t c : {16, 32, 64, 128, 256}) macs += hw * hw * 9 * cin * c, cin = c, hw /= 2;  // conv + 2x2/2 pool
+  macs += 13 * 13 * 9 * 256 * 512;    // conv 512, then the 2x2/1 pool keeps 13x13
+  macs += 13 * 13 * 9 * 512 * 1024;   // conv 1024
+  macs += 13 * 13 * 1024 * 256;       // 1x1 256 (the neck)
+  macs += 13 * 13 * 9 * 256 * 512 + 13 * 13 * 512 * 255;  // first head: 3x3 512, 1x1 to 3 x 85
+  macs += 13 * 13 * 256 * 128;        // 1x1 128, upsampled to 26x26 and concatenated with the 26x26x256 map
+  macs += 26 * 26 * 9 * 384 * 256 + 26 * 26 * 256 * 255;  // second head
+  return macs;
+}
+
+TEST(OnnxWorkloads, Yolov3TinyWithPostProcessingOnTheHost) {
+  NEED_MODEL("yolov3_tiny");
+  OnnxImportInfo info;
+  const Graph g = load_onnx(model("yolov3_tiny"), {}, &info);
+  EXPECT_EQ(yolov3_tiny_macs(), 2782480896);
+  EXPECT_EQ(g.total_macs_per_sample(), yolov3_tiny_macs());
+  // Darknet's table (pjreddie.com/darknet/yolo): YOLOv3-tiny 5.56 Bn FLOPS, 2 per MAC, convs only.
+  EXPECT_NEAR(2.0 * static_cast<double>(g.total_macs_per_sample()), 5.56e9, 0.01 * 5.56e9);
+  int conv = 0, topk = 0;
+  for (const auto& l : g.layers) conv += l.op == OpKind::kConv2d, topk += l.op == OpKind::kTopK;
+  EXPECT_EQ(conv, 13);
+  EXPECT_EQ(topk, 1);  // the indices of the 1000 best boxes (its values are not used)
+  std::vector<std::string> host;
+  for (const auto& h : g.host_ops) host.push_back(h.op);
+  EXPECT_EQ(host, (std::vector<std::string>{"GatherND", "GatherND", "Transpose", "NonMaxSuppression"}));
+  // The accelerator sends the decoded boxes [2535, 4], the scores [2535, 80] and the TopK indices [1000, 1].
+  int64_t sent = 0;
+  for (int t : g.outputs) sent += shape_elements(g.tensors[static_cast<size_t>(t)].shape);
+  EXPECT_EQ(g.outputs.size(), 3u);
+  EXPECT_EQ(sent, 2535 * 4 + 2535 * 80 + 1000);
+  EXPECT_EQ(info.absorbed.at("/post/NonMaxSuppression"), "host: reads 'boxes' from '/post/GatherND' (GatherND)");
+  EXPECT_EQ(info.absorbed.at("/post/GatherND"), "host: GatherND");
+  check_value_shapes(model("yolov3_tiny"), info, {{"batch", 1}});
+}
+
 TEST(OnnxWorkloads, LstmSeq2seq) {
   NEED_MODEL("lstm_seq2seq");
   OnnxImportInfo info;
@@ -244,7 +285,7 @@ TEST(OnnxWorkloads, EveryModelCompilesForTpuV1AtBatch8) {
       {"resnet50", {}}, {"mobilenet_v2", {}}, {"bert_base", bind({{"input_ids", {1, 128}}})},
       {"gpt2_prefill", bind({{"input_ids", {1, 128}}})}, {"gpt2_decode", bind({{"sequence", {1}}, {"past", {128}}})},
       {"lstm_seq2seq", {}}, {"llama_tiny_prefill", bind({{"input_ids", {1, 32}}})},
-      {"llama_tiny_decode", bind({{"sequence", {1}}, {"past", {32}}})}, {"vit_b16", {}}};
+      {"llama_tiny_decode", bind({{"sequence", {1}}, {"past", {32}}})}, {"vit_b16", {}}, {"yolov3_tiny", {}}};
   for (const auto& [name, opts] : models) {
     if (!fs::exists(model(name))) GTEST_SKIP() << "models not generated";
     const Graph g = load_onnx(model(name), opts);
@@ -254,6 +295,23 @@ TEST(OnnxWorkloads, EveryModelCompilesForTpuV1AtBatch8) {
     EXPECT_EQ(macs, 8 * g.total_macs_per_sample()) << name;
     EXPECT_GT(p.instructions.size(), g.layers.size() / 2) << name;
   }
+}
+
+// The detection network (its host work included) on every shipped architecture.
+TEST(OnnxWorkloads, Yolov3TinyCompilesOnEveryShippedConfig) {
+  NEED_MODEL("yolov3_tiny");
+  const Graph g = load_onnx(model("yolov3_tiny"));
+  int configs = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(TESSERA_SOURCE_DIR) / "configs")) {
+    if (e.path().extension() != ".yaml") continue;
+    ++configs;
+    const auto p = compiler::compile(g, load_arch_config(e.path().string()), {.batch = 2});
+    int64_t macs = 0;
+    for (const auto& l : p.layers) macs += l.macs;
+    EXPECT_EQ(macs, 2 * yolov3_tiny_macs()) << e.path().filename();
+    EXPECT_EQ(p.host_output_bytes, 2u * (2535 * 4 + 2535 * 80 + 1000)) << e.path().filename();  // int8 activations
+  }
+  EXPECT_GE(configs, 5);
 }
 
 // The LLM workloads on every shipped architecture (edge NPU included: spills, several passes).

@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -96,6 +99,59 @@ TEST(OpRegistry, YamlLoaderListsExactlyTheRegisteredOps) {
   std::sort(all.begin(), all.end());
   EXPECT_EQ(split(e.substr(at + 11)), all);
   EXPECT_EQ(split(supported_ops_text()), all);
+}
+
+// Every registered op is writable in the YAML graph format (one layer of each, parsed and
+// shape-checked here) and documented, with each of its keys, in docs/workloads.md's YAML
+// section. A new op needs a line here and a row there.
+TEST(OpRegistry, EveryOpIsWritableInYamlAndDocumented) {
+  // x: an image [H, W, C]; s: a sequence [T, I]; v: a row to expand.
+  const std::map<std::string, std::string> layer = {
+      {"fc", "input: s, units: 4"}, {"conv2d", "filters: 4, kernel: 3, padding: same"},
+      {"conv_transpose2d", "filters: 4, kernel: 2, stride: 2"}, {"matmul", "inputs: [s, st]"},
+      {"lstm", "input: s, hidden: 4"}, {"gru", "input: s, hidden: 4"}, {"maxpool", "kernel: 2"}, {"avgpool", "kernel: 2"},
+      {"global_avgpool", ""}, {"global_maxpool", ""}, {"where", "inputs: [x, x, x]"}, {"clip", "min: 0, max: 6"},
+      {"cumsum", "axis: 0, exclusive: true"}, {"argmax", "axis: -1"}, {"argmin", "axis: -1, keepdims: false"},
+      {"topk", "k: 2, indices: true"}, {"tile", "repeats: [1, 1, 2]"}, {"quantize", "to: uint8"},
+      {"dynamic_quantize", ""}, {"dequantize", ""}, {"softmax", ""}, {"layer_norm", ""}, {"reduce_mean", "axes: [0, 1]"},
+      {"reduce_sum", ""}, {"reduce_max", "axes: [2], keepdims: false"}, {"concat", "inputs: [x, x], axis: 0"},
+      {"slice", "axis: 0, begin: 0, end: 2"}, {"reshape", "shape: [16, 8]"}, {"flatten", ""}, {"transpose", "perm: [2, 0, 1]"},
+      {"expand", "input: v, shape: [4, 8]"}, {"pad", "pads: [1, 1, 0, 1, 1, 0], mode: edge"}, {"resize", "scale: [2, 2, 1]"}};
+  const std::set<std::string> binary = {"add", "sub", "mul", "div", "pow", "max", "min", "greater", "greater_equal", "less",
+                                        "less_equal", "equal", "and", "or", "mod", "fmod"};
+  const std::set<std::string> unary = {"relu", "sigmoid", "tanh", "leaky_relu", "hard_sigmoid", "hard_swish", "gelu",
+                                       "erf", "sqrt", "exp", "softplus", "log", "abs", "sign", "floor", "ceil", "round",
+                                       "not", "batch_norm"};
+  std::string yaml =
+      "name: every_op\ninputs:\n  - {name: x, shape: [4, 4, 8]}\n  - {name: s, shape: [4, 8]}\n"
+      "  - {name: v, shape: [1, 8]}\nlayers:\n  - {name: st, op: transpose, input: s, perm: [1, 0]}\n";
+  for (const OpDef* d : all_ops()) {
+    const std::string name(d->name);
+    std::string keys;
+    if (auto it = layer.find(name); it != layer.end()) keys = it->second;
+    else if (binary.count(name)) keys = "inputs: [x, x]";
+    else if (!unary.count(name)) ADD_FAILURE() << "op '" << name << "' has no YAML layer in this test";
+    if (keys.find("input") == std::string::npos) keys = "input: x" + std::string(keys.empty() ? "" : ", ") + keys;
+    yaml += "  - {name: l_" + name + ", op: " + name + ", " + keys + "}\n";
+  }
+  const Graph g = parse_graph_yaml(YamlNode::load_string(yaml, "every_op.yaml"));
+  std::set<OpKind> kinds;
+  for (const Layer& l : g.layers) kinds.insert(l.op);
+  EXPECT_EQ(kinds.size(), all_ops().size());
+
+  std::ifstream f(std::string(TESSERA_SOURCE_DIR) + "/docs/workloads.md");
+  std::stringstream text;
+  text << f.rdbuf();
+  const std::string doc = text.str();
+  const size_t begin = doc.find("\n## YAML graph format");
+  ASSERT_NE(begin, std::string::npos);
+  const std::string section = doc.substr(begin, doc.find("\n## ", begin + 1) - begin);
+  for (const OpDef* d : all_ops()) {
+    EXPECT_NE(section.find("`" + std::string(d->name) + "`"), std::string::npos) << d->name << " is not documented";
+    for (const auto& key : d->yaml_keys) {
+      EXPECT_NE(section.find("`" + std::string(key) + "`"), std::string::npos) << d->name << ": key " << key;
+    }
+  }
 }
 
 // Hand-derived vector costs (element operations per output element).
