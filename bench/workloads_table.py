@@ -32,6 +32,9 @@ ONNX_MODELS = [
     ("gpt2_prefill", ["--input-shape", "input_ids=1,128"]),
     ("gpt2_decode", ["--input-shape", "sequence=1", "--input-shape", "past=128"]),
     ("lstm_seq2seq", []),
+    ("vit_b16", []),
+    ("llama_tiny_prefill", ["--input-shape", "input_ids=1,32"]),
+    ("llama_tiny_decode", ["--input-shape", "sequence=1", "--input-shape", "past=32"]),
     ("yolov3_tiny", []),
 ]
 
@@ -45,7 +48,10 @@ def workloads(onnx_dir):
 
 def run_one(tessera, config, name, path, args, scratch):
     out = pathlib.Path(scratch) / f"{name}-{config.stem}"
-    cmd = [str(tessera), "run", "-q", "-a", str(config), "-w", str(path), "-o", str(out)] + args
+    # Paths relative to the checkout (the run's cwd), so that error messages in the table do
+    # not name the machine's directories.
+    rel = lambda p: str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(p)
+    cmd = [str(tessera), "run", "-q", "-a", rel(config), "-w", rel(path), "-o", str(out)] + args
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     if proc.returncode != 0:
         # Paths relative to the repository, so the table reads the same from any checkout.

@@ -4,12 +4,16 @@
 // shapes ONNX's own shape inference recorded in the file (value_info).
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
+#include <fstream>
 
 #include "sim/common/error.h"
 #include "sim/compiler/compiler.h"
 #include "sim/config/arch_config.h"
 #include "sim/graph/onnx_importer.h"
+#include "tests/support/run_cli.h"
 
 using namespace tessera;
 using namespace tessera::graph;
@@ -295,6 +299,28 @@ TEST(OnnxWorkloads, EveryModelCompilesForTpuV1AtBatch8) {
     EXPECT_EQ(macs, 8 * g.total_macs_per_sample()) << name;
     EXPECT_GT(p.instructions.size(), g.layers.size() / 2) << name;
   }
+}
+
+// The report names the host work and what it reads; the bytes cross PCIe as outputs.
+TEST(OnnxWorkloads, Yolov3TinyReportListsItsHostWork) {
+  NEED_MODEL("yolov3_tiny");
+  const fs::path out = fs::path(testing::TempDir()) / "yolov3_tiny_report";
+  const auto r = tessera_test::run_tessera("run --arch configs/tpu-v1.yaml --workload " + model("yolov3_tiny").string() +
+                                           " --batch 2 --out " + out.string() + " --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream in(out / "report.json");
+  const auto report = nlohmann::json::parse(in);
+  const auto& ops = report["workload"]["host_ops"];
+  ASSERT_EQ(ops.size(), 4u);
+  EXPECT_EQ(ops[0]["node"], "/post/GatherND");
+  EXPECT_EQ(ops[0]["op"], "GatherND");
+  EXPECT_EQ(ops[0]["reads"].size(), 2u);             // the boxes and the TopK indices
+  EXPECT_EQ(ops[0]["bytes_to_host"], 2 * (2535 * 4 + 1000));
+  EXPECT_EQ(ops[1]["bytes_to_host"], 2 * (2535 * 80 + 1000));
+  EXPECT_EQ(ops[3]["op"], "NonMaxSuppression");
+  EXPECT_EQ(ops[3]["bytes_to_host"], 0);             // it reads only what the host computed
+  EXPECT_EQ(report["workload"]["host_output_bytes"], 2 * (2535 * 4 + 2535 * 80 + 1000));  // the indices once
+  EXPECT_EQ(report["summary"]["macs"], 2 * yolov3_tiny_macs());
 }
 
 // The detection network (its host work included) on every shipped architecture.
