@@ -48,10 +48,7 @@ def workloads(onnx_dir):
 
 def run_one(tessera, config, name, path, args, scratch):
     out = pathlib.Path(scratch) / f"{name}-{config.stem}"
-    # Paths relative to the checkout (the run's cwd), so that error messages in the table do
-    # not name the machine's directories.
-    rel = lambda p: str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(p)
-    cmd = [str(tessera), "run", "-q", "-a", rel(config), "-w", rel(path), "-o", str(out)] + args
+    cmd = [str(tessera), "run", "-q", "-a", str(config), "-w", str(path), "-o", str(out)] + args
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     if proc.returncode != 0:
         # Paths relative to the repository, so the table reads the same from any checkout.
