@@ -4,6 +4,7 @@
 // instruction reads and writes; the controller stalls on overlapping regions.
 // A leaf of the model tree: it knows tiles and dtypes, nothing of graphs or reports.
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -120,6 +121,12 @@ class RegionList {
     if (n > 0) tail_ = tail, tail_size_ = n;
   }
   uint32_t shared_size() const { return tail_size_; }
+  const Region* shared_tail() const { return tail_; }
+  // The instruction's own regions (without the shared tail), writable: a repeat's strides
+  // step them (InstructionStream).
+  size_t own_size() const { return size_; }
+  Region& own_region(size_t i) { return own()[i]; }
+  const Region& own_region(size_t i) const { return own()[i]; }
   size_t size() const { return size_ + static_cast<size_t>(tail_size_); }
   bool empty() const { return size() == 0; }
   const_iterator begin() const {
@@ -243,10 +250,126 @@ struct Instruction {
   std::string text() const;  // one line of `tessera compile` output
 };
 
+// How the numeric fields of an instruction change from one iteration of a repeat to the
+// next (issue 19: the compact program). The fields, in order: layer, weight_tiles, bytes,
+// ub_address, weight_address, tile.m, tile.k, tile.n, ub_read_bytes, ub_write_bytes, rows,
+// cols, elements, element_bytes, then for each of the first kStridedRegions own regions of
+// reads, then of writes: buffer, row_begin, row_end, col_begin, col_end. Everything else
+// (opcode, dtypes, flags, the vector function, region spaces, further own regions, the
+// shared tail) is the same in every iteration.
+struct Stride {
+  static constexpr int kScalars = 14;
+  static constexpr int kStridedRegions = 2;
+  static constexpr int kRegionFields = 5;
+  static constexpr int kFields = kScalars + 2 * kStridedRegions * kRegionFields;
+  static std::string_view field_name(int f);  // "bytes", "read0.row_begin", ...
+  std::array<int64_t, kFields> d{};
+  bool operator==(const Stride&) const = default;
+  bool zero() const;
+};
+
+// Instruction `b` as `a` plus a stride; false when they differ in anything a stride cannot
+// express (then `out` is unspecified).
+bool stride_between(const Instruction& a, const Instruction& b, Stride& out);
+// Adds `times` x `s` to the numeric fields of `in`.
+void add_stride(Instruction& in, const Stride& s, uint64_t times);
+
+// The program's instructions in compact form (issue 19): repeated patterns are stored once,
+// as a repeat of a body of items (instructions or nested repeats) with a count and, per
+// instruction template in the body (depth first), the stride its fields advance by per
+// iteration. Instruction i of the expanded program is template + sum over its enclosing
+// repeats of (iteration x stride). push_back folds repeats as instructions arrive (the
+// compiler never holds the expanded program); readers see the expanded program: size(),
+// operator[] (decoded by value) and a forward iterator that decodes on the fly, so nothing
+// indexed by instruction number changes. set_compact(false) keeps every instruction as its
+// own item (the expanded program, for comparisons).
+class InstructionStream {
+ public:
+  struct Loop;
+  struct Item {
+    Instruction in;              // the instruction template (when loop is null)
+    std::unique_ptr<Loop> loop;  // or a repeat
+    uint64_t size = 1;           // instructions it expands to
+    uint32_t templates = 1;      // instruction templates in it
+    Item() = default;
+    explicit Item(Instruction i) : in(std::move(i)) {}
+    Item(const Item& o);
+    Item& operator=(const Item& o);
+    Item(Item&&) noexcept = default;
+    Item& operator=(Item&&) noexcept = default;
+  };
+  struct Loop {
+    uint64_t count = 0;
+    std::vector<Item> body;
+    std::vector<Stride> stride;  // per template of the body, depth first
+  };
+  // The longest body (in items) a repeat is folded over.
+  static constexpr size_t kMaxBody = 24;
+
+  class const_iterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = Instruction;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const Instruction*;
+    using reference = const Instruction&;
+    const_iterator() = default;
+    const_iterator(const InstructionStream* s, size_t top);
+    reference operator*() const { return cur_; }
+    pointer operator->() const { return &cur_; }
+    const_iterator& operator++();
+    bool operator==(const const_iterator& o) const { return index_ == o.index_; }
+    uint64_t index() const { return index_; }
+
+   private:
+    struct Frame {
+      const Loop* loop;
+      uint64_t iter;
+      uint32_t pos;        // body item
+      uint32_t templates;  // templates of the body items before pos
+    };
+    void descend(const Item* item);
+    void materialize(const Item& leaf);
+    const InstructionStream* s_ = nullptr;
+    uint64_t index_ = 0;
+    size_t top_ = 0;
+    std::vector<Frame> frames_;
+    Instruction cur_;
+  };
+  using iterator = const_iterator;
+
+  void push_back(Instruction in);
+  void emplace_back(Instruction in) { push_back(std::move(in)); }
+  size_t size() const { return static_cast<size_t>(size_); }
+  bool empty() const { return size_ == 0; }
+  Instruction operator[](size_t i) const;  // decoded; O(log items)
+  Instruction front() const { return (*this)[0]; }
+  Instruction back() const { return (*this)[size() - 1]; }
+  const_iterator begin() const { return const_iterator(this, 0); }
+  const_iterator end() const;
+  std::vector<Instruction> expanded() const;
+
+  // Off: every instruction is its own item from now on (the expanded program).
+  void set_compact(bool on) { compact_ = on; }
+  const std::vector<Item>& items() const { return items_; }
+  uint64_t item_start(size_t item) const { return starts_[item]; }
+  size_t templates() const;  // instruction templates stored
+  size_t repeats() const;    // repeats stored (nested ones included)
+
+ private:
+  void append(Item item);
+  bool extend();
+  bool fold();
+  std::vector<Item> items_;
+  std::vector<uint64_t> starts_;  // per item: the index of its first instruction
+  uint64_t size_ = 0;
+  bool compact_ = true;
+};
+
 // What the units execute. The compiler's result (sim/compiler/compiled.h) extends it
 // with the report's per-layer facts and totals.
 struct Program {
-  std::vector<Instruction> instructions;
+  InstructionStream instructions;
   // The shared tails of the instructions' region lists (RegionList::set_shared_tail), each
   // stored once; shared so that a copy of the program keeps them alive.
   std::shared_ptr<std::deque<std::vector<Region>>> shared_regions = std::make_shared<std::deque<std::vector<Region>>>();

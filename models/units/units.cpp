@@ -36,6 +36,8 @@ void add_kind_cycles(StatGroup& stats, const IntervalLog& log, const KindNames<K
 }
 }  // namespace
 
+std::ostream& operator<<(std::ostream& os, const Dispatch& d) { return os << d.index; }
+
 Unit unit_of(Opcode op) {
   switch (op) {
     case Opcode::kReadHost:
@@ -64,9 +66,9 @@ HostDma::HostDma(sc_core::sc_module_name name, UnitContext& ctx)
 void HostDma::run() {
   std::vector<unsigned char> dummy(1);
   for (;;) {
-    int32_t idx = -1;
-    queue.read(idx);
-    const Instruction& in = ctx_.program.instructions[static_cast<size_t>(idx)];
+    queue.read(dispatch_);
+    const int32_t idx = dispatch_.index;
+    const Instruction& in = dispatch_.in;
     const int64_t start = ctx_.clock.now();
     const InstructionActivity act = activity_of(in, ctx_.array);
     ub_read_bytes_ += static_cast<int64_t>(act.ub_read_bytes);
@@ -98,9 +100,9 @@ WeightFetcher::WeightFetcher(sc_core::sc_module_name name, UnitContext& ctx, Wei
 void WeightFetcher::run() {
   std::vector<unsigned char> dummy(1);
   for (;;) {
-    int32_t idx = -1;
-    queue.read(idx);
-    const Instruction& in = ctx_.program.instructions[static_cast<size_t>(idx)];
+    queue.read(dispatch_);
+    const int32_t idx = dispatch_.index;
+    const Instruction& in = dispatch_.in;
     const int64_t asked = ctx_.clock.now();
     const int64_t slot = fifo_.reserve();  // a full FIFO stalls the fetcher here
     log_.add(asked, slot, kFifoFull, in.layer, idx);
@@ -113,7 +115,7 @@ void WeightFetcher::run() {
     socket->b_transport(payload, delay);
     // Requests are pipelined: the fetcher moves on while the tile is in flight.
     const int64_t ready = ctx_.clock.cycle_of(sc_core::sc_time_stamp() + delay);
-    fifo_.fill(WeightTile{idx, in.bytes, ready});
+    fifo_.fill(WeightTile{idx, in.bytes, ready, in.weight_source == isa::WeightSource::kWeightMemory});
     ctx_.tracker.finish_at(idx, ready);
   }
 }
@@ -161,9 +163,9 @@ void MatrixUnit::run() {
   const auto& arr = ctx_.array;
   const array::ArrayDims dims{arr.rows, arr.cols};
   for (;;) {
-    int32_t idx = -1;
-    queue.read(idx);
-    const Instruction& in = ctx_.program.instructions[static_cast<size_t>(idx)];
+    queue.read(dispatch_);
+    const int32_t idx = dispatch_.index;
+    const Instruction& in = dispatch_.in;
     const int64_t requested = ctx_.clock.now();
     // The tile's weights, in the FIFO tiles the compiler split them into (B held: one;
     // B streamed: one per array tile of B, in stream order). An empty FIFO is a weight stall.
@@ -172,8 +174,7 @@ void MatrixUnit::run() {
     for (int32_t t = 0; t < std::max<int32_t>(1, in.weight_tiles); ++t) {
       const WeightTile w = fifo_.pop();
       ready_cycles_.push_back(w.ready_cycle);
-      from_weight_memory |= w.instruction >= 0 && ctx_.program.instructions[static_cast<size_t>(w.instruction)].weight_source ==
-                                                      isa::WeightSource::kWeightMemory;
+      from_weight_memory |= w.instruction >= 0 && w.from_weight_memory;
     }
     const int64_t popped = ctx_.clock.now();
 
@@ -261,9 +262,9 @@ int64_t VectorUnit::compute_cycles(const VectorUnitConfig& cfg, const Instructio
 void VectorUnit::run() {
   const auto& ubc = ctx_.unified_buffer;
   for (;;) {
-    int32_t idx = -1;
-    queue.read(idx);
-    const Instruction& in = ctx_.program.instructions[static_cast<size_t>(idx)];
+    queue.read(dispatch_);
+    const int32_t idx = dispatch_.index;
+    const Instruction& in = dispatch_.in;
     // An activate waits here for the matmuls that fill its accumulator half.
     for (int32_t producer : ctx_.tracker.take_unit_waits(idx)) {
       while (ctx_.tracker.finish(producer) == CompletionTracker::kUnknown) sc_core::wait(ctx_.tracker.changed());
@@ -293,7 +294,7 @@ void VectorUnit::run() {
 }
 
 // ---------------------------------------------------------------- Controller
-Controller::Controller(sc_core::sc_module_name name, UnitContext& ctx, std::vector<sc_core::sc_fifo<int32_t>*> queues)
+Controller::Controller(sc_core::sc_module_name name, UnitContext& ctx, std::vector<sc_core::sc_fifo<Dispatch>*> queues)
     : sc_module(name), ctx_(ctx), queues_(std::move(queues)) {
   stats_.add("instructions", "instructions", "instructions in the program", [this] {
     return static_cast<int64_t>(ctx_.program.instructions.size());
@@ -303,9 +304,15 @@ Controller::Controller(sc_core::sc_module_name name, UnitContext& ctx, std::vect
 }
 
 void Controller::run() {
-  const auto& instrs = ctx_.program.instructions;
-  std::vector<int32_t> in_flight;
-  auto unit_index = [&](int32_t i) { return static_cast<int>(unit_of(instrs[static_cast<size_t>(i)].op)); };
+  // The program is read in order through its cursor (the compact program is never
+  // expanded: issue 19); the instructions in flight are kept here, decoded, for the
+  // hazard checks.
+  struct Flight {
+    int32_t index = -1;
+    int unit = 0;
+    Instruction in;
+  };
+  std::vector<Flight> in_flight;
   // Which spaces a and b conflict in: bit 1 the unified buffer, bit 2 the accumulators.
   // Region lists are tested segment by segment (own regions, shared tail) in plain loops.
   // A shared tail (the hazard regions of dead tensors, hundreds for row-tiled layers with
@@ -379,11 +386,18 @@ void Controller::run() {
   };
   const int vector_unit = static_cast<int>(Unit::kVector), matrix_unit = static_cast<int>(Unit::kMatrix);
   std::vector<int32_t> unit_waits;
-  std::vector<std::pair<int32_t, int>> hazards;  // (in-flight instruction, conflicting spaces)
+  struct Hazard {
+    int32_t index;  // the in-flight instruction
+    int spaces;     // the spaces it conflicts in
+    int unit;
+    Opcode op;
+  };
+  std::vector<Hazard> hazards;
 
-  for (size_t i = 0; i < instrs.size(); ++i) {
-    const auto idx = static_cast<int32_t>(i);
-    const Instruction& in = instrs[i];
+  const isa::InstructionStream& instrs = ctx_.program.instructions;
+  for (auto it = instrs.begin(); it != instrs.end(); ++it) {
+    const auto idx = static_cast<int32_t>(it.index());
+    const Instruction& in = *it;
     const int64_t issue_start = ctx_.clock.now();
     ctx_.clock.wait_until(saturating_add(issue_start, ctx_.controller.issue_cycles));
     log_.add(issue_start, ctx_.clock.now(), kIssue, in.layer, idx);
@@ -394,8 +408,8 @@ void Controller::run() {
       for (;;) {
         int64_t latest = 0;
         bool unknown = false;
-        for (int32_t j : in_flight) {
-          const int64_t f = ctx_.tracker.finish(j);
+        for (const Flight& j : in_flight) {
+          const int64_t f = ctx_.tracker.finish(j.index);
           if (f == CompletionTracker::kUnknown) unknown = true;
           else latest = std::max(latest, f);
         }
@@ -414,37 +428,38 @@ void Controller::run() {
       continue;
     }
 
-    const int my_unit = unit_index(idx);
+    const int my_unit = static_cast<int>(unit_of(in.op));
     const int64_t stall_start = ctx_.clock.now();
     int32_t blocker = -1;
+    Opcode blocker_op = Opcode::kHalt;
     // The conflicts with in-flight instructions are tested once: while this one waits,
     // in_flight only loses the instructions that finish.
     {
       const int64_t now = ctx_.clock.now();
-      std::erase_if(in_flight, [&](int32_t j) { return ctx_.tracker.finish(j) <= now; });
+      std::erase_if(in_flight, [&](const Flight& j) { return ctx_.tracker.finish(j.index) <= now; });
       hazards.clear();
       if (sorted_tails.size() > 64) sorted_tails.clear();  // only the tails of recent tiles recur
       if (tail_pairs.size() > 4096) tail_pairs.clear();
-      for (int32_t j : in_flight) {
-        if (unit_index(j) == my_unit) continue;  // a unit runs its own instructions in order
-        const int spaces = conflicts(in, instrs[static_cast<size_t>(j)]);
-        if (spaces != 0) hazards.emplace_back(j, spaces);
+      for (const Flight& j : in_flight) {
+        if (j.unit == my_unit) continue;  // a unit runs its own instructions in order
+        const int spaces = conflicts(in, j.in);
+        if (spaces != 0) hazards.push_back(Hazard{j.index, spaces, j.unit, j.in.op});
       }
     }
     for (;;) {
       const int64_t now = ctx_.clock.now();
-      std::erase_if(in_flight, [&](int32_t j) { return ctx_.tracker.finish(j) <= now; });
-      std::erase_if(hazards, [&](const std::pair<int32_t, int>& h) { return ctx_.tracker.finish(h.first) <= now; });
+      std::erase_if(in_flight, [&](const Flight& j) { return ctx_.tracker.finish(j.index) <= now; });
+      std::erase_if(hazards, [&](const Hazard& h) { return ctx_.tracker.finish(h.index) <= now; });
       bool unknown = false;
       int64_t latest = -1;
       unit_waits.clear();
-      for (const auto& [j, spaces] : hazards) {
-        if (spaces == 2 && my_unit == vector_unit && unit_index(j) == matrix_unit) {
-          unit_waits.push_back(j);  // the accumulator half: waited for in the vector unit
+      for (const Hazard& h : hazards) {
+        if (h.spaces == 2 && my_unit == vector_unit && h.unit == matrix_unit) {
+          unit_waits.push_back(h.index);  // the accumulator half: waited for in the vector unit
           continue;
         }
-        if (blocker < 0) blocker = j;
-        const int64_t f = ctx_.tracker.finish(j);
+        if (blocker < 0) blocker = h.index, blocker_op = h.op;
+        const int64_t f = ctx_.tracker.finish(h.index);
         if (f == CompletionTracker::kUnknown) unknown = true;
         else latest = std::max(latest, f);
       }
@@ -457,7 +472,7 @@ void Controller::run() {
       }
     }
     if (blocker >= 0) {
-      const Opcode bop = instrs[static_cast<size_t>(blocker)].op;
+      const Opcode bop = blocker_op;
       const int32_t kind = (bop == Opcode::kReadHost || bop == Opcode::kWriteHost) ? kHazardOnHost
                            : bop == Opcode::kReadWeights                           ? kHazardOnWeights
                                                                                    : kHazardOnCompute;
@@ -466,10 +481,10 @@ void Controller::run() {
     ctx_.tracker.wait_in_unit(idx, unit_waits);
     auto* queue = queues_[static_cast<size_t>(my_unit)];
     const int64_t queue_start = ctx_.clock.now();
-    queue->write(idx);  // a full unit queue blocks the in-order controller
+    queue->write(Dispatch{idx, in});  // a full unit queue blocks the in-order controller
     log_.add(queue_start, ctx_.clock.now(), kQueueFull, in.layer, idx);
     ctx_.tracker.dispatched(idx, ctx_.clock.now());
-    in_flight.push_back(idx);
+    in_flight.push_back(Flight{idx, my_unit, in});
   }
   end_cycle_ = ctx_.clock.now();
   finished_ = true;

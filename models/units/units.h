@@ -7,6 +7,7 @@
 #include <tlm_utils/simple_initiator_socket.h>
 
 #include <cstdint>
+#include <ostream>
 #include <unordered_map>
 #include <vector>
 
@@ -69,6 +70,15 @@ struct UnitContext {
   CompletionTracker& tracker;
 };
 
+// An instruction the controller dispatched to a unit's queue: its index in the expanded
+// program and the instruction itself, decoded from the compact program (issue 19) once, by
+// the controller, so no unit looks instructions up by index.
+struct Dispatch {
+  int32_t index = -1;
+  isa::Instruction in;
+};
+std::ostream& operator<<(std::ostream& os, const Dispatch& d);  // sc_fifo's print: the index
+
 enum class Unit { kHostDma = 0, kWeightFetcher, kMatrix, kVector, kCount };
 Unit unit_of(isa::Opcode op);
 
@@ -81,7 +91,7 @@ struct UnifiedBufferPorts {
 class HostDma : public sc_core::sc_module, public StatProvider {
  public:
   tlm_utils::simple_initiator_socket<HostDma> socket;  // to the PCIe link
-  sc_core::sc_fifo<int32_t> queue;
+  sc_core::sc_fifo<Dispatch> queue;
   SC_HAS_PROCESS(HostDma);
   HostDma(sc_core::sc_module_name name, UnitContext& ctx);
   const IntervalLog& log() const { return log_; }
@@ -89,6 +99,7 @@ class HostDma : public sc_core::sc_module, public StatProvider {
 
  private:
   void run();
+  Dispatch dispatch_;  // the instruction being run
   UnitContext& ctx_;
   IntervalLog log_;
   int64_t ub_read_bytes_ = 0;   // write_host reads the unified buffer
@@ -100,7 +111,7 @@ class WeightFetcher : public sc_core::sc_module, public StatProvider {
   enum Kind : int32_t { kFifoFull = 0 };
   static constexpr KindNames<Kind, 1> kKindNames = {{{kFifoFull, "fifo_full"}}};
   tlm_utils::simple_initiator_socket<WeightFetcher> socket;  // to weight memory
-  sc_core::sc_fifo<int32_t> queue;
+  sc_core::sc_fifo<Dispatch> queue;
   SC_HAS_PROCESS(WeightFetcher);
   WeightFetcher(sc_core::sc_module_name name, UnitContext& ctx, WeightFifo& fifo);
   const IntervalLog& log() const { return log_; }  // kFifoFull: waiting for a FIFO slot
@@ -108,6 +119,7 @@ class WeightFetcher : public sc_core::sc_module, public StatProvider {
 
  private:
   void run();
+  Dispatch dispatch_;  // the instruction being run
   UnitContext& ctx_;
   WeightFifo& fifo_;
   IntervalLog log_;
@@ -122,7 +134,7 @@ class MatrixUnit : public sc_core::sc_module, public StatProvider {
       {{kActive, "matmul"}, {kWeightShift, "weight_shift"}, {kWeightStall, "weight_stall"}, {kInputStall, "input_stall"}}};
   // Result drain after streaming ends: [stream_end, done) of each tile.
   const IntervalLog& drain_log() const { return drain_log_; }
-  sc_core::sc_fifo<int32_t> queue;
+  sc_core::sc_fifo<Dispatch> queue;
   SC_HAS_PROCESS(MatrixUnit);
   MatrixUnit(sc_core::sc_module_name name, UnitContext& ctx, WeightFifo& fifo, UnifiedBufferPorts& ub);
   const IntervalLog& log() const { return log_; }
@@ -130,6 +142,7 @@ class MatrixUnit : public sc_core::sc_module, public StatProvider {
 
  private:
   void run();
+  Dispatch dispatch_;  // the instruction being run
   UnitContext& ctx_;
   WeightFifo& fifo_;
   UnifiedBufferPorts& ub_;
@@ -156,7 +169,7 @@ class MatrixUnit : public sc_core::sc_module, public StatProvider {
 
 class VectorUnit : public sc_core::sc_module, public StatProvider {
  public:
-  sc_core::sc_fifo<int32_t> queue;
+  sc_core::sc_fifo<Dispatch> queue;
   SC_HAS_PROCESS(VectorUnit);
   VectorUnit(sc_core::sc_module_name name, UnitContext& ctx, UnifiedBufferPorts& ub);
   const IntervalLog& log() const { return log_; }  // kind: opcode
@@ -166,6 +179,7 @@ class VectorUnit : public sc_core::sc_module, public StatProvider {
 
  private:
   void run();
+  Dispatch dispatch_;  // the instruction being run
   UnitContext& ctx_;
   UnifiedBufferPorts& ub_;
   IntervalLog log_;
@@ -193,7 +207,7 @@ class Controller : public sc_core::sc_module, public StatProvider {
                                                      {kQueueFull, "queue_full"},
                                                      {kIssue, "issue"}}};
   SC_HAS_PROCESS(Controller);
-  Controller(sc_core::sc_module_name name, UnitContext& ctx, std::vector<sc_core::sc_fifo<int32_t>*> queues);
+  Controller(sc_core::sc_module_name name, UnitContext& ctx, std::vector<sc_core::sc_fifo<Dispatch>*> queues);
   const IntervalLog& log() const { return log_; }  // instruction = the head instruction
   int64_t end_cycle() const { return end_cycle_; }
   bool finished() const { return finished_; }
@@ -201,7 +215,7 @@ class Controller : public sc_core::sc_module, public StatProvider {
  private:
   void run();
   UnitContext& ctx_;
-  std::vector<sc_core::sc_fifo<int32_t>*> queues_;
+  std::vector<sc_core::sc_fifo<Dispatch>*> queues_;
   IntervalLog log_;
   int64_t end_cycle_ = 0;
   bool finished_ = false;

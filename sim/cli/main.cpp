@@ -105,6 +105,10 @@ int main(int argc, char** argv) {
   auto* compile = app.add_subcommand("compile", "Print the accelerator program the compiler emits for a workload");
   add_common(*compile, compile_opts);
   compile->add_option("--output,-o", listing_file, "Write the listing to this file instead of stdout");
+  bool expand_listing = false;
+  compile->add_flag("--expand", expand_listing,
+                    "List every instruction of the expanded program, one per line, instead of the compact form "
+                    "(repeated patterns as `repeat N { ... }` with each template's stride per iteration)");
 
   tessera::sweep::SweepOptions sweep_opts;
   auto* sweep = tessera::sweep::add_sweep_command(app, sweep_opts);
@@ -130,10 +134,11 @@ int main(int argc, char** argv) {
     if (*serve) return tessera::serve::run_serve_command(serve_opts);
     if (*compile) {
       const auto compiled = tessera::run::compile(compile_opts);
+      const std::string listing = expand_listing ? compiled.program.listing() : compiled.program.compact_listing();
       if (listing_file.empty()) {
-        std::cout << compiled.program.listing();
+        std::cout << listing;
       } else {
-        const std::vector<tessera::OutputFile> outputs{{listing_file, compiled.program.listing(), true}};
+        const std::vector<tessera::OutputFile> outputs{{listing_file, listing, true}};
         tessera::run::refuse_overwriting_inputs(outputs, compile_opts);
         tessera::write_files_atomically(outputs);
       }

@@ -52,7 +52,8 @@ struct CompiledWorkload : isa::Program {
   uint64_t spill_bytes_out = 0;     // spill write_host bytes, all layers together
   uint64_t spill_bytes_in = 0;      // spill read_host bytes
 
-  std::string listing() const;  // the whole program as text (`tessera compile`)
+  std::string listing() const;          // every instruction, one per line (`tessera compile --expand`)
+  std::string compact_listing() const;  // the compact form: repeats with counts and strides (`tessera compile`)
 };
 
 // The ISA's names as the compiler and its callers have always spelt them; to be

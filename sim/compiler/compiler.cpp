@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <new>
 
 #include "sim/common/error.h"
 #include "sim/compiler/lowering.h"
@@ -27,7 +26,7 @@ void Lowering::emit(Instruction in, bool writes_tensor_storage) {
   // workload whose tiling needs more instructions than this is refused with a message
   // instead of running the machine out of memory (audit D14). emit_gemm checks a whole
   // layer's tiles before emitting any; this catches every other path.
-  if (body_.size() + weight_reads_.size() >= kMaxInstructions) too_many_instructions(in.layer);
+  if (body_emitted() + reads_emitted() >= kMaxInstructions) too_many_instructions(in.layer);
   if (in.op == Opcode::kVector) {
     // The vector datapath is `lanes` bytes wide: the widest element the instruction
     // reads or writes sets how many lanes one element operation takes.
@@ -60,6 +59,7 @@ void Lowering::emit(Instruction in, bool writes_tensor_storage) {
   }
   note_units(in);
   body_.push_back(std::move(in));
+  merge_weight_reads(false);
 }
 
 void Lowering::lower_pass(int64_t batch) {
@@ -131,7 +131,7 @@ void Lowering::lower_pass(int64_t batch) {
 
 void Lowering::lower_layer(int li) {
   const Layer& layer = g_.layers[li];
-  layer_body_start_ = body_.size();
+  layer_body_start_ = body_emitted();
   if (grouped_conv_on_vector(layer)) {
     lower_grouped_conv_on_vector(li);
   } else if (graph::is_matrix_op(layer.op)) {
@@ -164,13 +164,6 @@ Program Lowering::run() {
       const int64_t m = total_batch_ * std::max<int64_t>(1, l.gemm_m_per_sample);
       planned += static_cast<double>(std::max<int64_t>(1, l.gemm_groups)) * planned_gemm_instructions(m, l.gemm_k, l.gemm_n);
       if (planned > static_cast<double>(kMaxInstructions)) too_many_instructions(static_cast<int>(li));
-    }
-    // Room for the program up front (the matrix layers' tiles, weight reads included, and
-    // a few per layer): the body grows without copying itself, and pages it does not use
-    // are never touched. A failed reservation only means growing as it goes.
-    try {
-      body_.reserve(static_cast<size_t>(planned) + 8 * g_.layers.size() + 64);
-    } catch (const std::bad_alloc&) {
     }
   }
 
@@ -211,7 +204,7 @@ Program Lowering::run() {
     lower_pass(std::min(sub_batch, total_batch_ - done));
   }
 
-  merge_weight_reads();
+  merge_weight_reads(true);
   Instruction halt;
   halt.op = Opcode::kHalt;
   p_.instructions.push_back(halt);

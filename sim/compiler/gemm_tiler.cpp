@@ -56,7 +56,7 @@ void Lowering::emit_gemm(const GemmJob& job) {
   // Per (m, n) tile: per k tile, the read_weights of its B (one per array tile of B, in
   // the order the array consumes them) and one matmul; then one activate.
   const double planned = planned_gemm_instructions(job.M, job.K, job.N);
-  if (static_cast<double>(body_.size() + weight_reads_.size()) + planned > static_cast<double>(kMaxInstructions)) {
+  if (static_cast<double>(body_emitted() + reads_emitted()) + planned > static_cast<double>(kMaxInstructions)) {
     too_many_instructions(job.li);
   }
   for (int64_t m0 = 0; m0 < job.M; m0 += mt) {
@@ -91,12 +91,12 @@ void Lowering::emit_gemm(const GemmJob& job) {
               rw.ub_read_bytes = tile_bytes;
               rw.reads.push_back(job.b_region(kc, kc1, nc, nc1));
               note_units(rw);
-              weight_reads_.push_back({rw, layer_body_start_});
+              add_weight_read(std::move(rw), layer_body_start_);
             } else {
               rw.bytes = fetch_bytes;
               rw.weight_address = job.weight_base + static_cast<uint64_t>((kc * job.weight_row_stride + nc) * b_bytes);
               info.weight_bytes += rw.bytes;
-              weight_reads_.push_back({rw, 0});
+              add_weight_read(std::move(rw), 0);
             }
           }
         }

@@ -3,6 +3,7 @@
 // files of sim/compiler/ (memory plan, GEMM tiler, matrix / recurrent / vector lowering,
 // host transfers and spills, row tiling, weight prefetch, the emitting pass).
 #include <algorithm>
+#include <deque>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -186,14 +187,23 @@ class Lowering {
   std::vector<std::vector<int>> inputs_at_;   // per layer (and after the last): graph inputs read then
   std::vector<std::vector<int>> outputs_at_;  // per layer (and after the last): graph outputs written then
   Program p_;
-  // Without read_weights; those are merged in at the end, in place: the body becomes the
-  // program, so the compiler never holds two copies of the instructions (issue 19).
-  std::vector<Instruction> body_;
+  // The body (instructions without read_weights) and the weight reads, merged into the
+  // program as they are emitted (weight_prefetch.cpp): only the instructions whose place
+  // relative to reads not yet emitted is still open wait here; the program folds repeats
+  // as they arrive, so the compiler never holds the expanded program (issue 19).
+  std::deque<Instruction> body_;
+  size_t body_base_ = 0;  // body index of body_.front()
+  size_t body_emitted() const { return body_base_ + body_.size(); }
   struct WeightRead {
     Instruction in;
     size_t earliest_body = 0;  // a UB-sourced read may not move above its layer's first instruction
   };
-  std::vector<WeightRead> weight_reads_;
+  std::deque<WeightRead> weight_reads_;
+  size_t reads_base_ = 0;  // read index of weight_reads_.front()
+  size_t reads_emitted() const { return reads_base_ + weight_reads_.size(); }
+  size_t consumed_tiles_ = 0;  // FIFO tiles the merged matmuls consume
+  void add_weight_read(Instruction in, size_t earliest_body);
+  void merge_weight_reads(bool final);
   size_t layer_body_start_ = 0;
   int acc_half_ = 0;
   uint64_t weight_cursor_ = 0;
@@ -254,7 +264,6 @@ class Lowering {
   void lower_row_tiled(int li);
   void account_layer(int li);
   int64_t vector_work_per_output(const Layer& layer) const;
-  void merge_weight_reads();
 };
 
 }  // namespace tessera::compiler::detail

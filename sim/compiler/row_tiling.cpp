@@ -214,7 +214,7 @@ void Lowering::lower_row_tiled(int li) {
   }
   make_room(li, needs);
 
-  layer_body_start_ = body_.size();
+  layer_body_start_ = body_emitted();
   LayerInfo& info = p_.layers[static_cast<size_t>(li)];
   const Dtype y_dtype = g_.tensors[y].dtype;
   const int64_t y_bytes = dtype_bytes(y_dtype);

@@ -87,7 +87,8 @@ class Cursor {
   size_t pos_ = 0;
 };
 
-void classify(const compiler::Program& program, const Accelerator& acc, int64_t total, RunStats& stats) {
+// ops: each instruction's opcode, by index (one byte each, read from the program once).
+void classify(const std::vector<compiler::Opcode>& ops, const Accelerator& acc, int64_t total, RunStats& stats) {
   using compiler::Opcode;
   const auto& array_log = acc.matrix.log().intervals();
   const std::vector<Interval> drains = merged(acc.matrix.drain_log().intervals());
@@ -127,7 +128,7 @@ void classify(const compiler::Program& program, const Accelerator& acc, int64_t 
         default: bucket = &CycleBreakdown::input_stall; break;
       }
     } else if (ctl && ctl->instruction >= 0 &&
-               program.instructions[static_cast<size_t>(ctl->instruction)].op == Opcode::kMatmul &&
+               ops[static_cast<size_t>(ctl->instruction)] == Opcode::kMatmul &&
                ctl->kind <= models::Controller::kHazardOnWeights) {
       // The next matmul waits at the controller: an exposed drain under it (the results
       // it waits for are still leaving the array) is that wait, not array work.
@@ -153,7 +154,7 @@ void classify(const compiler::Program& program, const Accelerator& acc, int64_t 
       bucket = &CycleBreakdown::non_matrix;
     } else if (ctl) {
       layer = ctl->layer;
-      const Opcode head = program.instructions[static_cast<size_t>(ctl->instruction)].op;
+      const Opcode head = ops[static_cast<size_t>(ctl->instruction)];
       bucket = head == Opcode::kReadWeights ? &CycleBreakdown::weight_stall : &CycleBreakdown::non_matrix;
     }
     CycleBreakdown& owner = layer >= 0 && static_cast<size_t>(layer) < stats.layers.size()
@@ -177,9 +178,9 @@ void make_systemc_strict() {
   sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
 }
 
-std::vector<UnitTrack> collect_tracks(const compiler::Program& program, const Accelerator& acc) {
+std::vector<UnitTrack> collect_tracks(const std::vector<compiler::Opcode>& ops, const Accelerator& acc) {
   auto opname = [&](int32_t idx) {
-    return idx >= 0 ? std::string(compiler::opcode_name(program.instructions[static_cast<size_t>(idx)].op)) : std::string("busy");
+    return idx >= 0 ? std::string(compiler::opcode_name(ops[static_cast<size_t>(idx)])) : std::string("busy");
   };
   auto track = [](std::string unit, const std::vector<Interval>& v, auto name_of) {
     UnitTrack t{std::move(unit), {}};
@@ -252,11 +253,14 @@ RunStats simulate(const ArchConfig& arch, const compiler::Program& program, cons
   stats.instructions = static_cast<int64_t>(program.instructions.size());
   stats.layers.resize(program.layers.size());
   int64_t total = top->controller.end_cycle();
-  for (size_t i = 0; i < program.instructions.size(); ++i) {
-    const int32_t idx = static_cast<int32_t>(i);
+  std::vector<compiler::Opcode> ops;
+  ops.reserve(program.instructions.size());
+  for (auto it = program.instructions.begin(); it != program.instructions.end(); ++it) {
+    const auto idx = static_cast<int32_t>(it.index());
+    ops.push_back(it->op);
     const int64_t f = tracker.finish(idx);
     total = std::max(total, f);
-    const int32_t layer = program.instructions[i].layer;
+    const int32_t layer = it->layer;
     if (layer >= 0) {
       auto& ls = stats.layers[static_cast<size_t>(layer)];
       const int64_t d = tracker.dispatch(idx);
@@ -267,7 +271,7 @@ RunStats simulate(const ArchConfig& arch, const compiler::Program& program, cons
   }
   if (total > clock.max_cycle()) throw time_overflow();
   stats.total_cycles = total;
-  classify(program, *top, total, stats);
+  classify(ops, *top, total, stats);
   // Every module's counters, wherever it sits in the hierarchy.
   for (models::StatValue& v : models::collect_stats(*top)) {
     stats.counters.push_back(Counter{std::move(v.path), std::move(v.unit), std::move(v.description), v.value});
@@ -282,7 +286,7 @@ RunStats simulate(const ArchConfig& arch, const compiler::Program& program, cons
   stats.pcie_busy_cycles = stats.counter("tessera.pcie.busy_cycles");
   stats.vector_busy_cycles = stats.counter("tessera.vector_unit.busy_cycles");
   stats.weight_fifo_full_cycles = stats.counter("tessera.weight_fetcher.fifo_full_cycles");
-  if (options.tracks) stats.tracks = collect_tracks(program, *top);
+  if (options.tracks) stats.tracks = collect_tracks(ops, *top);
   return stats;
 }
 

@@ -35,6 +35,9 @@ std::string chrome_trace_json(const engine::RunStats& stats, const compiler::Pro
   emit({{"name", "thread_name"}, {"ph", "M"}, {"pid", kPid}, {"tid", layers_tid}, {"args", {{"name", "layers"}}}});
   emit({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", kPid}, {"tid", layers_tid}, {"args", {{"sort_index", 0}}}});
 
+  std::vector<compiler::Opcode> ops;  // by instruction index, read from the compact program once
+  ops.reserve(program.instructions.size());
+  for (const compiler::Instruction& in : program.instructions) ops.push_back(in.op);
   for (size_t t = 0; t < stats.tracks.size(); ++t) {
     const engine::UnitTrack& track = stats.tracks[t];
     const int tid = static_cast<int>(t) + 1;
@@ -43,8 +46,8 @@ std::string chrome_trace_json(const engine::RunStats& stats, const compiler::Pro
       args["layer"] = layer_name(ev.layer);
       args["layer_index"] = ev.layer;
       args["instruction"] = ev.instruction;
-      if (ev.instruction >= 0 && static_cast<size_t>(ev.instruction) < program.instructions.size()) {
-        args["opcode"] = std::string(compiler::opcode_name(program.instructions[static_cast<size_t>(ev.instruction)].op));
+      if (ev.instruction >= 0 && static_cast<size_t>(ev.instruction) < ops.size()) {
+        args["opcode"] = std::string(compiler::opcode_name(ops[static_cast<size_t>(ev.instruction)]));
       }
       args["begin_cycle"] = ev.begin_cycle;
       args["end_cycle"] = ev.end_cycle;
