@@ -40,6 +40,9 @@ void add_common(CLI::App& cmd, tessera::run::CompileRequest& o) {
   cmd.add_option("--precision,-p", o.precision,
                  "Precision policy: int8 (default), int16, fp16, bf16, first-last-int16, or a policy YAML file "
                  "(docs/precision.md)");
+  cmd.add_flag("--expanded-program", o.expanded_program,
+               "Store every instruction of the program on its own instead of folding repeated patterns into "
+               "repeats (the compact program): the same instructions, timing and reports, more memory; for checking");
 }
 
 }  // namespace

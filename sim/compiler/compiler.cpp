@@ -216,7 +216,7 @@ Program Lowering::run() {
 
 Program compile(const graph::Graph& graph, const ArchConfig& arch, const CompileOptions& options) {
   const int64_t batch = options.batch > 0 ? options.batch : graph.default_batch;
-  return detail::Lowering(graph, arch, batch).run();
+  return detail::Lowering(graph, arch, batch, options.compact).run();
 }
 
 }  // namespace tessera::compiler

@@ -15,6 +15,10 @@ namespace tessera::compiler {
 
 struct CompileOptions {
   int64_t batch = 0;  // 0: the workload's default batch
+  // Fold repeated instruction patterns into repeats (the compact program, issue 19); off:
+  // every instruction stored on its own (the expanded program: the same instructions and
+  // timing, more memory; for checking the compact form).
+  bool compact = true;
 };
 
 // Throws InputError when the workload cannot run on the config (e.g. a layer's smallest

@@ -116,8 +116,10 @@ struct GemmJob {
 
 class Lowering {
  public:
-  Lowering(const Graph& g, const ArchConfig& arch, int64_t batch)
-      : g_(g), arch_(arch), total_batch_(batch), batch_(batch), ub_(arch.unified_buffer.capacity_bytes) {}
+  Lowering(const Graph& g, const ArchConfig& arch, int64_t batch, bool compact = true)
+      : g_(g), arch_(arch), total_batch_(batch), batch_(batch), ub_(arch.unified_buffer.capacity_bytes) {
+    p_.instructions.set_compact(compact);
+  }
 
   Program run();
 

@@ -69,7 +69,7 @@ CompiledRun compile(const CompileRequest& request) {
   c.arch = load_arch_config(request.arch);
   c.graph = load_workload(request.workload, WorkloadBindings{request.input_shapes, request.input_values, request.batch_axes});
   apply_precision(c.graph, c.arch, request.precision);
-  c.program = compiler::compile(c.graph, c.arch, {.batch = request.batch});
+  c.program = compiler::compile(c.graph, c.arch, {.batch = request.batch, .compact = !request.expanded_program});
   return c;
 }
 

@@ -29,6 +29,7 @@ struct CompileRequest {
   std::vector<std::string> input_shapes;  // ONNX only: NAME=d0,d1,...
   std::vector<std::string> input_values;  // ONNX only: NAME=v0,v1,... (inputs bound by value)
   std::vector<std::string> batch_axes;    // ONNX only: NAME=AXIS
+  bool expanded_program = false;          // --expanded-program: no repeats (compiler::CompileOptions::compact)
 };
 
 // A workload loaded, its precision policy applied and compiled for an architecture.

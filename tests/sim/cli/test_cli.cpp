@@ -131,6 +131,54 @@ TEST_P(GoldenApps, SummaryMatchesGolden) {
 INSTANTIATE_TEST_SUITE_P(TpuPaperApps, GoldenApps,
                          ::testing::Values("mlp0", "mlp1", "lstm0", "lstm1", "cnn0", "cnn1"));
 
+// The compact program (issue 19) and the expanded one (--expanded-program: every
+// instruction stored) give byte-identical reports and traces on every golden app, on the
+// BERT layer on tpu-v1 and on the 32x32 edge-npu-32.
+class CompactMatchesExpanded : public ::testing::TestWithParam<std::pair<const char*, const char*>> {};
+
+TEST_P(CompactMatchesExpanded, ReportsAndTraceAreByteIdentical) {
+  const auto [arch, workload] = GetParam();
+  const std::string name = fs::path(arch).stem().string() + "-" + fs::path(workload).stem().string();
+  const fs::path a = scratch("compact-" + name), b = scratch("expanded-" + name);
+  for (const auto& [dir, flag] : {std::pair{a, ""}, std::pair{b, " --expanded-program"}}) {
+    const Result r = tessera("run -q -a " + std::string(arch) + " -w " + workload + " -o " + dir.string() + " --trace " +
+                             dir.string() + ".trace.json" + flag);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  for (const char* f : {"report.json", "layers.csv", "summary.md"}) {
+    EXPECT_EQ(slurp(a / f), slurp(b / f)) << f;
+  }
+  EXPECT_EQ(slurp(a.string() + ".trace.json"), slurp(b.string() + ".trace.json"));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Goldens, CompactMatchesExpanded,
+    ::testing::Values(std::pair{"configs/tpu-v1.yaml", "workloads/tpu/mlp0.yaml"},
+                      std::pair{"configs/tpu-v1.yaml", "workloads/tpu/mlp1.yaml"},
+                      std::pair{"configs/tpu-v1.yaml", "workloads/tpu/lstm0.yaml"},
+                      std::pair{"configs/tpu-v1.yaml", "workloads/tpu/lstm1.yaml"},
+                      std::pair{"configs/tpu-v1.yaml", "workloads/tpu/cnn0.yaml"},
+                      std::pair{"configs/tpu-v1.yaml", "workloads/tpu/cnn1.yaml"},
+                      std::pair{"configs/tpu-v1.yaml", "workloads/bert_layer.yaml"},
+                      std::pair{"configs/edge-npu-32.yaml", "workloads/bert_layer.yaml"}));
+
+TEST(Cli, CompilePrintsTheCompactProgramOrExpandsIt) {
+  const Result c = tessera("compile -a configs/tpu-v1.yaml -w workloads/tpu/mlp0.yaml");
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  EXPECT_NE(c.output.find("# compact form: "), std::string::npos) << c.output;
+  EXPECT_NE(c.output.find("repeat "), std::string::npos) << c.output;
+  EXPECT_NE(c.output.find("; step "), std::string::npos) << c.output;
+  const Result e = tessera("compile --expand -a configs/tpu-v1.yaml -w workloads/tpu/mlp0.yaml");
+  ASSERT_EQ(e.exit_code, 0) << e.output;
+  EXPECT_EQ(e.output.find("repeat "), std::string::npos);
+  // One line per instruction (numbered from 0), the header and the layer comments.
+  EXPECT_NE(e.output.find("\n646\thalt\n"), std::string::npos);  // mlp0: 647 instructions
+  EXPECT_LT(c.output.size(), e.output.size());
+  const Result h = tessera("compile --help");
+  EXPECT_NE(h.output.find("--expand"), std::string::npos);
+  EXPECT_NE(h.output.find("--expanded-program"), std::string::npos);
+}
+
 TEST(Cli, CompilePrintsTheProgram) {
   const Result r = tessera("compile -a configs/tpu-v1.yaml -w workloads/tpu/mlp1.yaml --batch 8");
   ASSERT_EQ(r.exit_code, 0) << r.output;
