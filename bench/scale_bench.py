@@ -11,7 +11,9 @@ processes, measured by /usr/bin/time -f '%e %U %S %M' (wall s, user s, sys s, pe
 CPU = user + sys, the better estimate of an idle machine's wall time on a loaded one.
 `run` is a whole `tessera run -q` (start, import, compile, SystemC elaboration, simulation,
 reports); `compile` is `tessera compile` (start, import, compile, the listing). Instructions
-come from report.json (summary.instructions); bytes per instruction = peak RSS of the
+come from report.json (summary.instructions: the expanded program), the compact program's
+size from the compile listing's header (entries at the top level / instruction templates
+stored, repeats folded: issue 19); bytes per instruction = peak RSS of the
 compile process / instructions (an upper bound: it includes the process, the imported
 graph and the listing). With --events, one extra `--trace` run counts the model events
 (busy intervals of all unit tracks) for events per CPU second (slow for big cases).
@@ -71,8 +73,9 @@ def main():
             sys.exit(f"scale_bench: unknown case {c} (known: {', '.join(CASES)})")
     print(f"load average before: {os.getloadavg()[0]:.1f}", file=sys.stderr)
     print("| case | run wall | run CPU | run peak RSS | compile CPU | compile peak RSS | instructions"
-          " | instr. / compile CPU s | RSS bytes / instr. | sim. cycles | events / run CPU s | target |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+          " | compact (entries / templates) | instr. / compile CPU s | RSS bytes / instr. | sim. cycles"
+          " | events / run CPU s | target |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.cases:
             arch, workload, extra, t_s, t_mib = CASES[name]
@@ -85,9 +88,19 @@ def main():
             summary = json.load(open(os.path.join(out, "report.json")))["summary"]
             instr, cycles = summary["instructions"], summary["latency_cycles"]
             ccpu = crss = None
+            compact = ""
             if not args.no_compile:
-                comp = [args.bin, "compile", "-a", arch, "-w", workload, "-o", os.path.join(tmp, name + ".txt")] + extra
+                listing = os.path.join(tmp, name + ".txt")
+                comp = [args.bin, "compile", "-a", arch, "-w", workload, "-o", listing] + extra
                 _, ccpu, crss = median_of(comp, args.repeat)
+                with open(listing) as f:
+                    for line in f:
+                        if line.startswith("# compact form: "):  # "# compact form: N entries, T instruction templates, ..."
+                            words = line.split()
+                            compact = f"{int(words[3]):,} / {int(words[5]):,}"
+                            break
+                        if not line.startswith("#"):
+                            break
             events = ""
             if args.events:
                 trace = os.path.join(tmp, name + "-trace.json")
@@ -101,8 +114,8 @@ def main():
                 target.append(f"< {t_s:g} s: " + ("met" if wall < t_s else f"missed by {wall - t_s:.2f} s (CPU {cpu:.2f} s)"))
             if t_mib is not None:
                 target.append(f"< {t_mib} MiB: " + ("met" if rss < t_mib else f"missed by {rss - t_mib:.0f} MiB"))
-            comp_cols = (f"{ccpu:.3f} s | {crss:.0f} MiB | {instr:,} | {(instr / ccpu if ccpu else float('inf')):.3g} | {crss * 1048576 / instr:.0f}"
-                         if ccpu is not None else f"| | {instr:,} | | ")
+            comp_cols = (f"{ccpu:.3f} s | {crss:.0f} MiB | {instr:,} | {compact} | {(instr / ccpu if ccpu else float('inf')):.3g} | {crss * 1048576 / instr:.0f}"
+                         if ccpu is not None else f" | | {instr:,} | | | ")
             print(f"| {name} | {wall:.3f} s | {cpu:.3f} s | {rss:.0f} MiB | {comp_cols} | {cycles:,} | {events} | {'; '.join(target)} |",
                   flush=True)
     print(f"load average after: {os.getloadavg()[0]:.1f}", file=sys.stderr)

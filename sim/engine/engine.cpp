@@ -146,7 +146,7 @@ void classify(const std::vector<compiler::Opcode>& ops, const Accelerator& acc, 
     } else if (const Interval* t = c_pcie.at(a)) {
       layer = t->layer;
       bucket = &CycleBreakdown::pcie;
-      if (t->instruction < 0 || program.instructions[static_cast<size_t>(t->instruction)].op != Opcode::kWriteHost) {
+      if (t->instruction < 0 || ops[static_cast<size_t>(t->instruction)] != Opcode::kWriteHost) {
         part = &CycleBreakdown::pcie_input;
       }
     } else if (const Interval* v = c_vec.at(a)) {
