@@ -280,8 +280,9 @@ void add_stride(Instruction& in, const Stride& s, uint64_t times);
 // iteration. Instruction i of the expanded program is template + sum over its enclosing
 // repeats of (iteration x stride). push_back folds repeats as instructions arrive (the
 // compiler never holds the expanded program); readers see the expanded program: size(),
-// operator[] (decoded by value) and a forward iterator that decodes on the fly, so nothing
-// indexed by instruction number changes. set_compact(false) keeps every instruction as its
+// operator[] (decoded by value) and a forward iterator that decodes on the fly (what it
+// refers to is valid until it moves on: copy an instruction to keep it), so nothing indexed
+// by instruction number changes. set_compact(false) keeps every instruction as its
 // own item (the expanded program, for comparisons).
 class InstructionStream {
  public:

@@ -86,7 +86,8 @@ layers:
                             TinyArch{}.build());
   const Instruction* act0 = nullptr;
   const Instruction* fc2_mm0 = nullptr;
-  for (const auto& i : p.instructions) {
+  const std::vector<Instruction> all = p.instructions.expanded();  // decoded: pointers into it stay valid
+  for (const auto& i : all) {
     if (i.op == Opcode::kActivate && !act0) act0 = &i;
     if (i.op == Opcode::kMatmul && i.layer == 1 && !fc2_mm0) fc2_mm0 = &i;
   }

@@ -60,7 +60,8 @@ TEST(HazardRegions, OnlyRegionsTouchedByAnotherUnitAreCarried) {
   const Program p = compile(g, TinyArch{}.build());
   const int x = 0;  // the input is tensor 0, r_i is tensor i + 1
   std::vector<const Instruction*> writer(6, nullptr);
-  for (const Instruction& in : p.instructions) {
+  const std::vector<Instruction> all = p.instructions.expanded();  // decoded: pointers into it stay valid
+  for (const Instruction& in : all) {
     if (in.op == Opcode::kVector) writer[static_cast<size_t>(in.layer)] = &in;
   }
   for (int i = 0; i < 6; ++i) {

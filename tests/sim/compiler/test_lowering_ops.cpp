@@ -123,7 +123,8 @@ layers: [{name: c, op: conv2d, filters: 8, kernel: 1, groups: 2}]
   EXPECT_EQ(p.layers[0].weights, 2 * 4 * 4);
   // The second group reads input channels 4..8 and writes output channels 4..8.
   const Instruction* second = nullptr;
-  for (const auto& in : p.instructions)
+  const std::vector<Instruction> all = p.instructions.expanded();  // decoded: pointers into it stay valid
+  for (const auto& in : all)
     if (in.op == Opcode::kMatmul) second = &in;
   ASSERT_NE(second, nullptr);
   EXPECT_EQ(second->reads[0].col_begin, 4);
