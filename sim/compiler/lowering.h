@@ -88,6 +88,7 @@ enum class RowMap {
   kWhole,     // every row of the sample (broadcast operands, layouts that do not map rows)
   kSame,      // the same rows (row-local ops: element-wise, fc, ops along the last axis)
   kConvBand,  // the input lines under the output lines' windows (conv, pooling), halo included
+  kResizeBand,  // resize of an image: the input lines the output lines interpolate from
 };
 
 // Output head `flat` (over the output's leading axes) -> the operand's head index under broadcasting.

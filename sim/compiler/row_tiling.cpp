@@ -19,6 +19,12 @@ bool windowed_op(const Layer& layer, const Graph& g) {
   return graph::op_def(layer.op).windowed && g.tensors[static_cast<size_t>(layer.inputs[0])].shape.size() == 3 &&
          g.tensors[static_cast<size_t>(layer.output)].shape.size() == 3;
 }
+// A resize of an image ([H, W, C] -> [OH, OW, C]): output line oh reads the input lines
+// around oh * H / OH, whatever the coordinate mode.
+bool image_resize(const Layer& layer, const Graph& g) {
+  return layer.op == OpKind::kResize && g.tensors[static_cast<size_t>(layer.inputs[0])].shape.size() == 3 &&
+         g.tensors[static_cast<size_t>(layer.output)].shape.size() == 3;
+}
 }  // namespace
 
 RowMap Lowering::row_map(const Layer& layer, int input) const {
@@ -30,6 +36,7 @@ RowMap Lowering::row_map(const Layer& layer, int input) const {
   }
   if (layer.op == OpKind::kFc) return RowMap::kSame;
   if (windowed_op(layer, g_)) return input == 0 ? RowMap::kConvBand : RowMap::kWhole;
+  if (image_resize(layer, g_)) return input == 0 ? RowMap::kResizeBand : RowMap::kWhole;
   if (layer.op == OpKind::kMatmul) {
     // A's rows are the output's when both have the same heads; B is needed whole.
     const auto& as = g_.tensors[static_cast<size_t>(x)].shape;
@@ -60,6 +67,19 @@ std::pair<int64_t, int64_t> Lowering::input_rows(const Layer& layer, RowMap map,
       if (ih1 <= ih0) ih0 = std::min(ih0, IH - 1), ih1 = ih0 + 1;  // a window wholly in the padding
       return {ih0 * IW, ih1 * IW};
     }
+    case RowMap::kResizeBand: {
+      // Lines floor(oh0 * IH / OH) .. ceil(oh1 * IH / OH), widened by the taps around a
+      // sample point (1 for nearest and linear, 2 for cubic) so that every coordinate
+      // transformation mode (half_pixel, align_corners, asymmetric, ...) is covered.
+      const auto& xs = g_.tensors[static_cast<size_t>(x)].shape;
+      const auto& ys = g_.tensors[static_cast<size_t>(layer.output)].shape;
+      const int64_t IH = xs[0], IW = xs[1], OH = ys[0], OW = ys[1];
+      const int64_t oh0 = r0 / OW, oh1 = (r1 - 1) / OW + 1;
+      const int64_t taps = layer.mode == "cubic" ? 2 : 1;
+      const int64_t ih0 = std::max<int64_t>(0, oh0 * IH / OH - taps);
+      const int64_t ih1 = std::min<int64_t>(IH, (oh1 * IH + OH - 1) / OH + taps);
+      return {ih0 * IW, ih1 * IW};
+    }
   }
   return {0, 0};
 }
@@ -77,6 +97,7 @@ void Lowering::lower_row_tiled(int li) {
   const bool reduction = reduction_op(layer.op) && !row_local_op(layer, g_.tensors[layer.inputs[0]].shape.size());
   const bool by_output_rows =
       !reduction && (layer.op == OpKind::kFc || layer.op == OpKind::kMatmul || windowed_op(layer, g_) ||
+                     image_resize(layer, g_) ||
                      (!graph::is_matrix_op(layer.op) && row_local_op(layer, g_.tensors[layer.inputs[0]].shape.size())));
   const std::string head = g_.source + ": workload '" + g_.name + "' does not fit the unified buffer of '" +
                            arch_.name + "' (" + std::to_string(capacity) + " bytes): layer '" + layer.name + "' (" +
@@ -84,7 +105,7 @@ void Lowering::lower_row_tiled(int li) {
   if (!reduction && !by_output_rows) {
     throw InputError(head + " needs " + std::to_string(working_set_bytes(li)) +
                      " bytes at once for its inputs and output and cannot run in row tiles (tiled are: fc, conv2d, "
-                     "matmul, pooling, reductions and row-wise vector ops); use a larger unified_buffer.capacity");
+                     "matmul, pooling, resize, reductions and row-wise vector ops); use a larger unified_buffer.capacity");
   }
   if (graph::is_matrix_op(layer.op) && !vector_conv) check_mac_mode(layer);
 

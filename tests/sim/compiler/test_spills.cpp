@@ -209,6 +209,36 @@ layers:
   }
 }
 
+TEST(Spills, ResizeTilesReadTheInputLinesTheyInterpolate) {
+  // r = relu(x) [16, 16, 4] (1024 B) resized (nearest) to [4, 4, 4] (64 B): 1088 B do not
+  // fit in 900. r streams in tiles of one output line (a full accumulator half of 4 rows),
+  // each reading the input lines around 4 oh, one line of taps each side: [0, 5), [3, 9),
+  // [7, 13), [11, 16) of 64 B each. Two tile buffers of 6 lines + the output: 832 B <= 900.
+  TinyArch t;
+  t.ub_capacity = "900";
+  t.accumulator_entries = 8;
+  const Program p = compile(parse(R"(
+name: resizetile
+inputs: [{name: x, shape: [16, 16, 4]}]
+layers:
+  - {name: r, op: relu}
+  - {name: down, op: resize, size: [4, 4, 4]}
+  - {name: z, op: relu}
+)"),
+                            t.build());
+  const LayerInfo& d = p.layers[1];
+  SCOPED_TRACE(p.listing());
+  EXPECT_EQ(d.row_tiles, 4);
+  EXPECT_EQ(d.spill_bytes_in, 320u + 384u + 384u + 320u);
+  EXPECT_EQ(d.spill_bytes_out, 0u);  // the small output stays
+  EXPECT_LE(p.ub_peak_bytes, 900u);
+  std::vector<uint64_t> reads;
+  for (const auto& in : p.instructions) {
+    if (in.op == Opcode::kReadHost && in.layer == 1) reads.push_back(in.bytes);
+  }
+  EXPECT_EQ(reads, (std::vector<uint64_t>{320, 384, 384, 320}));
+}
+
 TEST(Spills, LayerWhoseSmallestTileDoesNotFitIsAClearError) {
   // One row of x (60 B) and one of the output (8 B) already exceed 64 B.
   TinyArch t;
