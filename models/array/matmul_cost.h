@@ -47,11 +47,13 @@ struct MatmulCost {
 };
 
 // `padded_weight_tile`: the tile's weights came from weight memory as a full rows x cols
-// tile. ArrayPipeline::issue takes stream_cycles() and min_preload_cycles.
+// tile. `ideal_memory`: the unified buffer's port does not pace the stream (ideal_memory:
+// true). ArrayPipeline::issue takes stream_cycles() and min_preload_cycles.
 inline MatmulCost matmul_cost(const DataflowModel& dataflow, ArrayDims dims, const TileTiming& natural, double mac_rate,
-                              int64_t ub_read_bytes, int64_t ub_read_bytes_per_cycle, bool padded_weight_tile) {
+                              int64_t ub_read_bytes, int64_t ub_read_bytes_per_cycle, bool padded_weight_tile,
+                              bool ideal_memory = false) {
   MatmulCost c;
-  c.stream = matmul_stream_cost(natural.stream_cycles, mac_rate, ub_read_bytes, ub_read_bytes_per_cycle);
+  c.stream = matmul_stream_cost(natural.stream_cycles, mac_rate, ideal_memory ? 0 : ub_read_bytes, ub_read_bytes_per_cycle);
   if (padded_weight_tile && dataflow.weight_stream_step(dims) == 0) c.min_preload_cycles = dims.rows;
   return c;
 }

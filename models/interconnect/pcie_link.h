@@ -33,7 +33,8 @@ class PcieLink : public sc_core::sc_module, public StatProvider {
  public:
   tlm_utils::simple_target_socket<PcieLink> socket;  // host memory, as seen from the accelerator
 
-  PcieLink(sc_core::sc_module_name name, const PcieConfig& cfg, const CoreClock& clock);
+  // `ideal`: transfers take no time (ideal_memory: true); their bytes are still counted.
+  PcieLink(sc_core::sc_module_name name, const PcieConfig& cfg, const CoreClock& clock, bool ideal = false);
 
   const BandwidthServer& server() const { return server_; }
   uint64_t bytes_to_device() const { return bytes_to_device_; }
@@ -48,6 +49,7 @@ class PcieLink : public sc_core::sc_module, public StatProvider {
   const CoreClock& clock_;
   int64_t latency_cycles_;
   BandwidthServer server_;
+  bool ideal_ = false;
   uint64_t bytes_to_device_ = 0, bytes_to_host_ = 0;
   int64_t busy_cycles_to_device_ = 0, busy_cycles_to_host_ = 0;  // serialization, by direction
 };

@@ -2,7 +2,8 @@
 // Off-chip weight memory behind one interface: the weight fetcher sees a TLM-2.0
 // target socket, the engine sees bytes, busy time and busy intervals. Each memory
 // technology is one implementation in its own file (simple_dram.h, hbm.h), built by
-// make_weight_memory() from the config's `technology:` (registry.cpp).
+// make_weight_memory() from the config's `technology:` (registry.cpp); ideal_memory: true
+// replaces it with make_ideal_weight_memory() (ideal_memory.h), whose reads take no time.
 //
 // Contract of an implementation:
 //  - b_transport on target_socket(): a read of transfer_of(payload).bytes at address; sets
@@ -45,5 +46,7 @@ class WeightMemoryModel : public sc_core::sc_module, public StatProvider {
 // with no model (the config loader rejects those first, with file and line).
 std::unique_ptr<WeightMemoryModel> make_weight_memory(sc_core::sc_module_name name, const WeightMemoryConfig& cfg,
                                                       const CoreClock& clock);
+// The ideal memory of ideal_memory: true (models/memory/ideal_memory.h): reads take no time.
+std::unique_ptr<WeightMemoryModel> make_ideal_weight_memory(sc_core::sc_module_name name);
 
 }  // namespace tessera::models

@@ -182,7 +182,8 @@ void MatrixUnit::run() {
     const MacMode* mode = arr.find_mode(in.a_dtype, in.b_dtype);
     const array::MatmulCost cost = array::matmul_cost(
         dataflow_, dims, natural, mode ? mode->rate : 1.0, static_cast<int64_t>(in.ub_read_bytes),
-        ctx_.unified_buffer.read_bytes_per_cycle, from_weight_memory && ctx_.weight_memory.fetch == WeightFetch::kTile);
+        ctx_.unified_buffer.read_bytes_per_cycle, from_weight_memory && ctx_.weight_memory.fetch == WeightFetch::kTile,
+        ctx_.ideal_memory);
     const int64_t mac_cycles = cost.stream.mac_cycles, ub_cycles = cost.stream.ub_read_cycles;
     const int64_t stream_cycles = std::max(natural.stream_cycles, cost.stream_cycles());
 
@@ -281,10 +282,10 @@ void VectorUnit::run() {
       }
     }
     int64_t end = saturating_add(start, compute_cycles(ctx_.vector_unit, in));
-    if (in.ub_read_bytes > 0) {
+    if (in.ub_read_bytes > 0 && !ctx_.ideal_memory) {
       end = std::max(end, ub_.read.serve(start, ceil_div(static_cast<int64_t>(in.ub_read_bytes), ubc.read_bytes_per_cycle), in.layer, idx));
     }
-    if (in.ub_write_bytes > 0) {
+    if (in.ub_write_bytes > 0 && !ctx_.ideal_memory) {
       end = std::max(end, ub_.write.serve(start, ceil_div(static_cast<int64_t>(in.ub_write_bytes), ubc.write_bytes_per_cycle), in.layer, idx));
     }
     ctx_.clock.wait_until(end);

@@ -68,6 +68,7 @@ struct UnitContext {
   const isa::Program& program;
   const CoreClock& clock;
   CompletionTracker& tracker;
+  bool ideal_memory = false;  // unified-buffer ports never pace a unit (ArchConfig::ideal_memory)
 };
 
 // An instruction the controller dispatched to a unit's queue: its index in the expanded

@@ -79,6 +79,10 @@ int main(int argc, char** argv) {
                   "Write a Chrome/Perfetto timeline (trace-event JSON, one track per unit) to FILE; open it in "
                   "ui.perfetto.dev or chrome://tracing")
       ->type_name("FILE");
+  run->add_flag("--ideal-memory", run_request.inputs.ideal_memory,
+                "Weight and activation transfers cost nothing: weight memory and PCIe take no time and the unified "
+                "buffer's ports do not pace the array or the vector unit (bytes are still counted), so the cycles are "
+                "compute alone, comparable with analytical tools (the config key ideal_memory: true; docs/validation.md)");
   bool functional = false, per_channel = false, pe_reference = false;
   int64_t functional_batch = 1, functional_calibration = 4, accumulator_headroom_bits = 2;
   auto* functional_flag = run->add_flag("--functional", functional,

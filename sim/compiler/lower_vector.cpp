@@ -31,7 +31,8 @@ bool Lowering::grouped_conv_on_vector(const Layer& layer) const {
         const auto t = array::tile_timing(a.dataflow, dims, tile);
         const array::MatmulCost cost =
             array::matmul_cost(array::dataflow_model(a.dataflow), dims, t, rate, m * k * a_bytes,
-                               arch_.unified_buffer.read_bytes_per_cycle, arch_.weight_memory.fetch == WeightFetch::kTile);
+                               arch_.unified_buffer.read_bytes_per_cycle, arch_.weight_memory.fetch == WeightFetch::kTile,
+                               arch_.ideal_memory);
         pipe.issue(tile, 0, 0, cost.stream_cycles(), cost.min_preload_cycles);
       }
       activate_cycles += static_cast<double>(ceil_div(m * n, arch_.vector_unit.lanes) + arch_.vector_unit.pipeline_latency_cycles);
@@ -45,9 +46,12 @@ bool Lowering::grouped_conv_on_vector(const Layer& layer) const {
   const int64_t chunks = ceil_div(batch_, std::max<int64_t>(1, samples_per_chunk(layer.output)));
   // Each MAC takes as many 8-bit lanes as its widest operand has bytes (as emit() sets element_bytes).
   const int64_t element_bytes = std::max({a_bytes, dtype_bytes(layer.weight_dtype), dtype_bytes(g_.tensors[layer.output].dtype)});
+  // (ideal_memory: the buffer's ports pace nothing, as in the vector unit's model.)
+  const int64_t ub_cycles = arch_.ideal_memory ? 0
+                                               : std::max(ceil_div(in_bytes, arch_.unified_buffer.read_bytes_per_cycle),
+                                                          ceil_div(out_bytes, arch_.unified_buffer.write_bytes_per_cycle));
   const double vector_cycles = static_cast<double>(
-      std::max({ceil_div(G * M * K * N * element_bytes, arch_.vector_unit.lanes), ceil_div(in_bytes, arch_.unified_buffer.read_bytes_per_cycle),
-                ceil_div(out_bytes, arch_.unified_buffer.write_bytes_per_cycle)}) +
+      std::max(ceil_div(G * M * K * N * element_bytes, arch_.vector_unit.lanes), ub_cycles) +
       chunks * arch_.vector_unit.pipeline_latency_cycles);
   return vector_cycles < array_cycles;
 }

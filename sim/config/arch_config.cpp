@@ -308,7 +308,7 @@ double ArchConfig::peak_tops(Dtype a, Dtype b) const {
 
 ArchConfig parse_arch_config(const YamlNode& root) {
   root.expect_keys({"name", "clock_mhz", "array", "unified_buffer", "accumulators", "weight_fifo",
-                    "weight_memory", "pcie", "vector_unit", "controller", "energy"});
+                    "weight_memory", "pcie", "vector_unit", "controller", "energy", "ideal_memory"});
   ArchConfig cfg;
   cfg.source = root.file();
   const YamlNode name = root.at("name");
@@ -323,6 +323,7 @@ ArchConfig parse_arch_config(const YamlNode& root) {
   cfg.pcie = parse_pcie(root.at("pcie"));
   cfg.vector_unit = parse_vector_unit(root.get("vector_unit"), cfg.array);
   cfg.controller = parse_controller(root.get("controller"));
+  cfg.ideal_memory = root.bool_or("ideal_memory", false);
   check_time_bounds(root, cfg);
   cfg.energy = parse_energy_config(root, cfg);
   return cfg;

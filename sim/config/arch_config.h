@@ -31,6 +31,10 @@ struct ArchConfig {
   VectorUnitConfig vector_unit;
   ControllerConfig controller;
   EnergyConfig energy;  // energy:, resolved to technology_nm and vdd_v (energy_config.h)
+  // Weight and activation transfers cost nothing: weight memory and PCIe take no time and
+  // the unified buffer's ports do not pace the array or the vector unit (bytes are still
+  // counted). For comparing compute cycles with analytical tools (docs/validation.md §6).
+  bool ideal_memory = false;
 
   double clock_hz() const { return clock_mhz * 1e6; }
   // Peak tera-ops per second (2 ops per MAC) at a precision pair:

@@ -48,8 +48,9 @@ struct Accelerator : sc_core::sc_module {
   Accelerator(sc_core::sc_module_name name, const ArchConfig& arch, models::UnitContext& ctx)
       : sc_module(name),
         fifo(arch.weight_fifo.depth_tiles, ctx.clock),
-        pcie("pcie", arch.pcie, ctx.clock),
-        weight_memory(models::make_weight_memory("weight_memory", arch.weight_memory, ctx.clock)),
+        pcie("pcie", arch.pcie, ctx.clock, arch.ideal_memory),
+        weight_memory(arch.ideal_memory ? models::make_ideal_weight_memory("weight_memory")
+                                        : models::make_weight_memory("weight_memory", arch.weight_memory, ctx.clock)),
         dma("host_dma", ctx),
         fetcher("weight_fetcher", ctx, fifo),
         matrix("matrix_unit", ctx, fifo, ub),
@@ -225,7 +226,8 @@ RunStats simulate(const ArchConfig& arch, const compiler::Program& program, cons
   models::CoreClock clock(arch.clock_mhz);
   models::CompletionTracker tracker(program.instructions.size());
   models::UnitContext ctx{arch.array,      arch.unified_buffer, arch.vector_unit, arch.controller,
-                          arch.weight_memory, program,            clock,            tracker};
+                          arch.weight_memory, program,            clock,            tracker,
+                          arch.ideal_memory};
   auto top = std::make_unique<Accelerator>("tessera", arch, ctx);
   // The unified-buffer ports' intervals are read by nothing; those of the host DMA, the
   // weight fetcher and weight memory only by a trace. The cycle breakdown (classify) reads

@@ -95,11 +95,13 @@ ordered_json build_report(const RunRecord& run) {
   a["weight_memory"] = {{"technology", arch.weight_memory.technology},
                         {"bandwidth_gb_per_s", arch.weight_memory.bandwidth_gb_per_s},
                         {"latency_ns", arch.weight_memory.latency_ns},
-                        {"channels", arch.weight_memory.channels}};
+                        {"channels", arch.weight_memory.channels},
+                        {"fetch", arch.weight_memory.fetch == WeightFetch::kTile ? "tile" : "exact"}};
   a["pcie"] = {{"generation", arch.pcie.generation}, {"lanes", arch.pcie.lanes},
                {"link_gb_per_s", pcie_gb_per_s}, {"max_payload_bytes", arch.pcie.max_payload_bytes},
                {"tlp_overhead_bytes", arch.pcie.tlp_overhead_bytes}, {"latency_ns", arch.pcie.latency_ns}};
   a["energy"] = energy_arch_json(arch);
+  a["ideal_memory"] = arch.ideal_memory;
 
   ordered_json& w = r["workload"];
   w["name"] = run.graph.name;

@@ -67,6 +67,7 @@ void apply_precision(graph::Graph& graph, const ArchConfig& arch, const std::str
 CompiledRun compile(const CompileRequest& request) {
   CompiledRun c;
   c.arch = load_arch_config(request.arch);
+  if (request.ideal_memory) c.arch.ideal_memory = true;
   c.graph = load_workload(request.workload, WorkloadBindings{request.input_shapes, request.input_values, request.batch_axes});
   apply_precision(c.graph, c.arch, request.precision);
   c.program = compiler::compile(c.graph, c.arch, {.batch = request.batch, .compact = !request.expanded_program});

@@ -30,6 +30,7 @@ struct CompileRequest {
   std::vector<std::string> input_values;  // ONNX only: NAME=v0,v1,... (inputs bound by value)
   std::vector<std::string> batch_axes;    // ONNX only: NAME=AXIS
   bool expanded_program = false;          // --expanded-program: no repeats (compiler::CompileOptions::compact)
+  bool ideal_memory = false;              // --ideal-memory: the config's ideal_memory set to true
 };
 
 // A workload loaded, its precision policy applied and compiled for an architecture.

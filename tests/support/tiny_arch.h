@@ -29,6 +29,7 @@ struct TinyArch {
   int vector_lanes = 4;
   int vector_latency_cycles = 0;
   int issue_cycles = 0;
+  bool ideal_memory = false;
 
   std::string yaml() const {
     std::string y = "name: tiny\nclock_mhz: " + std::to_string(clock_mhz) + "\n";
@@ -49,6 +50,7 @@ struct TinyArch {
     y += "vector_unit: {lanes: " + std::to_string(vector_lanes) +
          ", pipeline_latency_cycles: " + std::to_string(vector_latency_cycles) + "}\n";
     y += "controller: {issue_cycles: " + std::to_string(issue_cycles) + "}\n";
+    if (ideal_memory) y += "ideal_memory: true\n";
     return y;
   }
   ArchConfig build() const { return parse_arch_config(YamlNode::load_string(yaml(), "tiny.yaml")); }
