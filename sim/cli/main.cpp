@@ -12,6 +12,7 @@
 #include "sim/run/pipeline.h"
 #include "sim/serve/cli.h"
 #include "sim/sweep/cli.h"
+#include "sim/sweep/runner.h"
 
 namespace {
 
@@ -45,9 +46,42 @@ void add_common(CLI::App& cmd, tessera::run::CompileRequest& o) {
                "repeats (the compact program): the same instructions, timing and reports, more memory; for checking");
 }
 
+int tessera_cli(int argc, char** argv);
+
+// `tessera sweep`'s fork server (sim/sweep/runner.h): the sweep process imports each
+// workload once (with the point's input bindings) before forking; the forked child runs the
+// point's `tessera run` command line through this same command-line entry, so a point's
+// files, messages and exit code are those of `tessera run`.
+void preload_point_workload(const std::vector<std::string>& args) {
+  std::string workload;
+  tessera::run::WorkloadBindings bindings;
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    const std::string& flag = args[i];
+    if (flag == "--workload") workload = args[++i];
+    else if (flag == "--input-shape") bindings.input_shapes.push_back(args[++i]);
+    else if (flag == "--input-value") bindings.input_values.push_back(args[++i]);
+    else if (flag == "--batch-axis") bindings.batch_axes.push_back(args[++i]);
+  }
+  if (!workload.empty()) tessera::run::preload_workload(workload, bindings);
+}
+
+int run_point(const std::vector<std::string>& args) {
+  std::vector<std::string> copy = args;
+  std::vector<char*> argv;
+  for (auto& a : copy) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  return tessera_cli(static_cast<int>(copy.size()), argv.data());
+}
+
+const tessera::sweep::InProcessRunner kSweepForkServer{preload_point_workload, run_point};
+
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) { return tessera_cli(argc, argv); }
+
+namespace {
+
+int tessera_cli(int argc, char** argv) {
   setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
   CLI::App app{
       "Tessera: a cycle-approximate simulator of DNN accelerators (TPU-v1-class systolic arrays on SystemC).\n\n"
@@ -119,6 +153,7 @@ int main(int argc, char** argv) {
 
   tessera::sweep::SweepOptions sweep_opts;
   auto* sweep = tessera::sweep::add_sweep_command(app, sweep_opts);
+  sweep_opts.in_process = &kSweepForkServer;
 
   tessera::serve::ServeOptions serve_opts;
   auto* serve = tessera::serve::add_serve_command(app, serve_opts);
@@ -166,3 +201,5 @@ int main(int argc, char** argv) {
     return 0;
   });
 }
+
+}  // namespace

@@ -1,6 +1,8 @@
 #include "sim/run/pipeline.h"
 
+#include <map>
 #include <sstream>
+#include <tuple>
 #include <utility>
 
 #include "sim/common/error.h"
@@ -17,7 +19,33 @@ graph::Graph load_workload(const std::string& workload, const std::vector<std::s
   return load_workload(workload, WorkloadBindings{input_shapes, {}, {}});
 }
 
+namespace {
+using PreloadKey = std::tuple<std::string, std::vector<std::string>, std::vector<std::string>, std::vector<std::string>>;
+std::map<PreloadKey, graph::Graph>& preloaded() {
+  static std::map<PreloadKey, graph::Graph> graphs;
+  return graphs;
+}
+PreloadKey preload_key(const std::string& workload, const WorkloadBindings& b) {
+  return {workload, b.input_shapes, b.input_values, b.batch_axes};
+}
+graph::Graph import_workload(const std::string& workload, const WorkloadBindings& bindings);
+}  // namespace
+
+void preload_workload(const std::string& workload, const WorkloadBindings& bindings) {
+  auto key = preload_key(workload, bindings);
+  if (preloaded().count(key) == 0) preloaded().emplace(std::move(key), import_workload(workload, bindings));
+}
+
 graph::Graph load_workload(const std::string& workload, const WorkloadBindings& bindings) {
+  if (!preloaded().empty()) {
+    const auto it = preloaded().find(preload_key(workload, bindings));
+    if (it != preloaded().end()) return it->second;
+  }
+  return import_workload(workload, bindings);
+}
+
+namespace {
+graph::Graph import_workload(const std::string& workload, const WorkloadBindings& bindings) {
   if (graph::is_onnx_path(workload)) {
     graph::OnnxOptions onnx;
     for (const auto& text : bindings.input_shapes) {
@@ -47,6 +75,7 @@ graph::Graph load_workload(const std::string& workload, const WorkloadBindings& 
   }
   return graph::load_graph_yaml(workload);
 }
+}  // namespace
 
 void apply_precision(graph::Graph& graph, const ArchConfig& arch, const std::string& precision) {
   const auto policy = precision::parse_policy(precision);

@@ -52,6 +52,12 @@ struct WorkloadBindings {
 graph::Graph load_workload(const std::string& workload, const std::vector<std::string>& input_shapes = {});
 graph::Graph load_workload(const std::string& workload, const WorkloadBindings& bindings);
 
+// Imports a workload once and keeps it for this process: load_workload with the same path
+// and bindings then returns a copy of it instead of importing again. For `tessera sweep`'s
+// fork server (issue 19 item 5): the sweep process preloads, its forked point processes
+// share the graph. Throws what load_workload throws (nothing is kept then).
+void preload_workload(const std::string& workload, const WorkloadBindings& bindings);
+
 // Applies the precision policy named by `precision` to `graph`. A policy with an sqnr rule
 // first measures every layer in functional mode (which is why it needs `arch`).
 void apply_precision(graph::Graph& graph, const ArchConfig& arch, const std::string& precision);

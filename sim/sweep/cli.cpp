@@ -127,6 +127,7 @@ int run_sweep_command(const SweepOptions& o, int argc, char** argv, MpiRunner mp
     s.runner_exe = self_exe().parent_path() / "tessera";
   } else {
     s.runner_exe = self_exe();
+    s.in_process = o.in_process;
   }
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   s.jobs = o.jobs > 0 ? o.jobs : (mpi ? 1 : cores);

@@ -8,6 +8,7 @@ namespace tessera::sweep {
 
 struct Experiment;
 struct RunSettings;
+struct InProcessRunner;
 
 struct SweepOptions {
   std::string experiment;
@@ -22,6 +23,9 @@ struct SweepOptions {
   double timeout_s = 0;
   double rank_timeout_s = 0;  // --mpi: 0 = the default (kDefaultRankTimeout... in runner.h)
   std::string pareto;
+  // Local sweeps run their points in forked children through this (runner.h); null: each
+  // point executes `tessera run`.
+  const InProcessRunner* in_process = nullptr;
 };
 
 // Registers `sweep` on `app` and returns it.

@@ -146,6 +146,17 @@ void LocalPool::start(const Point& p) {
   argv.push_back(nullptr);
   const std::string cwd = settings_.out_dir.string();
   const std::string exe = settings_.runner_exe.string();
+  const InProcessRunner* in_process = settings_.in_process;
+  if (in_process != nullptr && in_process->prepare) {
+    try {
+      in_process->prepare(args);  // shared work; a failure is the child's to report, as `tessera run` would
+    } catch (...) {
+    }
+  }
+  // Nothing buffered may reach the child's pipe as if the child had written it.
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
 
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
@@ -161,7 +172,8 @@ void LocalPool::start(const Point& p) {
     return;
   }
   if (pid == 0) {
-    // Child: only async-signal-safe calls until execv.
+    // Child: only async-signal-safe calls until execv, or until the in-process run (the sweep
+    // process starts no threads, so its forked copy may run any code).
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);   // a killed sweep takes its points with it
     if (::getppid() != parent) ::_exit(127);
     ::setpgid(0, 0);                      // Ctrl-C reaches the sweep, which then stops its children
@@ -174,6 +186,18 @@ void LocalPool::start(const Point& p) {
     ::dup2(fds[1], 1);
     ::dup2(fds[1], 2);
     if (::chdir(cwd.c_str()) != 0) ::_exit(126);
+    if (in_process != nullptr) {
+      // The fork server: run the point here, in the copy of the sweep process.
+      int code = 1;
+      try {
+        code = in_process->run(args);
+      } catch (...) {
+      }
+      std::cout.flush();
+      std::cerr.flush();
+      std::fflush(nullptr);
+      ::_exit(code);
+    }
     ::execv(exe.c_str(), argv.data());
     // Tell the parent this is not the point failing but the runner missing.
     char msg[64] = "\x01tessera-sweep: execv failed, errno ";

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <deque>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -15,9 +16,22 @@
 
 namespace tessera::sweep {
 
+// Runs points in forked children of the sweep process instead of executing a new `tessera`
+// per point (issue 19 item 5: no exec, no dynamic loading, no re-import per point). Set by
+// the tessera executable, which owns the `run` command. prepare() runs in the sweep process
+// before each fork and may do work the children then share copy-on-write (the workload
+// import); run() runs in the child, in the point's working directory, with the `tessera run`
+// arguments (argv[0] first), and returns the exit code `tessera run` would have. Each child
+// still elaborates SystemC once: the sweep process itself never does.
+struct InProcessRunner {
+  std::function<void(const std::vector<std::string>& args)> prepare;
+  std::function<int(const std::vector<std::string>& args)> run;
+};
+
 struct RunSettings {
   std::filesystem::path out_dir;     // absolute
   std::filesystem::path runner_exe;  // the `tessera` executable that runs one point
+  const InProcessRunner* in_process = nullptr;  // set: fork without exec (runner_exe unused)
   int jobs = 1;                      // concurrent child processes
   double timeout_s = 0;              // per point; 0 = none
   bool keep_reports = true;

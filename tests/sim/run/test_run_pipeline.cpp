@@ -108,3 +108,21 @@ TEST(RunPipeline, InputShapesAreForOnnxModelsOnly) {
 }
 
 }  // namespace
+
+// tessera sweep's fork server: a preloaded workload is not imported again (here its file is
+// gone), and load_workload gives the same graph; another file still imports as usual.
+TEST(RunPipeline, PreloadedWorkloadIsReturnedWithoutImportingAgain) {
+  const fs::path dir = scratch("preload");
+  fs::create_directories(dir);
+  const fs::path copy = dir / "mlp0.yaml";
+  fs::copy_file(kSrc + "/workloads/tpu/mlp0.yaml", copy);
+  const graph::Graph direct = run::load_workload(copy.string(), run::WorkloadBindings{});
+  run::preload_workload(copy.string(), run::WorkloadBindings{});
+  fs::remove(copy);
+  const graph::Graph cached = run::load_workload(copy.string(), run::WorkloadBindings{});
+  ASSERT_EQ(cached.layers.size(), direct.layers.size());
+  ASSERT_EQ(cached.layers.size(), 5u);  // MLP0: five fully connected layers (workloads/tpu/mlp0.yaml)
+  for (size_t i = 0; i < direct.layers.size(); ++i) EXPECT_EQ(cached.layers[i].name, direct.layers[i].name);
+  EXPECT_THROW(run::load_workload((dir / "other.yaml").string(), run::WorkloadBindings{}), InputError);
+  EXPECT_THROW(run::preload_workload((dir / "other.yaml").string(), run::WorkloadBindings{}), InputError);
+}
