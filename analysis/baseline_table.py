@@ -22,7 +22,6 @@ paper's Table 4. Malformed input: one-line error, exit status 2.
 import argparse
 import math
 import os
-import subprocess
 import sys
 
 import style
@@ -56,13 +55,7 @@ def run_tessera(binary, out):
         if batch:
             cmd += ["--batch", str(batch)]
         print("+ " + " ".join(cmd), file=sys.stderr)
-        try:
-            done = subprocess.run(cmd, capture_output=True, text=True)
-        except OSError as e:
-            raise style.InputError(f"{binary}: cannot run: {e.strerror}") from e
-        if done.returncode != 0:
-            msg = (done.stderr or done.stdout).strip().splitlines()
-            raise style.InputError(f"{' '.join(cmd)}: exit {done.returncode}: {msg[-1] if msg else ''}")
+        style.run_checked(cmd, binary)
 
 
 def geomean(v):

@@ -22,7 +22,6 @@ exit status 2.
 """
 import argparse
 import os
-import subprocess
 import sys
 
 import baseline_table as bt
@@ -47,13 +46,7 @@ def run_tessera(binary, out):
         cmd = [binary, "run", "--quiet", "--arch", "configs/tpu-v1.yaml", "--workload", f"workloads/tpu/{app}.yaml",
                "--out", os.path.join(out, app), "--baseline", f"{CPU},{GPU}"]
         print("+ " + " ".join(cmd), file=sys.stderr)
-        try:
-            done = subprocess.run(cmd, capture_output=True, text=True)
-        except OSError as e:
-            raise style.InputError(f"{binary}: cannot run: {e.strerror}") from e
-        if done.returncode != 0:
-            msg = (done.stderr or done.stdout).strip().splitlines()
-            raise style.InputError(f"{' '.join(cmd)}: exit {done.returncode}: {msg[-1] if msg else ''}")
+        style.run_checked(cmd, binary)
 
 
 def need(r, *keys):

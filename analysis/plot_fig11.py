@@ -203,16 +203,7 @@ def plot(sp, out):
 
 
 def update_doc(path, text):
-    try:
-        with open(path, encoding="utf-8") as f:
-            doc = f.read()
-    except OSError as e:
-        raise style.InputError(f"{path}: cannot read: {e.strerror}") from e
-    if MARK_BEGIN not in doc or MARK_END not in doc:
-        raise style.InputError(f"{path}: no '{MARK_BEGIN}' ... '{MARK_END}' section to replace")
-    head, rest = doc.split(MARK_BEGIN, 1)
-    _, tail = rest.split(MARK_END, 1)
-    style.write_text_atomic(path, head + MARK_BEGIN + "\n" + text + MARK_END + tail)
+    style.replace_section(path, MARK_BEGIN, MARK_END, text)
 
 
 def main(argv):

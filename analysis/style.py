@@ -15,6 +15,7 @@ import json
 import math
 import os
 import sys
+import subprocess
 import tempfile
 
 import matplotlib
@@ -341,3 +342,30 @@ def main_guard(main):
     except InputError as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
+
+
+def replace_section(path, begin, end, text):
+    """Replaces what stands between the marker lines `begin` and `end` of a Markdown file
+    (the generated section of a doc), atomically; exit-2 input errors name the file."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = f.read()
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror}") from e
+    if begin not in doc or end not in doc:
+        raise InputError(f"{path}: no '{begin}' ... '{end}' section to replace")
+    head, rest = doc.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    write_text_atomic(path, head + begin + "\n" + text + end + tail)
+
+
+def run_checked(cmd, binary):
+    """Runs a tessera command line; a failure is an input error naming the command and its last line."""
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True)
+    except OSError as e:
+        raise InputError(f"{binary}: cannot run: {e.strerror}") from e
+    if done.returncode != 0:
+        msg = (done.stderr or done.stdout).strip().splitlines()
+        raise InputError(f"{' '.join(cmd)}: exit {done.returncode}: {msg[-1] if msg else ''}")
+    return done

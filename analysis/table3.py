@@ -23,7 +23,6 @@ in TOPS); every report must have one when any has. Malformed input: one-line err
 import argparse
 import glob
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -40,13 +39,7 @@ def run_tessera(binary, out):
         cmd = [binary, "run", "--quiet", "--arch", "configs/tpu-v1.yaml", "--workload", f"workloads/tpu/{app}.yaml",
                "--out", os.path.join(out, app)]
         print("+ " + " ".join(cmd), file=sys.stderr)
-        try:
-            done = subprocess.run(cmd, capture_output=True, text=True)
-        except OSError as e:
-            raise style.InputError(f"{binary}: cannot run: {e.strerror}") from e
-        if done.returncode != 0:
-            msg = (done.stderr or done.stdout).strip().splitlines()
-            raise style.InputError(f"{' '.join(cmd)}: exit {done.returncode}: {msg[-1] if msg else ''}")
+        style.run_checked(cmd, binary)
 
 
 def by_app(reports):
@@ -148,16 +141,7 @@ def markdown(reps):
 
 
 def update_doc(path, text):
-    try:
-        with open(path, encoding="utf-8") as fh:
-            doc = fh.read()
-    except OSError as e:
-        raise style.InputError(f"{path}: cannot read: {e.strerror}") from e
-    if MARK_BEGIN not in doc or MARK_END not in doc:
-        raise style.InputError(f"{path}: no '{MARK_BEGIN}' ... '{MARK_END}' section to replace")
-    head, rest = doc.split(MARK_BEGIN, 1)
-    _, tail = rest.split(MARK_END, 1)
-    style.write_text_atomic(path, head + MARK_BEGIN + "\n" + text + MARK_END + tail)
+    style.replace_section(path, MARK_BEGIN, MARK_END, text)
 
 
 def main(argv):

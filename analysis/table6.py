@@ -31,7 +31,6 @@ Malformed input: one-line error, exit status 2.
 import argparse
 import glob
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -70,13 +69,7 @@ def run_tessera(binary, out, batches):
             cmd = [binary, "run", "--quiet", "--arch", "configs/tpu-v1.yaml", "--workload", f"workloads/tpu/{app}.yaml",
                    "--batch", str(batch), "--out", d, "--baseline", f"{CPU},{GPU}"]
             print("+ " + " ".join(cmd), file=sys.stderr)
-            try:
-                done = subprocess.run(cmd, capture_output=True, text=True)
-            except OSError as e:
-                raise style.InputError(f"{binary}: cannot run: {e.strerror}") from e
-            if done.returncode != 0:
-                msg = (done.stderr or done.stdout).strip().splitlines()
-                raise style.InputError(f"{' '.join(cmd)}: exit {done.returncode}: {msg[-1] if msg else ''}")
+            style.run_checked(cmd, binary)
 
 
 def ips_of(reports, batches):
@@ -149,16 +142,7 @@ def table(ips, batches, source):
 
 
 def update_doc(path, text):
-    try:
-        with open(path, encoding="utf-8") as fh:
-            doc = fh.read()
-    except OSError as e:
-        raise style.InputError(f"{path}: cannot read: {e.strerror}") from e
-    if MARK_BEGIN not in doc or MARK_END not in doc:
-        raise style.InputError(f"{path}: no '{MARK_BEGIN}' ... '{MARK_END}' section to replace")
-    head, rest = doc.split(MARK_BEGIN, 1)
-    _, tail = rest.split(MARK_END, 1)
-    style.write_text_atomic(path, head + MARK_BEGIN + "\n" + text + MARK_END + tail)
+    style.replace_section(path, MARK_BEGIN, MARK_END, text)
 
 
 def main(argv):
