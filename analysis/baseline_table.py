@@ -205,14 +205,7 @@ def figures(out_dir, app_paths, batch_paths):
     ]
     if batch_paths:
         calls.append((plot_batch, batch_paths + ["--limit-ms", "7", "--out", os.path.join(out_dir, "batch-mlp0")]))
-    devnull = open(os.devnull, "w")
-    for module, argv in calls:
-        saved, sys.stdout = sys.stdout, devnull
-        try:
-            module.main(argv)
-        finally:
-            sys.stdout = saved
-        print(f"figures: {module.__name__} -> {argv[-1]}.pdf/.png", file=sys.stderr)
+    style.run_plots(calls)
 
 
 def main(argv):

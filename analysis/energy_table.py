@@ -132,16 +132,11 @@ def _joules(j):
 def figures(out_dir, app_paths):
     import plot_energy
 
-    calls = [app_paths + ["--out", os.path.join(out_dir, "energy-breakdown-tpu")],
-             app_paths + ["--perf-per-w", "--baselines", f"{CPU},{GPU}", "--out", os.path.join(out_dir, "perf-per-w-tpu")]]
-    devnull = open(os.devnull, "w")
-    for argv in calls:
-        saved, sys.stdout = sys.stdout, devnull
-        try:
-            plot_energy.main(argv)
-        finally:
-            sys.stdout = saved
-        print(f"figures: plot_energy -> {argv[-1]}.pdf/.png", file=sys.stderr)
+    style.run_plots([
+        (plot_energy, app_paths + ["--out", os.path.join(out_dir, "energy-breakdown-tpu")]),
+        (plot_energy, app_paths + ["--perf-per-w", "--baselines", f"{CPU},{GPU}", "--out",
+                                   os.path.join(out_dir, "perf-per-w-tpu")]),
+    ])
 
 
 def main(argv):

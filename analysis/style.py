@@ -369,3 +369,16 @@ def run_checked(cmd, binary):
         msg = (done.stderr or done.stdout).strip().splitlines()
         raise InputError(f"{' '.join(cmd)}: exit {done.returncode}: {msg[-1] if msg else ''}")
     return done
+
+
+def run_plots(calls):
+    """Runs each (plot module, argv) through its main() with its stdout silenced, and names
+    on stderr the figure it drew (the table scripts' --figures)."""
+    with open(os.devnull, "w") as devnull:
+        for module, argv in calls:
+            saved, sys.stdout = sys.stdout, devnull
+            try:
+                module.main(argv)
+            finally:
+                sys.stdout = saved
+            print(f"figures: {module.__name__} -> {argv[-1]}.pdf/.png", file=sys.stderr)
