@@ -485,19 +485,29 @@ void Importer::op_loop(const Node& n) {
                         "') is not known at import time: " + undecided(cond)};
     }
   }
-  absorb(n, "unrolled (" + std::to_string(k) + " iteration" + (k == 1 ? "" : "s") + ")");
+  // Loop stacks its scan outputs along a new first axis, in iteration order.
+  finish_unrolled(n, k, carried, std::move(scans), std::vector<int64_t>(static_cast<size_t>(scan_count), 0),
+                  std::vector<int64_t>(static_cast<size_t>(scan_count), 0));
+}
+
+void Importer::finish_unrolled(const Node& n, int64_t iterations, const std::vector<std::string>& carried,
+                               std::vector<std::vector<std::string>> scans, const std::vector<int64_t>& axes,
+                               const std::vector<int64_t>& reversed) {
+  absorb(n, "unrolled (" + std::to_string(iterations) + " iteration" + (iterations == 1 ? "" : "s") + ")");
+  const int states = static_cast<int>(carried.size());
   std::vector<const Node*> finals;
-  for (int i = 0; i < carried_count && i < n.output_size(); ++i) {
+  for (int i = 0; i < states && i < n.output_size(); ++i) {
     if (n.output(i).empty()) continue;
     finals.push_back(&synth("Identity", {carried[static_cast<size_t>(i)]}, n.output(i), node_name(n) + "/output" + std::to_string(i)));
   }
   count_reads(finals);
   for (const Node* s : finals) import_node(*s);
-  for (int j = 0; j < scan_count && carried_count + j < n.output_size(); ++j) {
-    const std::string& out = n.output(carried_count + j);
+  for (size_t j = 0; j < scans.size() && states + static_cast<int>(j) < n.output_size(); ++j) {
+    const std::string& out = n.output(states + static_cast<int>(j));
     if (out.empty()) continue;
-    if (k == 0) throw Unsupported{"it runs 0 iterations, so its scan output '" + utf8_safe(out) + "' would be empty"};
-    stack_scan_outputs(n, scans[static_cast<size_t>(j)], 0, out);
+    if (iterations == 0) throw Unsupported{"it runs 0 iterations, so its scan output '" + utf8_safe(out) + "' would be empty"};
+    if (reversed[j]) std::reverse(scans[j].begin(), scans[j].end());
+    stack_scan_outputs(n, scans[j], axes[j], out);
   }
 }
 
@@ -588,22 +598,7 @@ void Importer::op_scan(const Node& n) {
       return;
     }
   }
-  absorb(n, "unrolled (" + std::to_string(trips) + " iteration" + (trips == 1 ? "" : "s") + ")");
-  std::vector<const Node*> finals;
-  for (int i = 0; i < states && i < n.output_size(); ++i) {
-    if (n.output(i).empty()) continue;
-    finals.push_back(&synth("Identity", {carried[static_cast<size_t>(i)]}, n.output(i), node_name(n) + "/output" + std::to_string(i)));
-  }
-  count_reads(finals);
-  for (const Node* s : finals) import_node(*s);
-  for (int j = 0; j < scan_outputs && states + j < n.output_size(); ++j) {
-    const std::string& out = n.output(states + j);
-    if (out.empty()) continue;
-    if (trips == 0) throw Unsupported{"it runs 0 iterations, so its scan output '" + utf8_safe(out) + "' would be empty"};
-    std::vector<std::string> parts = scans[static_cast<size_t>(j)];
-    if (out_dirs[static_cast<size_t>(j)]) std::reverse(parts.begin(), parts.end());
-    stack_scan_outputs(n, parts, out_axes[static_cast<size_t>(j)], out);
-  }
+  finish_unrolled(n, trips, carried, std::move(scans), out_axes, out_dirs);
 }
 
 }  // namespace tessera::graph::onnx_import

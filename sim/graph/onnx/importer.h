@@ -183,6 +183,11 @@ class Importer {
   std::string int_constant(const std::string& base, const std::vector<int64_t>& v, bool scalar);
   void count_reads(const std::vector<const Node*>& nodes);   // consumers_ of what the new nodes read
   void stack_scan_outputs(const Node& n, const std::vector<std::string>& parts, int64_t axis, const std::string& out);
+  // The outputs of an unrolled Loop or Scan: its carried values (outputs 0..carried-1), then each scan
+  // output stacked from its per-iteration parts along axes[j] (in iteration order, or reversed).
+  void finish_unrolled(const Node& n, int64_t iterations, const std::vector<std::string>& carried,
+                       std::vector<std::vector<std::string>> scans, const std::vector<int64_t>& axes,
+                       const std::vector<int64_t>& reversed);
   void check_unroll(const Node& n, int64_t iterations, int64_t done, std::optional<int64_t> trip_count,
                     int64_t body_nodes) const;
 
