@@ -41,14 +41,24 @@ struct Region {
   bool operator==(const Region&) const = default;
 };
 
+// A shared tail of region lists: the hazard regions of dead or evicted tensors that every
+// tile writing over the same bytes carries (hundreds for a row-tiled layer with spills).
+// Stored once per distinct list, as indices into the program's table of such regions (each
+// distinct region once), so a list costs 4 bytes a region, not 40 (issue 19: Llama-2-7B at
+// 2,048 tokens carries 5 M of them).
+struct SharedRegionList {
+  const std::vector<Region>* table = nullptr;  // SharedRegions::table
+  std::vector<uint32_t> ids;
+  size_t size() const { return ids.size(); }
+  const Region& operator[](size_t i) const { return (*table)[ids[i]]; }
+};
+
 // The regions an instruction reads or writes (issue 19: compact records). Its own regions
 // are almost always one, so one is stored inline and only longer lists allocate. After
-// them may come a shared, read-only tail: the hazard regions of dead tensors that every
-// tile writing over the same bytes carries (hundreds for a row-tiled layer with spills);
-// the compiler stores each such list once in Program::shared_regions and the tiles point
-// at it instead of copying it. Iteration, size() and indexing see own regions then the
-// tail, exactly the list a std::vector would hold. A vector-like subset: push_back,
-// insert at the end, const iteration, indexing.
+// them may come a shared, read-only tail (SharedRegionList) that many tiles point at
+// instead of copying it. Iteration, size() and indexing see own regions then the tail,
+// exactly the list a std::vector would hold. A vector-like subset: push_back, insert at
+// the end, const iteration, indexing.
 class RegionList {
  public:
   class const_iterator {
@@ -59,26 +69,23 @@ class RegionList {
     using pointer = const Region*;
     using reference = const Region&;
     const_iterator() = default;
-    const_iterator(const Region* p, const Region* own_end, const Region* tail) : p_(p), own_end_(own_end), tail_(tail) {}
-    reference operator*() const { return *p_; }
-    pointer operator->() const { return p_; }
-    // own_end_ is null when there is no tail: one compare per step, as for a plain array
-    // (the tail lies in other storage, so p_ never meets own_end_ again once in it).
+    const_iterator(const RegionList* list, size_t i) : list_(list), i_(i) {}
+    reference operator*() const { return (*list_)[i_]; }
+    pointer operator->() const { return &(*list_)[i_]; }
     const_iterator& operator++() {
-      if (++p_ == own_end_) [[unlikely]] p_ = tail_;
+      ++i_;
       return *this;
     }
     const_iterator operator++(int) {
       const_iterator old = *this;
-      ++*this;
+      ++i_;
       return old;
     }
-    bool operator==(const const_iterator& o) const { return p_ == o.p_; }
+    bool operator==(const const_iterator& o) const { return i_ == o.i_ && list_ == o.list_; }
 
    private:
-    const Region* p_ = nullptr;
-    const Region* own_end_ = nullptr;
-    const Region* tail_ = nullptr;
+    const RegionList* list_ = nullptr;
+    size_t i_ = 0;
   };
   using iterator = const_iterator;
 
@@ -115,13 +122,13 @@ class RegionList {
     if (pos != end()) throw std::logic_error("RegionList::insert: only at the end");
     for (; first != last; ++first) push_back(*first);
   }
-  // Attaches `n` regions at `tail` (storage that outlives this list: Program::shared_regions).
-  void set_shared_tail(const Region* tail, uint32_t n) {
+  // Attaches a shared tail (storage that outlives this list: Program::shared_regions).
+  void set_shared_tail(const SharedRegionList* tail) {
     if (tail_ != nullptr) throw std::logic_error("RegionList::set_shared_tail: a tail is attached already");
-    if (n > 0) tail_ = tail, tail_size_ = n;
+    if (tail != nullptr && tail->size() > 0) tail_ = tail, tail_size_ = static_cast<uint32_t>(tail->size());
   }
   uint32_t shared_size() const { return tail_size_; }
-  const Region* shared_tail() const { return tail_; }
+  const SharedRegionList* shared_tail() const { return tail_; }
   // The instruction's own regions (without the shared tail), writable: a repeat's strides
   // step them (InstructionStream).
   size_t own_size() const { return size_; }
@@ -129,19 +136,12 @@ class RegionList {
   const Region& own_region(size_t i) const { return own()[i]; }
   size_t size() const { return size_ + static_cast<size_t>(tail_size_); }
   bool empty() const { return size() == 0; }
-  const_iterator begin() const {
-    if (size_ == 0) return tail_ != nullptr ? const_iterator(tail_, nullptr, nullptr) : end();
-    return const_iterator(own(), tail_ != nullptr ? own() + size_ : nullptr, tail_);
-  }
-  const_iterator end() const {
-    if (tail_ != nullptr) return const_iterator(tail_ + tail_size_, nullptr, nullptr);
-    return const_iterator(own() + size_, nullptr, nullptr);
-  }
-  const Region& operator[](size_t i) const { return i < size_ ? own()[i] : tail_[i - size_]; }
-  // The list as its two contiguous segments, own regions then the shared tail, for loops
-  // that want plain arrays (the controller's overlap test) instead of the two-segment iterator.
+  const_iterator begin() const { return const_iterator(this, 0); }
+  const_iterator end() const { return const_iterator(this, size()); }
+  const Region& operator[](size_t i) const { return i < size_ ? own()[i] : (*tail_)[i - size_]; }
+  // The own regions as a plain array, for loops that want one (the controller's overlap
+  // test); the tail is reached through shared_tail().
   std::span<const Region> own_regions() const { return {own(), size_}; }
-  std::span<const Region> shared_regions() const { return {tail_, tail_size_}; }
   const Region& front() const { return (*this)[0]; }
   const Region& back() const { return (*this)[size() - 1]; }
 
@@ -192,7 +192,7 @@ class RegionList {
   uint16_t size_ = 0;
   uint16_t capacity_ = 1;  // 1: the inline region; more: heap_
   uint32_t tail_size_ = 0;
-  const Region* tail_ = nullptr;
+  const SharedRegionList* tail_ = nullptr;
 };
 
 // The function an `activate` applies while draining accumulators to the unified buffer.
@@ -367,13 +367,20 @@ class InstructionStream {
   bool compact_ = true;
 };
 
+// The storage of a program's shared tails: the distinct regions, and the lists of indices
+// into them (a deque: a list stays where it is while more are added).
+struct SharedRegions {
+  std::vector<Region> table;
+  std::deque<SharedRegionList> lists;
+};
+
 // What the units execute. The compiler's result (sim/compiler/compiled.h) extends it
 // with the report's per-layer facts and totals.
 struct Program {
   InstructionStream instructions;
   // The shared tails of the instructions' region lists (RegionList::set_shared_tail), each
   // stored once; shared so that a copy of the program keeps them alive.
-  std::shared_ptr<std::deque<std::vector<Region>>> shared_regions = std::make_shared<std::deque<std::vector<Region>>>();
+  std::shared_ptr<SharedRegions> shared_regions = std::make_shared<SharedRegions>();
 };
 
 }  // namespace tessera::isa

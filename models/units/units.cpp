@@ -19,7 +19,7 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int queue_depth(const UnitContext& ctx) { return static_cast<int>(ctx.controller.queue_depth); }
 
 struct RegionPairHash {
-  size_t operator()(const std::pair<const isa::Region*, const isa::Region*>& p) const {
+  size_t operator()(const std::pair<const isa::SharedRegionList*, const isa::SharedRegionList*>& p) const {
     return std::hash<const void*>()(p.first) * 31 + std::hash<const void*>()(p.second);
   }
 };
@@ -315,16 +315,17 @@ void Controller::run() {
   };
   std::vector<Flight> in_flight;
   // Which spaces a and b conflict in: bit 1 the unified buffer, bit 2 the accumulators.
-  // Region lists are tested segment by segment (own regions, shared tail) in plain loops.
-  // A shared tail (the hazard regions of dead tensors, hundreds for row-tiled layers with
-  // spills) is carried by many consecutive tiles: an own region is looked up in a copy of
-  // it sorted by (space, buffer), since only regions of the same buffer can overlap, and
-  // the result of two tails meeting is kept, keyed by the pair.
-  auto segment_spaces = [](std::span<const isa::Region> xs, std::span<const isa::Region> ys) {
+  // Own regions are tested in plain loops. A shared tail (the hazard regions of dead
+  // tensors, hundreds for row-tiled layers with spills) is carried by many consecutive
+  // tiles: a long one is copied once, sorted by (space, buffer), and an own region looked up
+  // in it, since only regions of the same buffer can overlap; the result of two tails
+  // meeting is kept, keyed by the pair.
+  auto space_bit = [](const isa::Region& x) { return x.space == isa::Space::kAccumulators ? 2 : 1; };
+  auto segment_spaces = [&](std::span<const isa::Region> xs, std::span<const isa::Region> ys) {
     int spaces = 0;
     for (const isa::Region& x : xs) {
       for (const isa::Region& y : ys) {
-        if (x.overlaps(y)) spaces |= x.space == isa::Space::kAccumulators ? 2 : 1;
+        if (x.overlaps(y)) spaces |= space_bit(x);
       }
     }
     return spaces;
@@ -332,20 +333,30 @@ void Controller::run() {
   auto by_buffer = [](const isa::Region& a, const isa::Region& b) {
     return std::make_pair(a.space, a.buffer) < std::make_pair(b.space, b.buffer);
   };
-  std::unordered_map<const isa::Region*, std::vector<isa::Region>> sorted_tails;  // emptied between instructions when large
-  auto sorted = [&](std::span<const isa::Region> tail) -> const std::vector<isa::Region>& {
-    auto it = sorted_tails.find(tail.data());
+  std::unordered_map<const isa::SharedRegionList*, std::vector<isa::Region>> sorted_tails;  // emptied between instructions when large
+  auto sorted = [&](const isa::SharedRegionList* tail) -> const std::vector<isa::Region>& {
+    auto it = sorted_tails.find(tail);
     if (it == sorted_tails.end()) {
-      it = sorted_tails.emplace(tail.data(), std::vector<isa::Region>(tail.begin(), tail.end())).first;
-      std::stable_sort(it->second.begin(), it->second.end(), by_buffer);
+      std::vector<isa::Region> copy;
+      copy.reserve(tail->size());
+      for (size_t i = 0; i < tail->size(); ++i) copy.push_back((*tail)[i]);
+      std::stable_sort(copy.begin(), copy.end(), by_buffer);
+      it = sorted_tails.emplace(tail, std::move(copy)).first;
     }
     return it->second;
   };
-  auto own_tail_spaces = [&](std::span<const isa::Region> own, std::span<const isa::Region> tail) {
-    if (own.empty() || tail.empty()) return 0;
-    if (tail.size() <= 16) return segment_spaces(own, tail);
-    const std::vector<isa::Region>& t = sorted(tail);
+  auto own_tail_spaces = [&](std::span<const isa::Region> own, const isa::SharedRegionList* tail) {
+    if (own.empty() || tail == nullptr || tail->size() == 0) return 0;
     int spaces = 0;
+    if (tail->size() <= 16) {
+      for (const isa::Region& x : own) {
+        for (size_t i = 0; i < tail->size(); ++i) {
+          if (x.overlaps((*tail)[i])) spaces |= space_bit(x);
+        }
+      }
+      return spaces;
+    }
+    const std::vector<isa::Region>& t = sorted(tail);
     for (const isa::Region& x : own) {
       const auto [lo, hi] = std::equal_range(t.begin(), t.end(), x, by_buffer);
       spaces |= segment_spaces({&x, 1}, {lo, hi});
@@ -353,7 +364,7 @@ void Controller::run() {
     return spaces;
   };
   // Two tails: merged by (space, buffer), all pairs tested within a buffer.
-  auto tail_tail_spaces = [&](std::span<const isa::Region> xt, std::span<const isa::Region> yt) {
+  auto tail_tail_spaces = [&](const isa::SharedRegionList* xt, const isa::SharedRegionList* yt) {
     const std::vector<isa::Region>& xs = sorted(xt);
     const std::vector<isa::Region>& ys = sorted(yt);
     int spaces = 0;
@@ -371,12 +382,13 @@ void Controller::run() {
     }
     return spaces;
   };
-  std::unordered_map<std::pair<const isa::Region*, const isa::Region*>, int, RegionPairHash> tail_pairs;
+  std::unordered_map<std::pair<const isa::SharedRegionList*, const isa::SharedRegionList*>, int, RegionPairHash> tail_pairs;
   auto list_spaces = [&](const isa::RegionList& xs, const isa::RegionList& ys) {
-    const auto xo = xs.own_regions(), yo = ys.own_regions(), xt = xs.shared_regions(), yt = ys.shared_regions();
+    const auto xo = xs.own_regions(), yo = ys.own_regions();
+    const isa::SharedRegionList *xt = xs.shared_tail(), *yt = ys.shared_tail();
     int spaces = segment_spaces(xo, yo) | own_tail_spaces(xo, yt) | own_tail_spaces(yo, xt);
-    if (!xt.empty() && !yt.empty()) {
-      const auto key = std::make_pair(xt.data(), yt.data());
+    if (xt != nullptr && yt != nullptr) {
+      const auto key = std::make_pair(xt, yt);
       const auto it = tail_pairs.find(key);
       spaces |= it != tail_pairs.end() ? it->second : tail_pairs.emplace(key, tail_tail_spaces(xt, yt)).first->second;
     }

@@ -38,23 +38,33 @@ void Lowering::emit(Instruction in, bool writes_tensor_storage) {
   }
   if (writes_tensor_storage) {
     const bool vector_unit = in.op == Opcode::kActivate || in.op == Opcode::kVector;
-    extra_.clear();
+    const auto& table = p_.shared_regions->table;
+    int ub_writes = 0, written = -1;
     for (const Region& w : in.writes) {
-      if (w.space != Space::kUnifiedBuffer) continue;
-      for (const Region& r : place_[w.buffer].reused) {
-        if (vector_unit && inert_hazard(r.buffer)) continue;  // orders nothing (see settled_)
-        extra_.push_back(r);
+      if (w.space == Space::kUnifiedBuffer) ++ub_writes, written = w.buffer;
+    }
+    // The same list follows every tile written over the same bytes: stored once, in the
+    // program, and shared by the instructions that carry it (issue 19). One tensor written
+    // and no region that could be dropped: the tensor's own list, looked up once.
+    const isa::SharedRegionList* tail = nullptr;
+    if (ub_writes == 1 && !(vector_unit && hazards_may_be_inert())) {
+      tail = reused_list(written);
+    } else if (ub_writes > 0) {
+      extra_.clear();
+      for (const Region& w : in.writes) {
+        if (w.space != Space::kUnifiedBuffer) continue;
+        for (uint32_t id : place_[w.buffer].reused) {
+          if (vector_unit && inert_hazard(table[id].buffer)) continue;  // orders nothing (see settled_)
+          extra_.push_back(id);
+        }
       }
+      if (!extra_.empty()) tail = shared_list(extra_);
     }
-    if (!extra_.empty()) {
-      // The same list follows every tile written over the same bytes: stored once, in the
-      // program, and shared by consecutive instructions that carry it (issue 19).
-      auto& pool = *p_.shared_regions;
-      if (pool.empty() || pool.back() != extra_) pool.push_back(extra_);
-      in.writes.set_shared_tail(pool.back().data(), static_cast<uint32_t>(pool.back().size()));
-    }
-    if (vector_unit) {
-      for (const Region& r : extra_) settle(r.buffer);
+    if (tail != nullptr) {
+      in.writes.set_shared_tail(tail);
+      if (vector_unit) {
+        for (uint32_t id : tail->ids) settle(table[id].buffer);
+      }
     }
   }
   note_units(in);
@@ -124,8 +134,7 @@ void Lowering::lower_pass(int64_t batch) {
   for (size_t t = 0; t < place_.size(); ++t) {
     const TensorPlace& tp = place_[t];
     if (!tp.allocated || tp.alias_of >= 0) continue;
-    prev_vacated_.push_back(
-        Vacated{Region{Space::kUnifiedBuffer, static_cast<int32_t>(t), 0, tp.rows, 0, tp.cols}, tp.offset, tp.bytes});
+    prev_vacated_.push_back(vacated_entry(static_cast<int>(t)));
   }
 }
 

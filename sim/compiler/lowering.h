@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -72,13 +73,17 @@ struct TensorPlace {
   bool on_host = false;         // a valid copy is in host memory (graph inputs; spilled or streamed tensors)
   bool loaded = false;          // graph inputs: read from the host at least once
   int64_t element_bytes = 0;    // scratch buffers (graph tensors: their dtype)
-  std::vector<Region> reused;  // regions of dead or evicted tensors whose bytes this one overwrites
+  // Regions of dead or evicted tensors whose bytes this one overwrites (indices into the
+  // program's SharedRegions::table), and the program's shared list of them once looked up.
+  std::vector<uint32_t> reused;
+  const isa::SharedRegionList* reused_list = nullptr;
 };
 
 // Bytes a tensor gave up (it died or was evicted to host memory): whoever is placed
 // over them next must wait for the old contents' readers.
 struct Vacated {
   Region region;
+  uint32_t id = 0;  // region's index in the program's SharedRegions::table
   uint64_t offset = 0;
   uint64_t bytes = 0;
 };
@@ -247,7 +252,18 @@ class Lowering {
   // finished before that carrier was dispatched, so their regions are inert from then on even
   // though a matmul, weight read or host transfer touched them (a chain of matrix layers).
   std::vector<char> settled_;
-  std::vector<Region> extra_;  // emit()'s scratch: the hazard regions an instruction inherits
+  std::vector<uint32_t> extra_;  // emit()'s scratch: the hazard regions an instruction inherits
+  // The program's shared tails, each distinct region and each distinct list stored once
+  // (issue 19): the index of a region in the table, and the lists by a hash of their ids.
+  struct RegionKeyHash {
+    size_t operator()(const Region& r) const;
+  };
+  std::unordered_map<Region, uint32_t, RegionKeyHash> hazard_ids_;
+  std::unordered_map<uint64_t, std::vector<const isa::SharedRegionList*>> shared_lists_;
+  Vacated vacated_entry(int t);
+  const isa::SharedRegionList* shared_list(const std::vector<uint32_t>& ids);
+  const isa::SharedRegionList* reused_list(int t);
+  bool hazards_may_be_inert() const { return !(spill_ || lazy_inputs_ || !last_pass_); }
   bool only_pass_ = false;
   void settle(int buffer);
   void note_units(const Instruction& in);

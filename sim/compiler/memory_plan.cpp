@@ -54,12 +54,13 @@ void Lowering::allocate(int t, int layer_index) {
   tp.offset = *offset;
   tp.allocated = true;
   tp.reused.clear();  // earlier writers of t (a previous residency) have been emitted already
+  tp.reused_list = nullptr;
   // Bytes reused from dead or evicted tensors: writers of t must wait for their readers.
   for (auto* list : {&vacated_, &prev_vacated_}) {
     std::erase_if(*list, [&](const Vacated& v) { return inert_hazard(v.region.buffer); });
     for (const Vacated& v : *list) {
       if (list == &vacated_ && v.region.buffer == t) continue;
-      if (v.offset < tp.offset + tp.bytes && tp.offset < v.offset + v.bytes) tp.reused.push_back(v.region);
+      if (v.offset < tp.offset + tp.bytes && tp.offset < v.offset + v.bytes) tp.reused.push_back(v.id);
     }
   }
 }
@@ -84,7 +85,7 @@ void Lowering::note_units(const Instruction& in) {
 // A vacated buffer whose region, in the writes of the tensors placed over its bytes from
 // now on, could order nothing: see touched_off_vector_.
 bool Lowering::inert_hazard(int buffer) const {
-  if (spill_ || lazy_inputs_ || !last_pass_) return false;
+  if (!hazards_may_be_inert()) return false;
   const auto b = static_cast<size_t>(buffer);
   if (b >= dead_.size() || !dead_[b]) return false;
   if (b < settled_.size() && settled_[b]) return true;
@@ -106,8 +107,50 @@ void Lowering::settle(int buffer) {
 
 // Records t's bytes as given up, for the hazards of whoever is placed over them next.
 void Lowering::vacate(int t) {
+  vacated_.push_back(vacated_entry(t));
+  // Nothing writes t until it is placed again (allocate recomputes the list): its hazard
+  // list is freed now instead of being held by every dead or evicted tensor to the end.
+  TensorPlace& tp = place_[t];
+  std::vector<uint32_t>().swap(tp.reused);
+  tp.reused_list = nullptr;
+}
+
+// t's bytes as they are laid out now, its region entered in the program's table of hazard
+// regions (once per distinct region).
+Vacated Lowering::vacated_entry(int t) {
   const TensorPlace& tp = place_[t];
-  vacated_.push_back(Vacated{Region{Space::kUnifiedBuffer, t, 0, tp.rows, 0, tp.cols}, tp.offset, tp.bytes});
+  const Region region{Space::kUnifiedBuffer, t, 0, tp.rows, 0, tp.cols};
+  auto& table = p_.shared_regions->table;
+  const auto [it, added] = hazard_ids_.try_emplace(region, static_cast<uint32_t>(table.size()));
+  if (added) table.push_back(region);
+  return Vacated{region, it->second, tp.offset, tp.bytes};
+}
+
+size_t Lowering::RegionKeyHash::operator()(const Region& r) const {
+  size_t h = std::hash<int64_t>()(static_cast<int64_t>(r.space) * 0x9E3779B1 + r.buffer);
+  for (int64_t v : {r.row_begin, r.row_end, r.col_begin, r.col_end}) h = h * 1000003u ^ std::hash<int64_t>()(v);
+  return h;
+}
+
+// The program's stored list of these hazard regions: an equal list stored before, or a new one.
+const isa::SharedRegionList* Lowering::shared_list(const std::vector<uint32_t>& ids) {
+  uint64_t h = 14695981039346656037ull;  // FNV-1a over the ids
+  for (uint32_t id : ids) h = (h ^ id) * 1099511628211ull;
+  auto& same_hash = shared_lists_[h];
+  for (const isa::SharedRegionList* l : same_hash) {
+    if (l->ids == ids) return l;
+  }
+  auto& pool = *p_.shared_regions;
+  pool.lists.push_back(isa::SharedRegionList{&pool.table, ids});
+  same_hash.push_back(&pool.lists.back());
+  return &pool.lists.back();
+}
+
+// t's whole hazard list as a shared tail (null when empty), looked up once per residency.
+const isa::SharedRegionList* Lowering::reused_list(int t) {
+  TensorPlace& tp = place_[t];
+  if (tp.reused_list == nullptr && !tp.reused.empty()) tp.reused_list = shared_list(tp.reused);
+  return tp.reused_list;
 }
 
 int Lowering::add_scratch(int li, int64_t rows, int64_t cols, int64_t rows_per_sample, Dtype dtype, bool allocate_now) {

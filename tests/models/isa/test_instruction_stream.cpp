@@ -144,21 +144,22 @@ TEST(InstructionStream, WhatAStrideCannotExpressIsNotFolded) {
   mm.accumulate = true;
   t.push_back(mm);
   EXPECT_EQ(t.items().size(), 2u);
-  const std::vector<Region> tail_a = {Region{Space::kUnifiedBuffer, 3, 0, 1, 0, 1}};
-  const std::vector<Region> tail_b = tail_a;
+  const std::vector<Region> table = {Region{Space::kUnifiedBuffer, 3, 0, 1, 0, 1}};
+  const isa::SharedRegionList tail_a{&table, {0}};
+  const isa::SharedRegionList tail_b = tail_a;  // equal contents, stored twice: not the same tail
   InstructionStream u;
   Instruction x = activate(0, 0, 0), y = activate(0, 0, 0);
-  x.writes.set_shared_tail(tail_a.data(), 1);
-  y.writes.set_shared_tail(tail_b.data(), 1);
+  x.writes.set_shared_tail(&tail_a);
+  y.writes.set_shared_tail(&tail_b);
   u.push_back(x);
   u.push_back(y);
   EXPECT_EQ(u.items().size(), 2u);
   Instruction z = activate(0, 0, 0);
-  z.writes.set_shared_tail(tail_a.data(), 1);
+  z.writes.set_shared_tail(&tail_a);
   u.push_back(z);  // the same tail as x's is a repeat of y? no: y's tail differs
   EXPECT_EQ(u.items().size(), 3u);
   Instruction w = activate(0, 0, 0);
-  w.writes.set_shared_tail(tail_a.data(), 1);
+  w.writes.set_shared_tail(&tail_a);
   u.push_back(w);  // z and w: the same tail, a repeat of two
   EXPECT_EQ(u.items().size(), 3u);
   EXPECT_EQ(u.items()[2].loop->count, 2u);

@@ -71,9 +71,13 @@ TEST(CompileMemory, RegionListBehavesAsAVector) {
 }
 
 TEST(CompileMemory, SharedTailFollowsOwnRegions) {
-  const std::vector<isa::Region> shared = {region(10, 0), region(11, 0), region(12, 0)};
+  const std::vector<isa::Region> table = {region(12, 0), region(10, 0), region(11, 0)};
+  const isa::SharedRegionList shared{&table, {1, 2, 0}};  // 10, 11, 12
+  const isa::SharedRegionList last_two{&table, {2, 0}};    // 11, 12
+  const isa::SharedRegionList first_two{&table, {1, 2}};   // 10, 11
+  const isa::SharedRegionList empty{&table, {}};
   isa::RegionList l{region(1, 0)};
-  l.set_shared_tail(shared.data(), 3);
+  l.set_shared_tail(&shared);
   EXPECT_EQ(l.size(), 4u);
   EXPECT_EQ(l.shared_size(), 3u);
   EXPECT_EQ(buffers(l), (std::vector<int32_t>{1, 10, 11, 12}));
@@ -81,10 +85,10 @@ TEST(CompileMemory, SharedTailFollowsOwnRegions) {
   EXPECT_EQ(l[3].buffer, 12);
   EXPECT_EQ(l.back().buffer, 12);
   EXPECT_THROW(l.push_back(region(2, 0)), std::logic_error);  // own regions come first
-  EXPECT_THROW(l.set_shared_tail(shared.data(), 1), std::logic_error);
+  EXPECT_THROW(l.set_shared_tail(&last_two), std::logic_error);
 
   isa::RegionList two{region(1, 0), region(2, 0)};  // heap own storage and a tail
-  two.set_shared_tail(shared.data() + 1, 2);
+  two.set_shared_tail(&last_two);
   const isa::RegionList copy = two;
   EXPECT_EQ(buffers(copy), (std::vector<int32_t>{1, 2, 11, 12}));
   isa::RegionList moved = std::move(two);
@@ -92,11 +96,11 @@ TEST(CompileMemory, SharedTailFollowsOwnRegions) {
   EXPECT_TRUE(two.empty());  // NOLINT(bugprone-use-after-move)
 
   isa::RegionList only_tail;  // no own regions
-  only_tail.set_shared_tail(shared.data(), 2);
+  only_tail.set_shared_tail(&first_two);
   EXPECT_EQ(buffers(only_tail), (std::vector<int32_t>{10, 11}));
   EXPECT_EQ(only_tail.front().buffer, 10);
   isa::RegionList none;
-  none.set_shared_tail(shared.data(), 0);  // an empty tail attaches nothing
+  none.set_shared_tail(&empty);  // an empty tail attaches nothing
   EXPECT_TRUE(none.empty());
   EXPECT_TRUE(none.begin() == none.end());
 }
