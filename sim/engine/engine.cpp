@@ -3,6 +3,7 @@
 #include <systemc>
 
 #include <algorithm>
+#include <array>
 #include <memory>
 #include <stdexcept>
 
@@ -102,19 +103,49 @@ void classify(const std::vector<compiler::Opcode>& ops, const Accelerator& acc, 
   }();
   const auto& vec = acc.vector.log().intervals();
 
-  std::vector<int64_t> points = {0, total};
-  for (const auto* log : {&array_log, &drains, &ctrl, &pcie, &vec}) {
-    for (const auto& i : *log) {
-      points.push_back(std::min(i.begin, total));
-      points.push_back(std::min(i.end, total));
+  // The segment boundaries: 0, total and every interval's begin and end (clamped to total),
+  // in order. A log whose intervals are sorted and disjoint (all of them, as the units
+  // write them) gives its boundaries in order (begin, end, begin, ...): the logs are merged
+  // as they are walked instead of copied into one list and sorted (issue 19: two points per
+  // interval were a quarter of a long run's memory). Any other log is sorted in a copy.
+  const std::array<const std::vector<Interval>*, 5> logs = {&array_log, &drains, &ctrl, &pcie, &vec};
+  std::array<std::vector<int64_t>, 5> unordered;  // boundaries of a log that is not in order, sorted
+  for (size_t l = 0; l < logs.size(); ++l) {
+    const auto& log = *logs[l];
+    bool in_order = true;
+    for (size_t k = 0; k < log.size() && in_order; ++k) {
+      in_order = log[k].begin <= log[k].end && (k == 0 || log[k - 1].end <= log[k].begin);
     }
+    if (in_order) continue;
+    for (const Interval& i : log) {
+      unordered[l].push_back(std::min(i.begin, total));
+      unordered[l].push_back(std::min(i.end, total));
+    }
+    std::sort(unordered[l].begin(), unordered[l].end());
   }
-  std::sort(points.begin(), points.end());
-  points.erase(std::unique(points.begin(), points.end()), points.end());
+  std::array<size_t, 5> next{};  // per log: the index of its next boundary
+  auto boundaries = [&](size_t l) { return unordered[l].empty() ? 2 * logs[l]->size() : unordered[l].size(); };
+  auto boundary = [&](size_t l, size_t k) {
+    if (!unordered[l].empty()) return unordered[l][k];
+    const Interval& i = (*logs[l])[k / 2];
+    return std::min(k % 2 == 0 ? i.begin : i.end, total);
+  };
+  // The smallest boundary after t (total when none is left before it).
+  auto next_after = [&](int64_t t) {
+    int64_t best = total;
+    for (size_t l = 0; l < logs.size(); ++l) {
+      size_t& k = next[l];
+      const size_t n = boundaries(l);
+      while (k < n && boundary(l, k) <= t) ++k;
+      if (k < n) best = std::min(best, boundary(l, k));
+    }
+    return best;
+  };
 
   Cursor c_array(array_log), c_drain(drains), c_ctrl(ctrl), c_pcie(pcie), c_vec(vec);
-  for (size_t p = 0; p + 1 < points.size(); ++p) {
-    const int64_t a = points[p], len = points[p + 1] - a;
+  for (int64_t a = 0, b = 0; a < total; a = b) {
+    b = next_after(a);
+    const int64_t len = b - a;
     int64_t CycleBreakdown::*bucket = &CycleBreakdown::non_matrix;
     int64_t CycleBreakdown::*part = nullptr;  // array_drain or pcie_input: the bucket's part, if any
     int32_t layer = -1;
