@@ -140,6 +140,7 @@ class MatrixUnit : public sc_core::sc_module, public StatProvider {
   MatrixUnit(sc_core::sc_module_name name, UnitContext& ctx, WeightFifo& fifo, UnifiedBufferPorts& ub);
   const IntervalLog& log() const { return log_; }
   int64_t macs() const { return macs_; }
+  void coalesce_log_by(std::function<int64_t(const Interval&)> key) { log_.coalesce_by(std::move(key)); }
 
  private:
   void run();
@@ -174,6 +175,7 @@ class VectorUnit : public sc_core::sc_module, public StatProvider {
   SC_HAS_PROCESS(VectorUnit);
   VectorUnit(sc_core::sc_module_name name, UnitContext& ctx, UnifiedBufferPorts& ub);
   const IntervalLog& log() const { return log_; }  // kind: opcode
+  void coalesce_log_by(std::function<int64_t(const Interval&)> key) { log_.coalesce_by(std::move(key)); }
 
   // Cycles one activate/vector instruction occupies the unit (without port contention).
   static int64_t compute_cycles(const VectorUnitConfig& cfg, const isa::Instruction& in);
@@ -210,6 +212,7 @@ class Controller : public sc_core::sc_module, public StatProvider {
   SC_HAS_PROCESS(Controller);
   Controller(sc_core::sc_module_name name, UnitContext& ctx, std::vector<sc_core::sc_fifo<Dispatch>*> queues);
   const IntervalLog& log() const { return log_; }  // instruction = the head instruction
+  void coalesce_log_by(std::function<int64_t(const Interval&)> key) { log_.coalesce_by(std::move(key)); }
   int64_t end_cycle() const { return end_cycle_; }
   bool finished() const { return finished_; }
 

@@ -89,6 +89,26 @@ class Cursor {
   size_t pos_ = 0;
 };
 
+// What classify tells apart in the logs it reads of the array, the vector unit and the
+// controller, as a key per interval: adjacent intervals with equal keys classify every cycle
+// alike, so each log stores a run of them as one interval when no trace reads it (issue 19:
+// the controller logs two intervals per instruction, and a layer's weight reads or matmuls
+// follow each other). The array: its kind and layer; the vector unit: the layer; the
+// controller: the layer, the head instruction's opcode as classify asks it (matmul, weight
+// read or other) and the kind, the hazard kinds apart and the others (issue, queue full) alike.
+void coalesce_breakdown_logs(const std::vector<compiler::Opcode>& ops, Accelerator& acc) {
+  using compiler::Opcode;
+  auto key = [](int64_t cls, int32_t layer) { return (cls << 32) | static_cast<uint32_t>(layer); };
+  acc.matrix.coalesce_log_by([key](const Interval& i) { return key(i.kind, i.layer); });
+  acc.vector.coalesce_log_by([key](const Interval& i) { return key(0, i.layer); });
+  acc.controller.coalesce_log_by([key, &ops](const Interval& i) {
+    const int64_t kind = i.kind <= models::Controller::kHazardOnWeights ? i.kind : models::Controller::kHazardOnWeights + 1;
+    const Opcode op = i.instruction >= 0 ? ops[static_cast<size_t>(i.instruction)] : Opcode::kHalt;
+    const int64_t op_class = op == Opcode::kMatmul ? 0 : op == Opcode::kReadWeights ? 1 : 2;
+    return key(kind * 4 + op_class, i.layer);
+  });
+}
+
 // ops: each instruction's opcode, by index (one byte each, read from the program once).
 void classify(const std::vector<compiler::Opcode>& ops, const Accelerator& acc, int64_t total, RunStats& stats) {
   using compiler::Opcode;
@@ -270,6 +290,16 @@ RunStats simulate(const ArchConfig& arch, const compiler::Program& program, cons
     top->fetcher.keep_intervals(false);
     top->weight_memory->keep_intervals(false);
   }
+  // Each instruction's opcode and layer, read from the program once (one byte and four each).
+  std::vector<compiler::Opcode> ops;
+  std::vector<int32_t> layer_of;
+  ops.reserve(program.instructions.size());
+  layer_of.reserve(program.instructions.size());
+  for (const auto& in : program.instructions) {
+    ops.push_back(in.op);
+    layer_of.push_back(in.layer);
+  }
+  if (!options.tracks) coalesce_breakdown_logs(ops, *top);
   sc_core::sc_start();
   const auto time_overflow = [&] {
     return InputError("arch '" + arch.name + "' (" + arch.source + "): simulated time passes the bound of " +
@@ -286,17 +316,13 @@ RunStats simulate(const ArchConfig& arch, const compiler::Program& program, cons
   stats.instructions = static_cast<int64_t>(program.instructions.size());
   stats.layers.resize(program.layers.size());
   int64_t total = top->controller.end_cycle();
-  std::vector<compiler::Opcode> ops;
-  ops.reserve(program.instructions.size());
-  for (auto it = program.instructions.begin(); it != program.instructions.end(); ++it) {
-    const auto idx = static_cast<int32_t>(it.index());
-    ops.push_back(it->op);
-    const int64_t f = tracker.finish(idx);
+  for (size_t idx = 0; idx < layer_of.size(); ++idx) {
+    const int64_t f = tracker.finish(static_cast<int32_t>(idx));
     total = std::max(total, f);
-    const int32_t layer = it->layer;
+    const int32_t layer = layer_of[idx];
     if (layer >= 0) {
       auto& ls = stats.layers[static_cast<size_t>(layer)];
-      const int64_t d = tracker.dispatch(idx);
+      const int64_t d = tracker.dispatch(static_cast<int32_t>(idx));
       if (ls.first_dispatch_cycle < 0 || d < ls.first_dispatch_cycle) ls.first_dispatch_cycle = d;
       ls.last_finish_cycle = std::max(ls.last_finish_cycle, f);
       ls.instructions++;

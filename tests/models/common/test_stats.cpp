@@ -75,5 +75,39 @@ TEST(Stats, KindNamesAreDeclaredWithTheKinds) {
   EXPECT_EQ(kind_name(names, 7), "?");
 }
 
+// Coalescing keeps the totals of every interval and stores a run of adjacent intervals with
+// equal keys as one, with the first one's fields; a gap or another key starts a new one.
+TEST(Stats, IntervalLogCoalescesAdjacentIntervalsWithEqualKeys) {
+  IntervalLog log;
+  log.coalesce_by([](const Interval& i) { return static_cast<int64_t>(i.layer); });
+  log.add(0, 10, 1, 0, 100);
+  log.add(10, 15, 2, 0, 101);   // adjacent, same key: lengthens the first
+  log.add(15, 15, 3, 1, 102);   // empty: ignored
+  log.add(15, 20, 3, 1, 103);   // another key
+  log.add(25, 30, 3, 1, 104);   // same key after a gap
+  log.add(30, 31, 4, 1, 105);   // adjacent, same key
+  ASSERT_EQ(log.intervals().size(), 3u);
+  EXPECT_EQ(log.intervals()[0].begin, 0);
+  EXPECT_EQ(log.intervals()[0].end, 15);
+  EXPECT_EQ(log.intervals()[0].kind, 1);
+  EXPECT_EQ(log.intervals()[0].instruction, 100);
+  EXPECT_EQ(log.intervals()[1].begin, 15);
+  EXPECT_EQ(log.intervals()[1].end, 20);
+  EXPECT_EQ(log.intervals()[2].begin, 25);
+  EXPECT_EQ(log.intervals()[2].end, 31);
+  EXPECT_EQ(log.intervals()[2].instruction, 104);
+  EXPECT_EQ(log.count(), 5);
+  EXPECT_EQ(log.busy(), 10 + 5 + 5 + 5 + 1);
+  EXPECT_EQ(log.total(1), 10);
+  EXPECT_EQ(log.total(2), 5);
+  EXPECT_EQ(log.total(3), 10);
+  EXPECT_EQ(log.total(4), 1);
+
+  IntervalLog plain;  // without a key every interval is stored
+  plain.add(0, 10, 1, 0);
+  plain.add(10, 15, 1, 0);
+  EXPECT_EQ(plain.intervals().size(), 2u);
+}
+
 }  // namespace
 }  // namespace tessera::models
