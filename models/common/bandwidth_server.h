@@ -33,6 +33,7 @@ class BandwidthServer {
   int64_t busy_cycles() const { return busy_cycles_; }
   // Busy intervals in call order (a backfilled request appears after later ones).
   const IntervalLog& log() const { return log_; }
+  IntervalLog& log() { return log_; }  // the cycle breakdown's access (sim/engine)
   void keep_intervals(bool keep) { log_.keep_intervals(keep); }
 
  private:

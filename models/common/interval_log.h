@@ -64,8 +64,15 @@ class IntervalLog {
   // instead of per instruction).
   void coalesce_by(std::function<int64_t(const Interval&)> key) { coalesce_key_ = std::move(key); }
   bool keeps_intervals() const { return keep_; }
-  // Every interval added while keep_intervals was on (all of them, by default).
+  // Every interval added while keep_intervals was on (all of them, by default), less those
+  // taken.
   const std::vector<Interval>& intervals() const { return intervals_; }
+  // Appends the stored intervals to `out` and forgets them (the totals stay): for a reader
+  // that consumes them as the run goes (the cycle breakdown, issue 19).
+  void move_intervals_to(std::vector<Interval>& out) {
+    out.insert(out.end(), intervals_.begin(), intervals_.end());
+    intervals_.clear();
+  }
   int64_t count() const { return count_; }  // intervals added
   int64_t busy() const { return busy_; }    // their cycles, summed
   int64_t total(int32_t kind) const {

@@ -37,6 +37,7 @@ class PcieLink : public sc_core::sc_module, public StatProvider {
   PcieLink(sc_core::sc_module_name name, const PcieConfig& cfg, const CoreClock& clock, bool ideal = false);
 
   const BandwidthServer& server() const { return server_; }
+  BandwidthServer& server() { return server_; }
   uint64_t bytes_to_device() const { return bytes_to_device_; }
   uint64_t bytes_to_host() const { return bytes_to_host_; }
   const PcieTiming& timing() const { return timing_; }

@@ -167,6 +167,10 @@ void MatrixUnit::run() {
     const int32_t idx = dispatch_.index;
     const Instruction& in = dispatch_.in;
     const int64_t requested = ctx_.clock.now();
+    {
+      const int64_t dispatched = ctx_.tracker.dispatch(idx);
+      busy_since_ = dispatched >= 0 ? std::min(dispatched, requested) : requested;
+    }
     // The tile's weights, in the FIFO tiles the compiler split them into (B held: one;
     // B streamed: one per array tile of B, in stream order). An empty FIFO is a weight stall.
     ready_cycles_.clear();
@@ -219,6 +223,7 @@ void MatrixUnit::run() {
     count(activity_of(in, arr));
     ctx_.clock.wait_until(s.stream_end);
     ctx_.tracker.finish_at(idx, s.done);
+    busy_since_ = -1;
   }
 }
 
@@ -264,6 +269,7 @@ void VectorUnit::run() {
   const auto& ubc = ctx_.unified_buffer;
   for (;;) {
     queue.read(dispatch_);
+    busy_since_ = ctx_.clock.now();
     const int32_t idx = dispatch_.index;
     const Instruction& in = dispatch_.in;
     // An activate waits here for the matmuls that fill its accumulator half.
@@ -291,6 +297,7 @@ void VectorUnit::run() {
     ctx_.clock.wait_until(end);
     log_.add(start, end, static_cast<int32_t>(in.op), in.layer, idx);
     ctx_.tracker.finish_at(idx, end);
+    busy_since_ = -1;
   }
 }
 
@@ -412,6 +419,7 @@ void Controller::run() {
     const auto idx = static_cast<int32_t>(it.index());
     const Instruction& in = *it;
     const int64_t issue_start = ctx_.clock.now();
+    if (on_issue_ && idx > 0 && static_cast<uint32_t>(idx) % on_issue_every_ == 0) on_issue_(issue_start);
     ctx_.clock.wait_until(saturating_add(issue_start, ctx_.controller.issue_cycles));
     log_.add(issue_start, ctx_.clock.now(), kIssue, in.layer, idx);
 

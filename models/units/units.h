@@ -6,7 +6,9 @@
 #include <tlm>
 #include <tlm_utils/simple_initiator_socket.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <ostream>
 #include <unordered_map>
 #include <vector>
@@ -139,8 +141,14 @@ class MatrixUnit : public sc_core::sc_module, public StatProvider {
   SC_HAS_PROCESS(MatrixUnit);
   MatrixUnit(sc_core::sc_module_name name, UnitContext& ctx, WeightFifo& fifo, UnifiedBufferPorts& ub);
   const IntervalLog& log() const { return log_; }
+  // The cycle breakdown's access (sim/engine: coalescing, and taking the intervals as it goes).
+  IntervalLog& log() { return log_; }
+  IntervalLog& drain_log() { return drain_log_; }
   int64_t macs() const { return macs_; }
-  void coalesce_log_by(std::function<int64_t(const Interval&)> key) { log_.coalesce_by(std::move(key)); }
+  // No interval this unit logs from now on (array or drain) begins before this cycle: the
+  // start of the matmul it is running (its dispatch, or when it took it, if earlier), or
+  // now when it waits for one.
+  int64_t low_water(int64_t now) const { return busy_since_ >= 0 ? std::min(busy_since_, now) : now; }
 
  private:
   void run();
@@ -152,6 +160,7 @@ class MatrixUnit : public sc_core::sc_module, public StatProvider {
   array::ArrayPipeline pipeline_;
   IntervalLog log_;
   IntervalLog drain_log_;
+  int64_t busy_since_ = -1;  // see low_water
   int64_t macs_ = 0;
   int64_t tiles_ = 0;
   // Of the array's active (streaming) cycles, PE-cycles of PEs in the tile and outside it
@@ -175,7 +184,10 @@ class VectorUnit : public sc_core::sc_module, public StatProvider {
   SC_HAS_PROCESS(VectorUnit);
   VectorUnit(sc_core::sc_module_name name, UnitContext& ctx, UnifiedBufferPorts& ub);
   const IntervalLog& log() const { return log_; }  // kind: opcode
-  void coalesce_log_by(std::function<int64_t(const Interval&)> key) { log_.coalesce_by(std::move(key)); }
+  IntervalLog& log() { return log_; }  // the cycle breakdown's access (sim/engine)
+  // No interval this unit logs from now on begins before this cycle: when it took the
+  // instruction it is running, or now when it waits for one.
+  int64_t low_water(int64_t now) const { return busy_since_ >= 0 ? std::min(busy_since_, now) : now; }
 
   // Cycles one activate/vector instruction occupies the unit (without port contention).
   static int64_t compute_cycles(const VectorUnitConfig& cfg, const isa::Instruction& in);
@@ -186,6 +198,7 @@ class VectorUnit : public sc_core::sc_module, public StatProvider {
   UnitContext& ctx_;
   UnifiedBufferPorts& ub_;
   IntervalLog log_;
+  int64_t busy_since_ = -1;  // see low_water
   // Activity for the energy model (activity.h): element operations per function.
   std::vector<std::string_view> functions_;
   std::vector<int64_t> function_ops_;
@@ -212,7 +225,15 @@ class Controller : public sc_core::sc_module, public StatProvider {
   SC_HAS_PROCESS(Controller);
   Controller(sc_core::sc_module_name name, UnitContext& ctx, std::vector<sc_core::sc_fifo<Dispatch>*> queues);
   const IntervalLog& log() const { return log_; }  // instruction = the head instruction
-  void coalesce_log_by(std::function<int64_t(const Interval&)> key) { log_.coalesce_by(std::move(key)); }
+  IntervalLog& log() { return log_; }  // the cycle breakdown's access (sim/engine)
+  // Calls `f(cycle)` when it starts to issue every `every`-th instruction (from the
+  // `every`-th on), at that cycle: no interval the controller logs from then on begins
+  // earlier. For the cycle breakdown, which classifies the cycles behind the units as the
+  // run goes (sim/engine); it must not wait or notify.
+  void on_issue(std::function<void(int64_t)> f, uint32_t every) {
+    on_issue_ = std::move(f);
+    on_issue_every_ = every == 0 ? 1 : every;
+  }
   int64_t end_cycle() const { return end_cycle_; }
   bool finished() const { return finished_; }
 
@@ -221,6 +242,8 @@ class Controller : public sc_core::sc_module, public StatProvider {
   UnitContext& ctx_;
   std::vector<sc_core::sc_fifo<Dispatch>*> queues_;
   IntervalLog log_;
+  std::function<void(int64_t)> on_issue_;
+  uint32_t on_issue_every_ = 1;
   int64_t end_cycle_ = 0;
   bool finished_ = false;
 };

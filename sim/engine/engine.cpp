@@ -62,8 +62,9 @@ struct Accelerator : sc_core::sc_module {
   }
 };
 
+// Sorted by begin, overlapping and touching intervals merged (the first one's fields kept).
 std::vector<Interval> merged(std::vector<Interval> v) {
-  std::sort(v.begin(), v.end(), [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
+  std::stable_sort(v.begin(), v.end(), [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
   std::vector<Interval> out;
   for (const auto& i : v) {
     if (!out.empty() && i.begin <= out.back().end) {
@@ -99,9 +100,9 @@ class Cursor {
 void coalesce_breakdown_logs(const std::vector<compiler::Opcode>& ops, Accelerator& acc) {
   using compiler::Opcode;
   auto key = [](int64_t cls, int32_t layer) { return (cls << 32) | static_cast<uint32_t>(layer); };
-  acc.matrix.coalesce_log_by([key](const Interval& i) { return key(i.kind, i.layer); });
-  acc.vector.coalesce_log_by([key](const Interval& i) { return key(0, i.layer); });
-  acc.controller.coalesce_log_by([key, &ops](const Interval& i) {
+  acc.matrix.log().coalesce_by([key](const Interval& i) { return key(i.kind, i.layer); });
+  acc.vector.log().coalesce_by([key](const Interval& i) { return key(0, i.layer); });
+  acc.controller.log().coalesce_by([key, &ops](const Interval& i) {
     const int64_t kind = i.kind <= models::Controller::kHazardOnWeights ? i.kind : models::Controller::kHazardOnWeights + 1;
     const Opcode op = i.instruction >= 0 ? ops[static_cast<size_t>(i.instruction)] : Opcode::kHalt;
     const int64_t op_class = op == Opcode::kMatmul ? 0 : op == Opcode::kReadWeights ? 1 : 2;
@@ -109,117 +110,177 @@ void coalesce_breakdown_logs(const std::vector<compiler::Opcode>& ops, Accelerat
   });
 }
 
-// ops: each instruction's opcode, by index (one byte each, read from the program once).
-void classify(const std::vector<compiler::Opcode>& ops, const Accelerator& acc, int64_t total, RunStats& stats) {
-  using compiler::Opcode;
-  const auto& array_log = acc.matrix.log().intervals();
-  const std::vector<Interval> drains = merged(acc.matrix.drain_log().intervals());
-  const auto& ctrl = acc.controller.log().intervals();
-  // A server's log is in call order; a backfilled transfer can come after a later one.
-  const std::vector<Interval> pcie = [&] {
-    std::vector<Interval> v = acc.pcie.server().log().intervals();
-    std::stable_sort(v.begin(), v.end(), [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
-    return v;
-  }();
-  const auto& vec = acc.vector.log().intervals();
+// The cycle breakdown (DESIGN.md): every cycle of the run goes to one bucket and one layer
+// by what the array, its drains, the controller, PCIe and the vector unit do in it. It is
+// classified as the run goes, behind the units (issue 19: memory for the intervals still
+// open, not for the whole run): advance(to) takes the intervals the five logs hold,
+// classifies the cycles before `to` and keeps only the intervals that reach past it. `to`
+// must be a cycle before which no unit logs another interval (their low-water marks); an
+// interval that begins before a cycle already classified breaks that promise and stops the
+// run. Splitting the run at `to` changes nothing: a segment [a, b) cut at `to` is two with
+// the state of a.
+class Breakdown {
+ public:
+  // consume: take the intervals out of the logs (when no trace reads them); otherwise they
+  // are copied, and advance is called once, at the end.
+  Breakdown(const std::vector<compiler::Opcode>& ops, Accelerator& acc, RunStats& stats, bool consume)
+      : ops_(ops), acc_(acc), stats_(stats), consume_(consume) {}
 
-  // The segment boundaries: 0, total and every interval's begin and end (clamped to total),
-  // in order. A log whose intervals are sorted and disjoint (all of them, as the units
-  // write them) gives its boundaries in order (begin, end, begin, ...): the logs are merged
-  // as they are walked instead of copied into one list and sorted (issue 19: two points per
-  // interval were a quarter of a long run's memory). Any other log is sorted in a copy.
-  const std::array<const std::vector<Interval>*, 5> logs = {&array_log, &drains, &ctrl, &pcie, &vec};
-  std::array<std::vector<int64_t>, 5> unordered;  // boundaries of a log that is not in order, sorted
-  for (size_t l = 0; l < logs.size(); ++l) {
-    const auto& log = *logs[l];
-    bool in_order = true;
-    for (size_t k = 0; k < log.size() && in_order; ++k) {
-      in_order = log[k].begin <= log[k].end && (k == 0 || log[k - 1].end <= log[k].begin);
+  void advance(int64_t to) {
+    if (to <= done_) return;
+    gather(acc_.matrix.log(), pending_[kArray]);
+    {
+      std::vector<Interval> raw = std::move(pending_[kDrain]);
+      gather(acc_.matrix.drain_log(), raw);
+      pending_[kDrain] = merged(std::move(raw));
     }
-    if (in_order) continue;
-    for (const Interval& i : log) {
-      unordered[l].push_back(std::min(i.begin, total));
-      unordered[l].push_back(std::min(i.end, total));
+    gather(acc_.controller.log(), pending_[kController]);
+    // A server's log is in call order; a backfilled transfer can come after a later one.
+    gather(acc_.pcie.server().log(), pending_[kPcie]);
+    std::stable_sort(pending_[kPcie].begin(), pending_[kPcie].end(),
+                     [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
+    gather(acc_.vector.log(), pending_[kVector]);
+    classify(to);
+    // Only what reaches past `to` matters from now on. A drain ending at `to` stays: one
+    // beginning there merges with it and takes its layer.
+    for (size_t l = 0; l < kLogs; ++l) {
+      std::erase_if(pending_[l], [&](const Interval& i) { return l == kDrain ? i.end < to : i.end <= to; });
     }
-    std::sort(unordered[l].begin(), unordered[l].end());
+    done_ = to;
   }
-  std::array<size_t, 5> next{};  // per log: the index of its next boundary
-  auto boundaries = [&](size_t l) { return unordered[l].empty() ? 2 * logs[l]->size() : unordered[l].size(); };
-  auto boundary = [&](size_t l, size_t k) {
-    if (!unordered[l].empty()) return unordered[l][k];
-    const Interval& i = (*logs[l])[k / 2];
-    return std::min(k % 2 == 0 ? i.begin : i.end, total);
-  };
-  // The smallest boundary after t (total when none is left before it).
-  auto next_after = [&](int64_t t) {
-    int64_t best = total;
-    for (size_t l = 0; l < logs.size(); ++l) {
-      size_t& k = next[l];
-      const size_t n = boundaries(l);
-      while (k < n && boundary(l, k) <= t) ++k;
-      if (k < n) best = std::min(best, boundary(l, k));
-    }
-    return best;
-  };
 
-  Cursor c_array(array_log), c_drain(drains), c_ctrl(ctrl), c_pcie(pcie), c_vec(vec);
-  for (int64_t a = 0, b = 0; a < total; a = b) {
-    b = next_after(a);
-    const int64_t len = b - a;
-    int64_t CycleBreakdown::*bucket = &CycleBreakdown::non_matrix;
-    int64_t CycleBreakdown::*part = nullptr;  // array_drain or pcie_input: the bucket's part, if any
-    int32_t layer = -1;
-    const Interval* ctl = c_ctrl.at(a);
-    const Interval* drain = c_drain.at(a);
-    if (const Interval* i = c_array.at(a)) {
-      layer = i->layer;
-      switch (i->kind) {
-        case models::MatrixUnit::kActive: bucket = &CycleBreakdown::array_active; break;
-        case models::MatrixUnit::kWeightShift: bucket = &CycleBreakdown::weight_shift; break;
-        case models::MatrixUnit::kWeightStall: bucket = &CycleBreakdown::weight_stall; break;
-        default: bucket = &CycleBreakdown::input_stall; break;
-      }
-    } else if (ctl && ctl->instruction >= 0 &&
-               ops[static_cast<size_t>(ctl->instruction)] == Opcode::kMatmul &&
-               ctl->kind <= models::Controller::kHazardOnWeights) {
-      // The next matmul waits at the controller: an exposed drain under it (the results
-      // it waits for are still leaving the array) is that wait, not array work.
-      layer = ctl->layer;
-      bucket = ctl->kind == models::Controller::kHazardOnHost      ? &CycleBreakdown::pcie
-               : ctl->kind == models::Controller::kHazardOnWeights ? &CycleBreakdown::weight_stall
-                                                                   : &CycleBreakdown::raw_stall;
-      // A matmul reads the unified buffer: the host transfer it waits for brings its input.
-      if (ctl->kind == models::Controller::kHazardOnHost) part = &CycleBreakdown::pcie_input;
-    } else if (drain) {
-      // The array finishes its last tile with no matmul waiting behind it.
-      layer = drain->layer;
-      bucket = &CycleBreakdown::array_active;
-      part = &CycleBreakdown::array_drain;
-    } else if (const Interval* t = c_pcie.at(a)) {
-      layer = t->layer;
-      bucket = &CycleBreakdown::pcie;
-      if (t->instruction < 0 || ops[static_cast<size_t>(t->instruction)] != Opcode::kWriteHost) {
-        part = &CycleBreakdown::pcie_input;
-      }
-    } else if (const Interval* v = c_vec.at(a)) {
-      layer = v->layer;
-      bucket = &CycleBreakdown::non_matrix;
-    } else if (ctl) {
-      layer = ctl->layer;
-      const Opcode head = ops[static_cast<size_t>(ctl->instruction)];
-      bucket = head == Opcode::kReadWeights ? &CycleBreakdown::weight_stall : &CycleBreakdown::non_matrix;
+ private:
+  enum Log : size_t { kArray, kDrain, kController, kPcie, kVector, kLogs };
+
+  void gather(models::IntervalLog& log, std::vector<Interval>& into) {
+    const size_t first = into.size();
+    if (consume_) {
+      log.move_intervals_to(into);
+    } else {
+      into.insert(into.end(), log.intervals().begin(), log.intervals().end());
     }
-    CycleBreakdown& owner = layer >= 0 && static_cast<size_t>(layer) < stats.layers.size()
-                                ? stats.layers[static_cast<size_t>(layer)].cycles
-                                : stats.host_io;
-    stats.cycles.*bucket += len;
-    owner.*bucket += len;
-    if (part) {
-      stats.cycles.*part += len;
-      owner.*part += len;
+    for (size_t k = first; k < into.size(); ++k) {
+      if (into[k].begin < done_) {
+        throw std::logic_error("engine: a unit logged an interval beginning at cycle " + std::to_string(into[k].begin) +
+                               " after the cycle breakdown had classified the cycles up to " + std::to_string(done_));
+      }
     }
   }
-}
+
+  // Classifies the cycles [done_, to), the segment boundaries (every interval's begin and
+  // end) clamped to `to`.
+  void classify(int64_t to) {
+    using compiler::Opcode;
+    const auto& array_log = pending_[kArray];
+    const auto& drains = pending_[kDrain];
+    const auto& ctrl = pending_[kController];
+    const auto& pcie = pending_[kPcie];
+    const auto& vec = pending_[kVector];
+    const auto& ops = ops_;
+    RunStats& stats = stats_;
+
+    // A log whose intervals are sorted and disjoint (all of them, as the units write them)
+    // gives its boundaries in order (begin, end, begin, ...): the logs are merged as they
+    // are walked instead of copied into one list and sorted. Any other log is sorted in a copy.
+    std::array<std::vector<int64_t>, kLogs> unordered;  // boundaries of a log that is not in order, sorted
+    for (size_t l = 0; l < kLogs; ++l) {
+      const auto& log = pending_[l];
+      bool in_order = true;
+      for (size_t k = 0; k < log.size() && in_order; ++k) {
+        in_order = log[k].begin <= log[k].end && (k == 0 || log[k - 1].end <= log[k].begin);
+      }
+      if (in_order) continue;
+      for (const Interval& i : log) {
+        unordered[l].push_back(std::min(i.begin, to));
+        unordered[l].push_back(std::min(i.end, to));
+      }
+      std::sort(unordered[l].begin(), unordered[l].end());
+    }
+    std::array<size_t, kLogs> next{};  // per log: the index of its next boundary
+    auto boundaries = [&](size_t l) { return unordered[l].empty() ? 2 * pending_[l].size() : unordered[l].size(); };
+    auto boundary = [&](size_t l, size_t k) {
+      if (!unordered[l].empty()) return unordered[l][k];
+      const Interval& i = pending_[l][k / 2];
+      return std::min(k % 2 == 0 ? i.begin : i.end, to);
+    };
+    // The smallest boundary after t (`to` when none is left before it).
+    auto next_after = [&](int64_t t) {
+      int64_t best = to;
+      for (size_t l = 0; l < kLogs; ++l) {
+        size_t& k = next[l];
+        const size_t n = boundaries(l);
+        while (k < n && boundary(l, k) <= t) ++k;
+        if (k < n) best = std::min(best, boundary(l, k));
+      }
+      return best;
+    };
+
+    Cursor c_array(array_log), c_drain(drains), c_ctrl(ctrl), c_pcie(pcie), c_vec(vec);
+    for (int64_t a = done_, b = 0; a < to; a = b) {
+      b = next_after(a);
+      const int64_t len = b - a;
+      int64_t CycleBreakdown::*bucket = &CycleBreakdown::non_matrix;
+      int64_t CycleBreakdown::*part = nullptr;  // array_drain or pcie_input: the bucket's part, if any
+      int32_t layer = -1;
+      const Interval* ctl = c_ctrl.at(a);
+      const Interval* drain = c_drain.at(a);
+      if (const Interval* i = c_array.at(a)) {
+        layer = i->layer;
+        switch (i->kind) {
+          case models::MatrixUnit::kActive: bucket = &CycleBreakdown::array_active; break;
+          case models::MatrixUnit::kWeightShift: bucket = &CycleBreakdown::weight_shift; break;
+          case models::MatrixUnit::kWeightStall: bucket = &CycleBreakdown::weight_stall; break;
+          default: bucket = &CycleBreakdown::input_stall; break;
+        }
+      } else if (ctl && ctl->instruction >= 0 &&
+                 ops[static_cast<size_t>(ctl->instruction)] == Opcode::kMatmul &&
+                 ctl->kind <= models::Controller::kHazardOnWeights) {
+        // The next matmul waits at the controller: an exposed drain under it (the results
+        // it waits for are still leaving the array) is that wait, not array work.
+        layer = ctl->layer;
+        bucket = ctl->kind == models::Controller::kHazardOnHost      ? &CycleBreakdown::pcie
+                 : ctl->kind == models::Controller::kHazardOnWeights ? &CycleBreakdown::weight_stall
+                                                                     : &CycleBreakdown::raw_stall;
+        // A matmul reads the unified buffer: the host transfer it waits for brings its input.
+        if (ctl->kind == models::Controller::kHazardOnHost) part = &CycleBreakdown::pcie_input;
+      } else if (drain) {
+        // The array finishes its last tile with no matmul waiting behind it.
+        layer = drain->layer;
+        bucket = &CycleBreakdown::array_active;
+        part = &CycleBreakdown::array_drain;
+      } else if (const Interval* t = c_pcie.at(a)) {
+        layer = t->layer;
+        bucket = &CycleBreakdown::pcie;
+        if (t->instruction < 0 || ops[static_cast<size_t>(t->instruction)] != Opcode::kWriteHost) {
+          part = &CycleBreakdown::pcie_input;
+        }
+      } else if (const Interval* v = c_vec.at(a)) {
+        layer = v->layer;
+        bucket = &CycleBreakdown::non_matrix;
+      } else if (ctl) {
+        layer = ctl->layer;
+        const Opcode head = ops[static_cast<size_t>(ctl->instruction)];
+        bucket = head == Opcode::kReadWeights ? &CycleBreakdown::weight_stall : &CycleBreakdown::non_matrix;
+      }
+      CycleBreakdown& owner = layer >= 0 && static_cast<size_t>(layer) < stats.layers.size()
+                                  ? stats.layers[static_cast<size_t>(layer)].cycles
+                                  : stats.host_io;
+      stats.cycles.*bucket += len;
+      owner.*bucket += len;
+      if (part) {
+        stats.cycles.*part += len;
+        owner.*part += len;
+      }
+    }
+  }
+
+  const std::vector<compiler::Opcode>& ops_;
+  Accelerator& acc_;
+  RunStats& stats_;
+  const bool consume_;
+  std::array<std::vector<Interval>, kLogs> pending_;
+  int64_t done_ = 0;  // the cycles before it are classified
+};
 
 // SystemC warnings and errors must not pass silently.
 void make_systemc_strict() {
@@ -299,7 +360,24 @@ RunStats simulate(const ArchConfig& arch, const compiler::Program& program, cons
     ops.push_back(in.op);
     layer_of.push_back(in.layer);
   }
-  if (!options.tracks) coalesce_breakdown_logs(ops, *top);
+  RunStats stats;
+  stats.clock_mhz = arch.clock_mhz;
+  stats.instructions = static_cast<int64_t>(program.instructions.size());
+  stats.layers.resize(program.layers.size());
+  // Without a trace, the breakdown's logs store runs of intervals it cannot tell apart as
+  // one, and the breakdown classifies the cycles behind the units every
+  // SimulateOptions::breakdown_every_instructions instructions, up to the earliest cycle a
+  // unit may still log.
+  Breakdown breakdown(ops, *top, stats, !options.tracks);
+  if (!options.tracks) {
+    coalesce_breakdown_logs(ops, *top);
+    top->controller.on_issue(
+        [&](int64_t issue_cycle) {
+          const int64_t now = clock.now();
+          breakdown.advance(std::min({issue_cycle, top->matrix.low_water(now), top->vector.low_water(now)}));
+        },
+        options.breakdown_every_instructions);
+  }
   sc_core::sc_start();
   const auto time_overflow = [&] {
     return InputError("arch '" + arch.name + "' (" + arch.source + "): simulated time passes the bound of " +
@@ -311,10 +389,6 @@ RunStats simulate(const ArchConfig& arch, const compiler::Program& program, cons
     throw std::logic_error("engine: simulation stalled before the program's halt (deadlock in the unit models)");
   }
 
-  RunStats stats;
-  stats.clock_mhz = arch.clock_mhz;
-  stats.instructions = static_cast<int64_t>(program.instructions.size());
-  stats.layers.resize(program.layers.size());
   int64_t total = top->controller.end_cycle();
   for (size_t idx = 0; idx < layer_of.size(); ++idx) {
     const int64_t f = tracker.finish(static_cast<int32_t>(idx));
@@ -330,7 +404,7 @@ RunStats simulate(const ArchConfig& arch, const compiler::Program& program, cons
   }
   if (total > clock.max_cycle()) throw time_overflow();
   stats.total_cycles = total;
-  classify(ops, *top, total, stats);
+  breakdown.advance(total);
   // Every module's counters, wherever it sits in the hierarchy.
   for (models::StatValue& v : models::collect_stats(*top)) {
     stats.counters.push_back(Counter{std::move(v.path), std::move(v.unit), std::move(v.description), v.value});

@@ -106,6 +106,9 @@ struct SimulateOptions {
   // Fill RunStats::tracks, every unit's busy intervals (for --trace). Without it only the
   // logs the cycle breakdown reads keep their intervals; the counters are running totals.
   bool tracks = false;
+  // Without tracks, the cycle breakdown is classified as the run goes, each time the
+  // controller has issued this many more instructions (the logs hold the intervals since).
+  uint32_t breakdown_every_instructions = 64;
 };
 
 RunStats simulate(const ArchConfig& arch, const compiler::Program& program, const SimulateOptions& options = {});

@@ -162,6 +162,38 @@ INSTANTIATE_TEST_SUITE_P(
                       std::pair{"configs/tpu-v1.yaml", "workloads/bert_layer.yaml"},
                       std::pair{"configs/edge-npu-32.yaml", "workloads/bert_layer.yaml"}));
 
+// Without --trace the cycle breakdown is classified as the run goes, from logs that merge
+// what it cannot tell apart; with it, once at the end from every interval (issue 19). The
+// reports must not differ.
+class TraceDoesNotChangeTheReport : public ::testing::TestWithParam<std::pair<const char*, const char*>> {};
+
+TEST_P(TraceDoesNotChangeTheReport, ReportsAreByteIdentical) {
+  const auto [arch, workload] = GetParam();
+  const std::string name = fs::path(arch).stem().string() + "-" + fs::path(workload).stem().string();
+  const fs::path a = scratch("untraced-" + name), b = scratch("traced-" + name);
+  Result r = tessera("run -q -a " + std::string(arch) + " -w " + workload + " -o " + a.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = tessera("run -q -a " + std::string(arch) + " -w " + workload + " -o " + b.string() + " --trace " + b.string() + ".trace.json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* f : {"report.json", "layers.csv", "summary.md"}) {
+    EXPECT_EQ(slurp(a / f), slurp(b / f)) << f;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Goldens, TraceDoesNotChangeTheReport,
+    ::testing::Values(std::pair{"configs/tpu-v1.yaml", "workloads/tpu/mlp0.yaml"},
+                      std::pair{"configs/tpu-v1.yaml", "workloads/tpu/mlp1.yaml"},
+                      std::pair{"configs/tpu-v1.yaml", "workloads/tpu/lstm0.yaml"},
+                      std::pair{"configs/tpu-v1.yaml", "workloads/tpu/lstm1.yaml"},
+                      std::pair{"configs/tpu-v1.yaml", "workloads/tpu/cnn0.yaml"},
+                      std::pair{"configs/tpu-v1.yaml", "workloads/tpu/cnn1.yaml"},
+                      std::pair{"configs/tpu-v1.yaml", "workloads/bert_layer.yaml"},
+                      std::pair{"configs/edge-npu-32.yaml", "workloads/bert_layer.yaml"},
+                      std::pair{"configs/os-128.yaml", "workloads/tpu/cnn0.yaml"},
+                      std::pair{"configs/is-64.yaml", "workloads/tpu/lstm1.yaml"},
+                      std::pair{"configs/tpu-v1-hbm.yaml", "workloads/tpu/mlp1.yaml"}));
+
 TEST(Cli, CompilePrintsTheCompactProgramOrExpandsIt) {
   const Result c = tessera("compile -a configs/tpu-v1.yaml -w workloads/tpu/mlp0.yaml");
   ASSERT_EQ(c.exit_code, 0) << c.output;

@@ -14,11 +14,11 @@ using tessera::test_support::TinyArch;
 
 namespace {
 
-engine::RunStats run(const TinyArch& t, const std::string& graph_yaml) {
+engine::RunStats run(const TinyArch& t, const std::string& graph_yaml, const engine::SimulateOptions& options = {}) {
   const ArchConfig arch = t.build();
   const graph::Graph g = graph::parse_graph_yaml(YamlNode::load_string(graph_yaml, "g.yaml"));
   const compiler::Program p = compiler::compile(g, arch);
-  return engine::simulate(arch, p);
+  return engine::simulate(arch, p, options);
 }
 
 void expect_breakdown_sums(const engine::RunStats& s) {
@@ -214,5 +214,29 @@ layers:
 )");
   EXPECT_GT(s.cycles.raw_stall, 0);
   EXPECT_GT(s.layers[1].cycles.raw_stall, 0);
+  expect_breakdown_sums(s);
+}
+
+// The breakdown classified as the run goes (issue 19), here after every instruction the
+// controller issues: the hand-derived counts of SingleTileFcHandDerived, per layer too.
+TEST(Engine, BreakdownClassifiedAfterEveryInstructionMatchesHandCounts) {
+  engine::SimulateOptions every;
+  every.breakdown_every_instructions = 1;
+  const auto s = run(TinyArch{}, R"(
+name: one
+batch: 3
+inputs: [{name: x, shape: [4]}]
+layers: [{name: fc, op: fc, units: 4, activation: relu}]
+)", every);
+  EXPECT_EQ(s.total_cycles, 21);
+  EXPECT_EQ(s.cycles.pcie, 6);
+  EXPECT_EQ(s.cycles.weight_shift, 2);
+  EXPECT_EQ(s.cycles.array_active, 10);
+  EXPECT_EQ(s.cycles.non_matrix, 3);
+  EXPECT_EQ(s.cycles.weight_stall, 0);
+  EXPECT_EQ(s.cycles.raw_stall, 0);
+  ASSERT_EQ(s.layers.size(), 1u);
+  EXPECT_EQ(s.layers[0].cycles.array_active, 10);
+  EXPECT_EQ(s.layers[0].cycles.non_matrix, 3);
   expect_breakdown_sums(s);
 }
