@@ -19,13 +19,13 @@ namespace tessera::models {
 
 class BandwidthServer {
  public:
-  // Returns the cycle the request's service ends.
-  int64_t serve(int64_t arrival, int64_t service, int32_t layer = -1, int32_t instruction = -1) {
+  // Returns the cycle the request's service ends. `kind` is the caller's (the log's kind).
+  int64_t serve(int64_t arrival, int64_t service, int32_t layer = -1, int32_t instruction = -1, int32_t kind = 0) {
     const int64_t start = earliest_start(arrival, service);
     const int64_t end = saturating_add(start, service);  // past the time bound: the clock fails the run
     if (service > 0) occupy(start, end);
     busy_until_ = end > busy_until_ ? end : busy_until_;
-    log_.add(start, end, 0, layer, instruction);
+    log_.add(start, end, kind, layer, instruction);
     busy_cycles_ = saturating_add(busy_cycles_, service);
     return end;
   }

@@ -16,6 +16,7 @@ struct Interval {
   int32_t kind = 0;   // unit-specific meaning
   int32_t layer = -1;
   int32_t instruction = -1;
+  uint8_t detail = 0;  // unit-specific (the controller: the head instruction's opcode); fills padding
 };
 
 // A unit's interval kinds, declared next to the enum with the name each one has in
@@ -37,7 +38,7 @@ constexpr std::string_view kind_name(const KindNames<Kind, N>& names, int32_t ki
 // (issue 19: statistics memory proportional to what is asked).
 class IntervalLog {
  public:
-  void add(int64_t begin, int64_t end, int32_t kind, int32_t layer, int32_t instruction = -1) {
+  void add(int64_t begin, int64_t end, int32_t kind, int32_t layer, int32_t instruction = -1, uint8_t detail = 0) {
     if (end <= begin) return;
     if (kind < 0) throw std::invalid_argument("IntervalLog::add: negative interval kind");
     ++count_;
@@ -45,7 +46,7 @@ class IntervalLog {
     if (static_cast<size_t>(kind) >= kind_totals_.size()) kind_totals_.resize(static_cast<size_t>(kind) + 1, 0);
     kind_totals_[static_cast<size_t>(kind)] += end - begin;
     if (!keep_) return;
-    const Interval next{begin, end, kind, layer, instruction};
+    const Interval next{begin, end, kind, layer, instruction, detail};
     if (coalesce_key_) {
       const int64_t key = coalesce_key_(next);
       if (!intervals_.empty() && intervals_.back().end == begin && key == last_key_) {

@@ -36,7 +36,10 @@ class PcieLink : public sc_core::sc_module, public StatProvider {
   // `ideal`: transfers take no time (ideal_memory: true); their bytes are still counted.
   PcieLink(sc_core::sc_module_name name, const PcieConfig& cfg, const CoreClock& clock, bool ideal = false);
 
-  const BandwidthServer& server() const { return server_; }
+  // The kinds of the server's log: the direction of a transfer (the accelerator reads host
+  // memory: to the device; it writes host memory: to the host).
+  enum Kind : int32_t { kToDevice = 0, kToHost = 1 };
+  const BandwidthServer& server() const { return server_; }  // its log's kind: Kind
   BandwidthServer& server() { return server_; }
   uint64_t bytes_to_device() const { return bytes_to_device_; }
   uint64_t bytes_to_host() const { return bytes_to_host_; }

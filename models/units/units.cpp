@@ -421,7 +421,7 @@ void Controller::run() {
     const int64_t issue_start = ctx_.clock.now();
     if (on_issue_ && idx > 0 && static_cast<uint32_t>(idx) % on_issue_every_ == 0) on_issue_(issue_start);
     ctx_.clock.wait_until(saturating_add(issue_start, ctx_.controller.issue_cycles));
-    log_.add(issue_start, ctx_.clock.now(), kIssue, in.layer, idx);
+    log_.add(issue_start, ctx_.clock.now(), kIssue, in.layer, idx, static_cast<uint8_t>(in.op));
 
     if (in.op == Opcode::kHalt || in.op == Opcode::kSync) {
       // Wait for every in-flight instruction to finish.
@@ -442,8 +442,8 @@ void Controller::run() {
         break;
       }
       in_flight.clear();
-      log_.add(wait_start, ctx_.clock.now(), kHazardOnCompute, in.layer, idx);
-      ctx_.tracker.dispatched(idx, ctx_.clock.now());
+      log_.add(wait_start, ctx_.clock.now(), kHazardOnCompute, in.layer, idx, static_cast<uint8_t>(in.op));
+      ctx_.tracker.dispatched(idx, ctx_.clock.now(), in.layer);
       ctx_.tracker.finish_at(idx, ctx_.clock.now());
       if (in.op == Opcode::kHalt) break;
       continue;
@@ -497,14 +497,14 @@ void Controller::run() {
       const int32_t kind = (bop == Opcode::kReadHost || bop == Opcode::kWriteHost) ? kHazardOnHost
                            : bop == Opcode::kReadWeights                           ? kHazardOnWeights
                                                                                    : kHazardOnCompute;
-      log_.add(stall_start, ctx_.clock.now(), kind, in.layer, idx);
+      log_.add(stall_start, ctx_.clock.now(), kind, in.layer, idx, static_cast<uint8_t>(in.op));
     }
     ctx_.tracker.wait_in_unit(idx, unit_waits);
     auto* queue = queues_[static_cast<size_t>(my_unit)];
     const int64_t queue_start = ctx_.clock.now();
     queue->write(Dispatch{idx, in});  // a full unit queue blocks the in-order controller
-    log_.add(queue_start, ctx_.clock.now(), kQueueFull, in.layer, idx);
-    ctx_.tracker.dispatched(idx, ctx_.clock.now());
+    log_.add(queue_start, ctx_.clock.now(), kQueueFull, in.layer, idx, static_cast<uint8_t>(in.op));
+    ctx_.tracker.dispatched(idx, ctx_.clock.now(), in.layer);
     in_flight.push_back(Flight{idx, my_unit, in});
   }
   end_cycle_ = ctx_.clock.now();

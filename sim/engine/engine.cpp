@@ -97,14 +97,14 @@ class Cursor {
 // follow each other). The array: its kind and layer; the vector unit: the layer; the
 // controller: the layer, the head instruction's opcode as classify asks it (matmul, weight
 // read or other) and the kind, the hazard kinds apart and the others (issue, queue full) alike.
-void coalesce_breakdown_logs(const std::vector<compiler::Opcode>& ops, Accelerator& acc) {
+void coalesce_breakdown_logs(Accelerator& acc) {
   using compiler::Opcode;
   auto key = [](int64_t cls, int32_t layer) { return (cls << 32) | static_cast<uint32_t>(layer); };
   acc.matrix.log().coalesce_by([key](const Interval& i) { return key(i.kind, i.layer); });
   acc.vector.log().coalesce_by([key](const Interval& i) { return key(0, i.layer); });
-  acc.controller.log().coalesce_by([key, &ops](const Interval& i) {
+  acc.controller.log().coalesce_by([key](const Interval& i) {
     const int64_t kind = i.kind <= models::Controller::kHazardOnWeights ? i.kind : models::Controller::kHazardOnWeights + 1;
-    const Opcode op = i.instruction >= 0 ? ops[static_cast<size_t>(i.instruction)] : Opcode::kHalt;
+    const auto op = static_cast<Opcode>(i.detail);
     const int64_t op_class = op == Opcode::kMatmul ? 0 : op == Opcode::kReadWeights ? 1 : 2;
     return key(kind * 4 + op_class, i.layer);
   });
@@ -123,8 +123,7 @@ class Breakdown {
  public:
   // consume: take the intervals out of the logs (when no trace reads them); otherwise they
   // are copied, and advance is called once, at the end.
-  Breakdown(const std::vector<compiler::Opcode>& ops, Accelerator& acc, RunStats& stats, bool consume)
-      : ops_(ops), acc_(acc), stats_(stats), consume_(consume) {}
+  Breakdown(Accelerator& acc, RunStats& stats, bool consume) : acc_(acc), stats_(stats), consume_(consume) {}
 
   void advance(int64_t to) {
     if (to <= done_) return;
@@ -176,7 +175,6 @@ class Breakdown {
     const auto& ctrl = pending_[kController];
     const auto& pcie = pending_[kPcie];
     const auto& vec = pending_[kVector];
-    const auto& ops = ops_;
     RunStats& stats = stats_;
 
     // A log whose intervals are sorted and disjoint (all of them, as the units write them)
@@ -232,8 +230,7 @@ class Breakdown {
           case models::MatrixUnit::kWeightStall: bucket = &CycleBreakdown::weight_stall; break;
           default: bucket = &CycleBreakdown::input_stall; break;
         }
-      } else if (ctl && ctl->instruction >= 0 &&
-                 ops[static_cast<size_t>(ctl->instruction)] == Opcode::kMatmul &&
+      } else if (ctl && ctl->instruction >= 0 && static_cast<Opcode>(ctl->detail) == Opcode::kMatmul &&
                  ctl->kind <= models::Controller::kHazardOnWeights) {
         // The next matmul waits at the controller: an exposed drain under it (the results
         // it waits for are still leaving the array) is that wait, not array work.
@@ -251,7 +248,7 @@ class Breakdown {
       } else if (const Interval* t = c_pcie.at(a)) {
         layer = t->layer;
         bucket = &CycleBreakdown::pcie;
-        if (t->instruction < 0 || ops[static_cast<size_t>(t->instruction)] != Opcode::kWriteHost) {
+        if (t->instruction < 0 || t->kind != models::PcieLink::kToHost) {
           part = &CycleBreakdown::pcie_input;
         }
       } else if (const Interval* v = c_vec.at(a)) {
@@ -259,7 +256,7 @@ class Breakdown {
         bucket = &CycleBreakdown::non_matrix;
       } else if (ctl) {
         layer = ctl->layer;
-        const Opcode head = ops[static_cast<size_t>(ctl->instruction)];
+        const auto head = static_cast<Opcode>(ctl->detail);
         bucket = head == Opcode::kReadWeights ? &CycleBreakdown::weight_stall : &CycleBreakdown::non_matrix;
       }
       CycleBreakdown& owner = layer >= 0 && static_cast<size_t>(layer) < stats.layers.size()
@@ -274,7 +271,6 @@ class Breakdown {
     }
   }
 
-  const std::vector<compiler::Opcode>& ops_;
   Accelerator& acc_;
   RunStats& stats_;
   const bool consume_;
@@ -336,7 +332,7 @@ RunStats simulate(const ArchConfig& arch, const compiler::Program& program, cons
   sc_core::sc_set_time_resolution(1, sc_core::SC_PS);
 
   models::CoreClock clock(arch.clock_mhz);
-  models::CompletionTracker tracker(program.instructions.size());
+  models::CompletionTracker tracker;
   models::UnitContext ctx{arch.array,      arch.unified_buffer, arch.vector_unit, arch.controller,
                           arch.weight_memory, program,            clock,            tracker,
                           arch.ideal_memory};
@@ -351,15 +347,6 @@ RunStats simulate(const ArchConfig& arch, const compiler::Program& program, cons
     top->fetcher.keep_intervals(false);
     top->weight_memory->keep_intervals(false);
   }
-  // Each instruction's opcode and layer, read from the program once (one byte and four each).
-  std::vector<compiler::Opcode> ops;
-  std::vector<int32_t> layer_of;
-  ops.reserve(program.instructions.size());
-  layer_of.reserve(program.instructions.size());
-  for (const auto& in : program.instructions) {
-    ops.push_back(in.op);
-    layer_of.push_back(in.layer);
-  }
   RunStats stats;
   stats.clock_mhz = arch.clock_mhz;
   stats.instructions = static_cast<int64_t>(program.instructions.size());
@@ -368,9 +355,9 @@ RunStats simulate(const ArchConfig& arch, const compiler::Program& program, cons
   // one, and the breakdown classifies the cycles behind the units every
   // SimulateOptions::breakdown_every_instructions instructions, up to the earliest cycle a
   // unit may still log.
-  Breakdown breakdown(ops, *top, stats, !options.tracks);
+  Breakdown breakdown(*top, stats, !options.tracks);
   if (!options.tracks) {
-    coalesce_breakdown_logs(ops, *top);
+    coalesce_breakdown_logs(*top);
     top->controller.on_issue(
         [&](int64_t issue_cycle) {
           const int64_t now = clock.now();
@@ -389,18 +376,13 @@ RunStats simulate(const ArchConfig& arch, const compiler::Program& program, cons
     throw std::logic_error("engine: simulation stalled before the program's halt (deadlock in the unit models)");
   }
 
-  int64_t total = top->controller.end_cycle();
-  for (size_t idx = 0; idx < layer_of.size(); ++idx) {
-    const int64_t f = tracker.finish(static_cast<int32_t>(idx));
-    total = std::max(total, f);
-    const int32_t layer = layer_of[idx];
-    if (layer >= 0) {
-      auto& ls = stats.layers[static_cast<size_t>(layer)];
-      const int64_t d = tracker.dispatch(static_cast<int32_t>(idx));
-      if (ls.first_dispatch_cycle < 0 || d < ls.first_dispatch_cycle) ls.first_dispatch_cycle = d;
-      ls.last_finish_cycle = std::max(ls.last_finish_cycle, f);
-      ls.instructions++;
-    }
+  tracker.retire_all();
+  const int64_t total = std::max(top->controller.end_cycle(), tracker.last_finish());
+  const auto& layer_times = tracker.layer_times();
+  for (size_t l = 0; l < layer_times.size() && l < stats.layers.size(); ++l) {
+    stats.layers[l].first_dispatch_cycle = layer_times[l].first_dispatch_cycle;
+    stats.layers[l].last_finish_cycle = layer_times[l].last_finish_cycle;
+    stats.layers[l].instructions = layer_times[l].instructions;
   }
   if (total > clock.max_cycle()) throw time_overflow();
   stats.total_cycles = total;
@@ -419,7 +401,14 @@ RunStats simulate(const ArchConfig& arch, const compiler::Program& program, cons
   stats.pcie_busy_cycles = stats.counter("tessera.pcie.busy_cycles");
   stats.vector_busy_cycles = stats.counter("tessera.vector_unit.busy_cycles");
   stats.weight_fifo_full_cycles = stats.counter("tessera.weight_fetcher.fifo_full_cycles");
-  if (options.tracks) stats.tracks = collect_tracks(ops, *top);
+  if (options.tracks) {
+    // Each instruction's opcode, read from the program once (one byte each): the tracks name
+    // the host DMA's and the vector unit's intervals by it.
+    std::vector<compiler::Opcode> ops;
+    ops.reserve(program.instructions.size());
+    for (const auto& in : program.instructions) ops.push_back(in.op);
+    stats.tracks = collect_tracks(ops, *top);
+  }
   return stats;
 }
 
