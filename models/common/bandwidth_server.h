@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <iterator>
 #include <map>
+#include <stdexcept>
+#include <string>
 
 #include "models/common/interval_log.h"
 #include "models/common/time_bounds.h"
@@ -21,6 +23,10 @@ class BandwidthServer {
  public:
   // Returns the cycle the request's service ends. `kind` is the caller's (the log's kind).
   int64_t serve(int64_t arrival, int64_t service, int32_t layer = -1, int32_t instruction = -1, int32_t kind = 0) {
+    if (arrival < floor_) {
+      throw std::logic_error("BandwidthServer: a request arrives at cycle " + std::to_string(arrival) +
+                             ", before cycle " + std::to_string(floor_) + " its reservations were forgotten up to");
+    }
     const int64_t start = earliest_start(arrival, service);
     const int64_t end = saturating_add(start, service);  // past the time bound: the clock fails the run
     if (service > 0) occupy(start, end);
@@ -29,6 +35,15 @@ class BandwidthServer {
     busy_cycles_ = saturating_add(busy_cycles_, service);
     return end;
   }
+  // Forgets the reservations that end by `cycle`; the caller promises that no request
+  // arrives before it from now on, and those reservations cannot delay one that does not
+  // (issue 19: memory for the reservations ahead, not for the whole run). A request that
+  // arrives earlier after all is refused (std::logic_error).
+  void forget_before(int64_t cycle) {
+    floor_ = cycle > floor_ ? cycle : floor_;
+    while (!busy_.empty() && busy_.begin()->second <= cycle) busy_.erase(busy_.begin());
+  }
+  size_t reservations() const { return busy_.size(); }
   int64_t busy_until() const { return busy_until_; }  // end of the latest reservation
   int64_t busy_cycles() const { return busy_cycles_; }
   // Busy intervals in call order (a backfilled request appears after later ones).
@@ -71,6 +86,7 @@ class BandwidthServer {
   std::map<int64_t, int64_t> busy_;  // reservations: begin -> end, disjoint, touching ones merged
   int64_t busy_until_ = 0;
   int64_t busy_cycles_ = 0;
+  int64_t floor_ = INT64_MIN;  // see forget_before
   IntervalLog log_;
 };
 

@@ -49,6 +49,7 @@ void PcieLink::b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time& 
   // The link is occupied while the TLPs serialize; the latency overlaps with
   // other transfers (it is pipeline depth, not occupancy).
   const int64_t service = clock_.cycles_for_ns(timing_.serialization_ns(bytes));
+  server_.forget_before(clock_.now());  // requests come at the current cycle or later
   const int64_t end = server_.serve(arrival, service, transfer.layer, transfer.instruction,
                                     payload.is_read() ? kToDevice : kToHost);
   (payload.is_read() ? bytes_to_device_ : bytes_to_host_) += bytes;

@@ -187,6 +187,7 @@ void InstructionStream::push_back(Instruction in) { append(Item(std::move(in)));
 void InstructionStream::append(Item item) {
   starts_.push_back(size_);
   size_ += item.size;
+  templates_ += item.templates;
   items_.push_back(std::move(item));
   if (!compact_) return;
   while (extend() || fold()) {
@@ -216,6 +217,7 @@ bool InstructionStream::extend() {
     if (!next) continue;
     r.size += r.size / loop.count;
     loop.count++;
+    for (size_t i = n - p; i < n; ++i) templates_ -= items_[i].templates;
     items_.resize(n - p);
     starts_.resize(n - p);
     return true;
@@ -244,6 +246,7 @@ bool InstructionStream::fold() {
       rep.loop->body.push_back(std::move(items_[i]));
     }
     const uint64_t start = starts_[a];
+    for (size_t i = b; i < n; ++i) templates_ -= items_[i].templates;
     items_.resize(a);
     starts_.resize(a);
     items_.push_back(std::move(rep));
@@ -272,10 +275,7 @@ std::vector<Instruction> InstructionStream::expanded() const {
   return out;
 }
 
-size_t InstructionStream::templates() const {
-  size_t repeats = 0;
-  return count_templates(items_, repeats);
-}
+size_t InstructionStream::templates() const { return templates_; }
 
 size_t InstructionStream::repeats() const {
   size_t repeats = 0;

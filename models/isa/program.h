@@ -354,7 +354,7 @@ class InstructionStream {
   void set_compact(bool on) { compact_ = on; }
   const std::vector<Item>& items() const { return items_; }
   uint64_t item_start(size_t item) const { return starts_[item]; }
-  size_t templates() const;  // instruction templates stored
+  size_t templates() const;  // instruction templates stored (kept as items come and fold: O(1))
   size_t repeats() const;    // repeats stored (nested ones included)
 
  private:
@@ -364,6 +364,7 @@ class InstructionStream {
   std::vector<Item> items_;
   std::vector<uint64_t> starts_;  // per item: the index of its first instruction
   uint64_t size_ = 0;
+  size_t templates_ = 0;
   bool compact_ = true;
 };
 

@@ -46,6 +46,7 @@ void HbmPseudoChannels::b_transport(tlm::tlm_generic_payload& payload, sc_core::
   for (size_t p = 0; p < pcs_.size(); ++p) {
     if (share[p] == 0) continue;
     const int64_t service = clock_.cycles_for_ns(static_cast<double>(share[p]) / pc_bytes_per_ns_);
+    pcs_[p].forget_before(clock_.now());  // requests come at the current cycle or later
     const int64_t pc_end = pcs_[p].serve(arrival, service, transfer.layer, transfer.instruction);
     first_start = std::min(first_start, pc_end - service);
     end = std::max(end, pc_end);

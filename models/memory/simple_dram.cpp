@@ -26,6 +26,8 @@ void SimpleDram::b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time
     const uint64_t share = bytes / n + (c < bytes % n ? 1 : 0);
     if (share == 0) continue;
     const int64_t service = clock_.cycles_for_ns(static_cast<double>(share) / channel_bytes_per_ns);
+    // Requests come at the current cycle or later: reservations that ended by now are done with.
+    channels_[c].forget_before(clock_.now());
     end = std::max(end, channels_[c].serve(arrival, service, transfer.layer, transfer.instruction));
   }
   bytes_read_ += bytes;

@@ -10,23 +10,41 @@
 namespace tessera::compiler {
 namespace detail {
 
+// "layer 'x'" (or the graph's inputs and outputs) and "batch N (in passes of n)" for the
+// two messages below.
+std::string Lowering::where_at(int layer) const {
+  return layer >= 0 && static_cast<size_t>(layer) < g_.layers.size()
+             ? "layer '" + g_.layers[static_cast<size_t>(layer)].name + "'"
+             : "its inputs and outputs";
+}
+
+std::string Lowering::batch_text() const {
+  return "batch " + std::to_string(total_batch_) +
+         (batch_ < total_batch_ ? " (in passes of " + std::to_string(batch_) + ")" : "");
+}
+
 void Lowering::too_many_instructions(int layer) const {
-  const std::string where = layer >= 0 && static_cast<size_t>(layer) < g_.layers.size()
-                                ? "layer '" + g_.layers[static_cast<size_t>(layer)].name + "'"
-                                : "its inputs and outputs";
-  throw InputError(g_.source + ": workload '" + g_.name + "' at batch " + std::to_string(batch_) + " needs more than " +
+  throw InputError(g_.source + ": workload '" + g_.name + "' at " + batch_text() + " needs more than " +
                    std::to_string(kMaxInstructions) + " instructions on '" + arch_.name + "' (" +
                    std::to_string(arch_.array.rows) + "x" + std::to_string(arch_.array.cols) +
-                   " array), the most one program may have (about 3 GB of compiler and simulator state); reached at " +
-                   where + ": use a smaller --batch, smaller layers or a larger array");
+                   " array), the most one program may have (minutes of simulation); reached at " + where_at(layer) +
+                   ": use a smaller --batch, smaller layers or a larger array");
+}
+
+void Lowering::too_many_stored_instructions(int layer) const {
+  throw InputError(g_.source + ": workload '" + g_.name + "' at " + batch_text() + " on '" + arch_.name +
+                   "' needs more than " + std::to_string(kMaxStoredInstructions) +
+                   " instructions that do not fold into repeats, the most one program may store (about 1 GB); "
+                   "reached at " + where_at(layer) + ": use a smaller --batch or smaller layers");
 }
 
 void Lowering::emit(Instruction in, bool writes_tensor_storage) {
-  // Memory grows with the program (and the engine's per-instruction state with it): a
-  // workload whose tiling needs more instructions than this is refused with a message
-  // instead of running the machine out of memory (audit D14). emit_gemm checks a whole
-  // layer's tiles before emitting any; this catches every other path.
+  // A workload whose tiling needs more instructions than minutes of simulation, or whose
+  // compact program would store more than about 1 GB, is refused with a message instead
+  // of running for hours or out of memory (audit D14). emit_gemm checks a whole layer's
+  // tiles before emitting any; this catches every other path.
   if (body_emitted() + reads_emitted() >= kMaxInstructions) too_many_instructions(in.layer);
+  if (p_.instructions.templates() >= kMaxStoredInstructions) too_many_stored_instructions(in.layer);
   if (in.op == Opcode::kVector) {
     // The vector datapath is `lanes` bytes wide: the widest element the instruction
     // reads or writes sets how many lanes one element operation takes.

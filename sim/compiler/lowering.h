@@ -58,9 +58,15 @@ class BufferAllocator {
   uint64_t peak_ = 0;
 };
 
-// The most instructions one program may have (at about 700 bytes each in the compiler,
-// plus the simulator's per-instruction state: about 3 GB).
-constexpr size_t kMaxInstructions = size_t{1} << 22;
+// The most instructions one program may have, expanded: a bound on time, not memory (the
+// compact program and the simulator hold no per-instruction state: issue 19). The
+// simulator runs about a million instructions per second, so 2^28 is minutes.
+constexpr size_t kMaxInstructions = size_t{1} << 28;
+// The most instruction templates the compact program may store, for programs whose
+// instructions do not fold into repeats: a template with its share of the program's and
+// the compiler's bookkeeping costs up to about 850 bytes (measured: 3.5 GB at 2^22), so
+// about 1 GB. The largest shipped cases store under 70,000.
+constexpr size_t kMaxStoredInstructions = size_t{1} << 20;
 
 struct TensorPlace {
   int64_t rows = 0;  // batch x spatial positions
@@ -137,6 +143,9 @@ class Lowering {
   void allocate(int t, int layer_index);
   void vacate(int t);
   [[noreturn]] void too_many_instructions(int layer) const;
+  [[noreturn]] void too_many_stored_instructions(int layer) const;
+  std::string where_at(int layer) const;
+  std::string batch_text() const;
   int add_scratch(int li, int64_t rows, int64_t cols, int64_t rows_per_sample, Dtype dtype, bool allocate_now = true);
   void allocate_scratch(int li, bool allocate_now = true);
   void emit(Instruction in, bool writes_tensor_storage = true);

@@ -361,7 +361,12 @@ RunStats simulate(const ArchConfig& arch, const compiler::Program& program, cons
     top->controller.on_issue(
         [&](int64_t issue_cycle) {
           const int64_t now = clock.now();
-          breakdown.advance(std::min({issue_cycle, top->matrix.low_water(now), top->vector.low_water(now)}));
+          const int64_t low = std::min({issue_cycle, top->matrix.low_water(now), top->vector.low_water(now)});
+          breakdown.advance(low);
+          // The unified-buffer ports are reserved by the array and the vector unit for their
+          // instructions, which begin no earlier than their low-water marks.
+          top->ub.read.forget_before(low);
+          top->ub.write.forget_before(low);
         },
         options.breakdown_every_instructions);
   }

@@ -51,21 +51,31 @@ TEST(InputLimits, FunctionalCalibrationBeyondMemoryIsAnInputError) {
   expect_input_error(r, "65536 calibration batches, more than this process may use");
 }
 
-// A program too big to hold: refused from its tile count before lowering (it used to
-// grow until std::bad_alloc), through --batch and through a YAML graph's own batch.
+// A program too long to simulate in minutes (more than 2^28 instructions) is refused from
+// its tile count before lowering, through --batch and through a YAML graph's own batch; one
+// whose instructions do not fold into repeats is refused once its compact program stores
+// 2^20 of them (about 1 GB), before it grows further (it used to grow until std::bad_alloc).
+// A big program that folds (mlp0 at batch 16777216: 5,954,183 instructions, 485,462
+// stored) is no longer refused: memory no longer grows with the instruction count (issue 19).
 TEST(InputLimits, ProgramWithTooManyInstructionsIsAnInputError) {
   const fs::path dir = scratch("limits-instructions");
-  CliResult r = cli("compile -a configs/tpu-v1.yaml -w workloads/tpu/mlp0.yaml --batch 16777216 -o " +
+  const fs::path wide = write(dir / "wide.yaml",
+                              "name: wide\nbatch: 1\ninputs: [{name: x, shape: [65536]}]\nlayers:\n"
+                              "  - {name: fc, op: fc, units: 65536}\n");
+  CliResult r = cli("compile -a configs/tpu-v1.yaml -w " + wide.string() + " --batch 16777216 -o " +
                     (dir / "l.txt").string(), 60);
-  expect_input_error(r, "at batch 16777216 needs more than 4194304 instructions on 'tpu-v1'");
+  expect_input_error(r, "at batch 16777216 needs more than 268435456 instructions on 'tpu-v1' (256x256 array)");
+  EXPECT_TRUE(contains(r.output, "reached at layer 'fc'")) << r.output;
   EXPECT_TRUE(contains(r.output, "use a smaller --batch")) << r.output;
   const fs::path g = write(dir / "big.yaml",
-                           "name: big\nbatch: 16777216\ninputs: [{name: x, shape: [4096]}]\nlayers:\n"
-                           "  - {name: fc, op: fc, units: 4096}\n");
+                           "name: big\nbatch: 16777216\ninputs: [{name: x, shape: [65536]}]\nlayers:\n"
+                           "  - {name: fc, op: fc, units: 65536}\n");
   r = cli("run -q -a configs/tpu-v1.yaml -w " + g.string() + " -o " + (dir / "out").string(), 60);
   expect_input_error(r, "reached at layer 'fc'");
   r = cli("compile -a configs/tpu-v1.yaml -w workloads/tpu/cnn1.yaml --batch 65536 -o " + (dir / "l.txt").string(), 60);
-  expect_input_error(r, "reached at layer 'b1_7a'");
+  expect_input_error(r, "workload 'cnn1' at batch 65536 (in passes of 55) on 'tpu-v1' needs more than 1048576 "
+                        "instructions that do not fold into repeats");
+  EXPECT_TRUE(contains(r.output, "reached at layer 'b3_77d'")) << r.output;
   EXPECT_FALSE(fs::exists(dir / "l.txt"));
   EXPECT_FALSE(fs::exists(dir / "out" / "report.json"));
 }
