@@ -40,6 +40,9 @@ CASES = {
     "bert_base_b32": (TPU, f"{ONNX}/bert_base.onnx", ["--input-shape", "input_ids=32,128"], None, None),
     **{app: (TPU, f"workloads/tpu/{app}.yaml", [], None, None) for app in APPS},
     "gnmt_os32": ("bench/edge-os-32.yaml", "bench/gnmt_gemms.yaml", [], 5.0, 200),
+    # The same GEMMs on smaller arrays: more tiles, the same memory (issue 19).
+    "gnmt_os16x16": ("bench/edge-os-16x16.yaml", "bench/gnmt_gemms.yaml", [], None, 200),
+    "gnmt_os12x14": ("bench/edge-os-12x14.yaml", "bench/gnmt_gemms.yaml", [], None, 200),
 }
 
 

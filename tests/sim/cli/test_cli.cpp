@@ -134,6 +134,14 @@ INSTANTIATE_TEST_SUITE_P(TpuPaperApps, GoldenApps,
 // The compact program (issue 19) and the expanded one (--expanded-program: every
 // instruction stored) give byte-identical reports and traces on every golden app, on the
 // BERT layer on tpu-v1 and on the 32x32 edge-npu-32.
+// The golden apps and the BERT layer, on the configs that run them.
+std::vector<std::pair<const char*, const char*>> golden_pairs() {
+  return {{"configs/tpu-v1.yaml", "workloads/tpu/mlp0.yaml"},  {"configs/tpu-v1.yaml", "workloads/tpu/mlp1.yaml"},
+          {"configs/tpu-v1.yaml", "workloads/tpu/lstm0.yaml"}, {"configs/tpu-v1.yaml", "workloads/tpu/lstm1.yaml"},
+          {"configs/tpu-v1.yaml", "workloads/tpu/cnn0.yaml"},  {"configs/tpu-v1.yaml", "workloads/tpu/cnn1.yaml"},
+          {"configs/tpu-v1.yaml", "workloads/bert_layer.yaml"}, {"configs/edge-npu-32.yaml", "workloads/bert_layer.yaml"}};
+}
+
 class CompactMatchesExpanded : public ::testing::TestWithParam<std::pair<const char*, const char*>> {};
 
 TEST_P(CompactMatchesExpanded, ReportsAndTraceAreByteIdentical) {
@@ -153,14 +161,7 @@ TEST_P(CompactMatchesExpanded, ReportsAndTraceAreByteIdentical) {
 
 INSTANTIATE_TEST_SUITE_P(
     Goldens, CompactMatchesExpanded,
-    ::testing::Values(std::pair{"configs/tpu-v1.yaml", "workloads/tpu/mlp0.yaml"},
-                      std::pair{"configs/tpu-v1.yaml", "workloads/tpu/mlp1.yaml"},
-                      std::pair{"configs/tpu-v1.yaml", "workloads/tpu/lstm0.yaml"},
-                      std::pair{"configs/tpu-v1.yaml", "workloads/tpu/lstm1.yaml"},
-                      std::pair{"configs/tpu-v1.yaml", "workloads/tpu/cnn0.yaml"},
-                      std::pair{"configs/tpu-v1.yaml", "workloads/tpu/cnn1.yaml"},
-                      std::pair{"configs/tpu-v1.yaml", "workloads/bert_layer.yaml"},
-                      std::pair{"configs/edge-npu-32.yaml", "workloads/bert_layer.yaml"}));
+    ::testing::ValuesIn(golden_pairs()));
 
 // Without --trace the cycle breakdown is classified as the run goes, from logs that merge
 // what it cannot tell apart; with it, once at the end from every interval (issue 19). The
@@ -182,17 +183,13 @@ TEST_P(TraceDoesNotChangeTheReport, ReportsAreByteIdentical) {
 
 INSTANTIATE_TEST_SUITE_P(
     Goldens, TraceDoesNotChangeTheReport,
-    ::testing::Values(std::pair{"configs/tpu-v1.yaml", "workloads/tpu/mlp0.yaml"},
-                      std::pair{"configs/tpu-v1.yaml", "workloads/tpu/mlp1.yaml"},
-                      std::pair{"configs/tpu-v1.yaml", "workloads/tpu/lstm0.yaml"},
-                      std::pair{"configs/tpu-v1.yaml", "workloads/tpu/lstm1.yaml"},
-                      std::pair{"configs/tpu-v1.yaml", "workloads/tpu/cnn0.yaml"},
-                      std::pair{"configs/tpu-v1.yaml", "workloads/tpu/cnn1.yaml"},
-                      std::pair{"configs/tpu-v1.yaml", "workloads/bert_layer.yaml"},
-                      std::pair{"configs/edge-npu-32.yaml", "workloads/bert_layer.yaml"},
-                      std::pair{"configs/os-128.yaml", "workloads/tpu/cnn0.yaml"},
-                      std::pair{"configs/is-64.yaml", "workloads/tpu/lstm1.yaml"},
-                      std::pair{"configs/tpu-v1-hbm.yaml", "workloads/tpu/mlp1.yaml"}));
+    ::testing::ValuesIn([] {
+      auto pairs = golden_pairs();  // and the other dataflows and memories
+      pairs.insert(pairs.end(), {{"configs/os-128.yaml", "workloads/tpu/cnn0.yaml"},
+                                 {"configs/is-64.yaml", "workloads/tpu/lstm1.yaml"},
+                                 {"configs/tpu-v1-hbm.yaml", "workloads/tpu/mlp1.yaml"}});
+      return pairs;
+    }()));
 
 TEST(Cli, CompilePrintsTheCompactProgramOrExpandsIt) {
   const Result c = tessera("compile -a configs/tpu-v1.yaml -w workloads/tpu/mlp0.yaml");

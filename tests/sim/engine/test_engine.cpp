@@ -28,6 +28,17 @@ void expect_breakdown_sums(const engine::RunStats& s) {
   EXPECT_EQ(sum.total(), s.total_cycles);
 }
 
+// The hand-derived breakdown of SingleTileFcHandDerived (see there).
+void expect_single_tile_fc_breakdown(const engine::RunStats& s) {
+  EXPECT_EQ(s.total_cycles, 21);
+  EXPECT_EQ(s.cycles.pcie, 6);          // waiting for the input, then the output transfer
+  EXPECT_EQ(s.cycles.weight_shift, 2);  // [3, 5)
+  EXPECT_EQ(s.cycles.array_active, 10); // stream 3 + exposed drain 7
+  EXPECT_EQ(s.cycles.non_matrix, 3);    // activation
+  EXPECT_EQ(s.cycles.weight_stall, 0);
+  EXPECT_EQ(s.cycles.raw_stall, 0);
+}
+
 }  // namespace
 
 TEST(Engine, SingleTileFcHandDerived) {
@@ -45,13 +56,7 @@ batch: 3
 inputs: [{name: x, shape: [4]}]
 layers: [{name: fc, op: fc, units: 4, activation: relu}]
 )");
-  EXPECT_EQ(s.total_cycles, 21);
-  EXPECT_EQ(s.cycles.pcie, 6);          // waiting for the input, then the output transfer
-  EXPECT_EQ(s.cycles.weight_shift, 2);  // [3, 5)
-  EXPECT_EQ(s.cycles.array_active, 10); // stream 3 + exposed drain 7
-  EXPECT_EQ(s.cycles.non_matrix, 3);    // activation
-  EXPECT_EQ(s.cycles.weight_stall, 0);
-  EXPECT_EQ(s.cycles.raw_stall, 0);
+  expect_single_tile_fc_breakdown(s);
   EXPECT_EQ(s.macs, 3 * 4 * 4);
   EXPECT_EQ(s.pcie_bytes_to_device, 12u);
   EXPECT_EQ(s.pcie_bytes_to_host, 12u);
@@ -228,13 +233,7 @@ batch: 3
 inputs: [{name: x, shape: [4]}]
 layers: [{name: fc, op: fc, units: 4, activation: relu}]
 )", every);
-  EXPECT_EQ(s.total_cycles, 21);
-  EXPECT_EQ(s.cycles.pcie, 6);
-  EXPECT_EQ(s.cycles.weight_shift, 2);
-  EXPECT_EQ(s.cycles.array_active, 10);
-  EXPECT_EQ(s.cycles.non_matrix, 3);
-  EXPECT_EQ(s.cycles.weight_stall, 0);
-  EXPECT_EQ(s.cycles.raw_stall, 0);
+  expect_single_tile_fc_breakdown(s);
   ASSERT_EQ(s.layers.size(), 1u);
   EXPECT_EQ(s.layers[0].cycles.array_active, 10);
   EXPECT_EQ(s.layers[0].cycles.non_matrix, 3);
