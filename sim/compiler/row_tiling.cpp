@@ -95,9 +95,11 @@ void Lowering::lower_row_tiled(int li) {
   const int n_in = static_cast<int>(layer.inputs.size());
   const bool vector_conv = grouped_conv_on_vector(layer);
   const bool reduction = reduction_op(layer.op) && !row_local_op(layer, g_.tensors[layer.inputs[0]].shape.size());
+  // A transpose's output rows gather from all over its input: the input stays whole (it must
+  // fit) while the output streams (attention's head transposes at long sequences, issue 19).
   const bool by_output_rows =
       !reduction && (layer.op == OpKind::kFc || layer.op == OpKind::kMatmul || windowed_op(layer, g_) ||
-                     image_resize(layer, g_) ||
+                     image_resize(layer, g_) || layer.op == OpKind::kTranspose ||
                      (!graph::is_matrix_op(layer.op) && row_local_op(layer, g_.tensors[layer.inputs[0]].shape.size())));
   const std::string head = g_.source + ": workload '" + g_.name + "' does not fit the unified buffer of '" +
                            arch_.name + "' (" + std::to_string(capacity) + " bytes): layer '" + layer.name + "' (" +
@@ -105,7 +107,8 @@ void Lowering::lower_row_tiled(int li) {
   if (!reduction && !by_output_rows) {
     throw InputError(head + " needs " + std::to_string(working_set_bytes(li)) +
                      " bytes at once for its inputs and output and cannot run in row tiles (tiled are: fc, conv2d, "
-                     "matmul, pooling, resize, reductions and row-wise vector ops); use a larger unified_buffer.capacity");
+                     "matmul, pooling, resize, transpose, reductions and row-wise vector ops); use a larger "
+                     "unified_buffer.capacity");
   }
   if (graph::is_matrix_op(layer.op) && !vector_conv) check_mac_mode(layer);
 
@@ -339,7 +342,11 @@ void Lowering::lower_row_tiled(int li) {
           const int x = layer.inputs[static_cast<size_t>(i)];
           const auto [a, b] = bands[static_cast<size_t>(i)];
           v.reads.push_back(in_region(i, a, b, 0, place_[x].cols));
-          v.ub_read_bytes += static_cast<uint64_t>(b - a) * row_bytes(x);
+          // A transpose's output rows gather from all over its input (kept whole): a tile
+          // reads the elements it writes, not the whole input.
+          v.ub_read_bytes += layer.op == OpKind::kTranspose
+                                 ? static_cast<uint64_t>((r1 - r0) * y_cols * dtype_bytes(g_.tensors[static_cast<size_t>(x)].dtype))
+                                 : static_cast<uint64_t>(b - a) * row_bytes(x);
         }
         if (reduction) {
           // Every input element once; the partial result is read back and updated in place.

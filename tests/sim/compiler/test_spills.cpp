@@ -255,22 +255,49 @@ TEST(Spills, LayerWhoseSmallestTileDoesNotFitIsAClearError) {
 }
 
 TEST(Spills, LayerThatCannotBeTiledIsAClearError) {
-  // A transpose mixes rows: it needs its whole input and output at once (128 B > 96 B).
+  // A concat along the rows mixes them: it needs its inputs and output at once (64 + 64 +
+  // 128 B > 96 B).
   TinyArch t;
   t.ub_capacity = "96";
   try {
     compile(parse(R"(
-name: tr
-inputs: [{name: x, shape: [8, 8]}]
-layers: [{name: t, op: transpose, perm: [1, 0]}]
+name: cat
+inputs: [{name: x, shape: [8, 8]}, {name: z, shape: [8, 8]}]
+layers: [{name: c, op: concat, inputs: [x, z], axis: 0}]
 )"),
             t.build());
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
     const std::string m = e.what();
-    EXPECT_NE(m.find("layer 't' (transpose) needs 128 bytes at once"), std::string::npos) << m;
+    EXPECT_NE(m.find("layer 'c' (concat) needs 256 bytes at once"), std::string::npos) << m;
     EXPECT_NE(m.find("cannot run in row tiles"), std::string::npos) << m;
   }
+}
+
+TEST(Spills, TransposeThatDoesNotFitRunsInRowTilesOfItsOutput) {
+  // x [8 x 8] and its transpose are 64 B each; 96 B hold x whole (its rows are gathered
+  // from all over it) and two tile buffers of R output rows: 64 + 2 x 8 R <= 96 -> R = 2,
+  // four tiles. Each reads the 16 B it writes, not the whole input.
+  TinyArch t;
+  t.ub_capacity = "96";
+  const Program p = compile(parse(R"(
+name: tr
+inputs: [{name: x, shape: [8, 8]}]
+layers: [{name: t, op: transpose, perm: [1, 0]}]
+)"),
+                            t.build());
+  EXPECT_EQ(p.layers[0].row_tiles, 4);
+  EXPECT_LE(p.ub_peak_bytes, 96u);
+  int tiles = 0;
+  for (const auto& in : p.instructions) {
+    if (in.op != Opcode::kVector) continue;
+    ++tiles;
+    EXPECT_EQ(in.ub_read_bytes, 16u);
+    EXPECT_EQ(in.ub_write_bytes, 16u);
+    EXPECT_EQ(in.elements, 16);
+  }
+  EXPECT_EQ(tiles, 4);
+  EXPECT_EQ(p.host_output_bytes, 64u);  // the output streams out tile by tile
 }
 
 TEST(Spills, NoneForTheTpuPaperAppsOnTpuV1) {
