@@ -431,7 +431,8 @@ def error_causes(error):
         return ["dynamic dimension left unbound"]
     m = re.search(r"does not fit the unified buffer of '([^']*)'.*?layer '[^']*' \(([^)]*)\)", error)
     if m:
-        return [f"compiler: a {m.group(2)} layer too big for {m.group(1)}'s unified buffer (not row-tiled)"]
+        how = "even one row tile" if "smallest tile" in error else "not row-tiled"
+        return [f"compiler: a {m.group(2)} layer too big for {m.group(1)}'s unified buffer ({how})"]
     if "does not fit" in error:
         return ["compiler: does not fit the config"]
     return ["other: " + error[:80]]

@@ -93,6 +93,9 @@ def test_first_error_and_causes():
     fit = ("workload 'w' does not fit the unified buffer of 'edge-npu-32' (524288 bytes): layer 'p2o.Resize.1' "
            "(resize) needs 768000 bytes")
     assert oc.error_causes(fit) == ["compiler: a resize layer too big for edge-npu-32's unified buffer (not row-tiled)"]
+    tile = ("workload 'w' does not fit the unified buffer of 'edge-npu-32' (524288 bytes): layer 'input/to_nhwc' "
+            "(transpose) needs 3145731 bytes for its smallest tile (one output row and the input rows it reads)")
+    assert oc.error_causes(tile) == ["compiler: a transpose layer too big for edge-npu-32's unified buffer (even one row tile)"]
     assert oc.error_causes("something else entirely")[0].startswith("other: ")
 
 
