@@ -35,6 +35,7 @@ APPS = ["mlp0", "mlp1", "lstm0", "lstm1", "cnn0", "cnn1"]
 CASES = {
     "llama2_7b_512": (TPU, f"{LLAMA}/llama2_7b_prefill.onnx", ["--input-shape", "input_ids=1,512"], 0.5, 200),
     "llama2_7b_2048": (TPU, f"{LLAMA}/llama2_7b_prefill.onnx", ["--input-shape", "input_ids=1,2048"], 1.5, 200),
+    "llama2_7b_4096": (TPU, f"{LLAMA}/llama2_7b_prefill.onnx", ["--input-shape", "input_ids=1,4096"], None, None),
     "resnet50_b1": (TPU, f"{ONNX}/resnet50.onnx", [], 0.05, None),
     "resnet50_b64": (TPU, f"{ONNX}/resnet50.onnx", ["--input-shape", "input=64,3,224,224"], None, None),
     "bert_base_b32": (TPU, f"{ONNX}/bert_base.onnx", ["--input-shape", "input_ids=32,128"], None, None),
