@@ -432,23 +432,51 @@ bool Importer::feeds_spatial(const std::string& value, int depth) const {
 
 namespace tessera::graph {
 
-std::pair<std::string, std::vector<int64_t>> parse_input_shape(const std::string& text) {
+namespace {
+
+// NAME=REST, the text of one --FLAG binding: the name and the text after '='.
+std::pair<std::string, std::string> split_binding(const std::string& text, const std::string& flag,
+                                                  const std::string& expected) {
   const auto eq = text.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
-    throw InputError("--input-shape '" + text + "': expected NAME=d0,d1,... (e.g. input=1,3,224,224)");
+    throw InputError(flag + " '" + text + "': expected " + expected);
   }
-  std::pair<std::string, std::vector<int64_t>> out{text.substr(0, eq), {}};
-  std::stringstream in(text.substr(eq + 1));
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    size_t used = 0;
+  return {text.substr(0, eq), text.substr(eq + 1)};
+}
+
+// The comma-separated items of `list`, an empty one where two commas meet or the list ends
+// in a comma (so that the caller refuses it by name).
+std::vector<std::string> comma_items(const std::string& list) {
+  std::vector<std::string> items;
+  size_t begin = 0;
+  for (;;) {
+    const size_t comma = list.find(',', begin);
+    items.push_back(list.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin));
+    if (comma == std::string::npos) return items;
+    begin = comma + 1;
+  }
+}
+
+// `item` as an integer with nothing after it (std::stoll: leading spaces are skipped); false
+// when it is not one.
+bool whole_integer(const std::string& item, long long& v) {
+  size_t used = 0;
+  try {
+    v = std::stoll(item, &used);
+  } catch (const std::exception&) {
+    return false;
+  }
+  return used != 0 && used == item.size();
+}
+
+}  // namespace
+
+std::pair<std::string, std::vector<int64_t>> parse_input_shape(const std::string& text) {
+  auto [name, list] = split_binding(text, "--input-shape", "NAME=d0,d1,... (e.g. input=1,3,224,224)");
+  std::pair<std::string, std::vector<int64_t>> out{std::move(name), {}};
+  for (const std::string& item : comma_items(list)) {
     long long v = 0;
-    try {
-      v = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != item.size() || v < 1) {
+    if (!whole_integer(item, v) || v < 1) {
       throw InputError("--input-shape '" + text + "': dimension '" + item + "' is not a positive integer");
     }
     out.second.push_back(v);
@@ -456,19 +484,10 @@ std::pair<std::string, std::vector<int64_t>> parse_input_shape(const std::string
   return out;
 }
 
-}  // namespace tessera::graph
-
-namespace tessera::graph {
-
 std::pair<std::string, std::vector<double>> parse_input_value(const std::string& text) {
-  const auto eq = text.find('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
-    throw InputError("--input-value '" + text + "': expected NAME=VALUE or NAME=v0,v1,... (e.g. sr=16000)");
-  }
-  std::pair<std::string, std::vector<double>> out{text.substr(0, eq), {}};
-  std::stringstream in(text.substr(eq + 1));
-  std::string item;
-  while (std::getline(in, item, ',')) {
+  auto [name, list] = split_binding(text, "--input-value", "NAME=VALUE or NAME=v0,v1,... (e.g. sr=16000)");
+  std::pair<std::string, std::vector<double>> out{std::move(name), {}};
+  for (const std::string& item : comma_items(list)) {
     const char* begin = item.c_str();
     char* end = nullptr;
     errno = 0;
@@ -480,31 +499,20 @@ std::pair<std::string, std::vector<double>> parse_input_value(const std::string&
     if (!std::isfinite(v)) throw InputError("--input-value '" + text + "': value '" + item + "' is not a finite number");
     out.second.push_back(v);
   }
-  if (text.back() == ',') throw InputError("--input-value '" + text + "': value '' is not a number");
   return out;
 }
 
 std::pair<std::string, int64_t> parse_batch_axis(const std::string& text) {
-  const auto eq = text.find('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
-    throw InputError("--batch-axis '" + text + "': expected NAME=AXIS (e.g. state=1)");
-  }
-  const std::string item = text.substr(eq + 1);
-  size_t used = 0;
+  const auto [name, item] = split_binding(text, "--batch-axis", "NAME=AXIS (e.g. state=1)");
   long long v = 0;
-  try {
-    v = std::stoll(item, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != item.size() || std::isspace(static_cast<unsigned char>(item[0]))) {
+  if (!whole_integer(item, v) || std::isspace(static_cast<unsigned char>(item[0]))) {
     throw InputError("--batch-axis '" + text + "': axis '" + item + "' is not an integer");
   }
   if (v < -onnx_import::kMaxRank || v >= onnx_import::kMaxRank) {
     throw InputError("--batch-axis '" + text + "': axis " + item + " is out of range (an axis of a tensor of rank at most " +
                      std::to_string(onnx_import::kMaxRank) + ")");
   }
-  return {text.substr(0, eq), v};
+  return {name, v};
 }
 
 }  // namespace tessera::graph

@@ -215,7 +215,7 @@ TEST(OnnxErrors, UnboundDynamicDimensionsAreNamed) {
 TEST(OnnxErrors, ParseInputShape) {
   EXPECT_EQ(parse_input_shape("x=1,3,224,224"), (std::pair<std::string, std::vector<int64_t>>{"x", {1, 3, 224, 224}}));
   EXPECT_EQ(parse_input_shape("input_ids=8,128").second, (std::vector<int64_t>{8, 128}));
-  for (const char* bad : {"x", "=1,2", "x=", "x=1,,2", "x=1,a", "x=0,3", "x=-1"}) {
+  for (const char* bad : {"x", "=1,2", "x=", "x=1,,2", "x=1,a", "x=0,3", "x=-1", "x=1,3,"}) {
     EXPECT_THROW(parse_input_shape(bad), InputError) << bad;
   }
   EXPECT_TRUE(is_onnx_path("a/b/Model.ONNX"));
