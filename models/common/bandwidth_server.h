@@ -43,7 +43,6 @@ class BandwidthServer {
     floor_ = cycle > floor_ ? cycle : floor_;
     while (!busy_.empty() && busy_.begin()->second <= cycle) busy_.erase(busy_.begin());
   }
-  size_t reservations() const { return busy_.size(); }
   int64_t busy_until() const { return busy_until_; }  // end of the latest reservation
   int64_t busy_cycles() const { return busy_cycles_; }
   // Busy intervals in call order (a backfilled request appears after later ones).

@@ -167,10 +167,13 @@ void MatrixUnit::run() {
     const int32_t idx = dispatch_.index;
     const Instruction& in = dispatch_.in;
     const int64_t requested = ctx_.clock.now();
-    {
-      const int64_t dispatched = ctx_.tracker.dispatch(idx);
-      busy_since_ = dispatched >= 0 ? std::min(dispatched, requested) : requested;
-    }
+    // The streamed or stationary operand from the unified buffer is there once the
+    // controller dispatched the matmul (its hazards cleared), not only when this unit takes
+    // it from its queue: an input-stationary tile loads its inputs into the shadow buffer
+    // while the previous tile still streams. Nothing of this matmul is logged before it.
+    const int64_t dispatched = ctx_.tracker.dispatch(idx);
+    const int64_t operands_from = dispatched >= 0 ? std::min(dispatched, requested) : requested;
+    busy_since_ = operands_from;
     // The tile's weights, in the FIFO tiles the compiler split them into (B held: one;
     // B streamed: one per array tile of B, in stream order). An empty FIFO is a weight stall.
     ready_cycles_.clear();
@@ -191,14 +194,8 @@ void MatrixUnit::run() {
     const int64_t mac_cycles = cost.stream.mac_cycles, ub_cycles = cost.stream.ub_read_cycles;
     const int64_t stream_cycles = std::max(natural.stream_cycles, cost.stream_cycles());
 
-    // The streamed or stationary operand from the unified buffer is there once the
-    // controller dispatched the matmul (its hazards cleared), not only when this unit takes
-    // it from its queue: an input-stationary tile loads its inputs into the shadow buffer
-    // while the previous tile still streams.
-    const int64_t dispatched = ctx_.tracker.dispatch(idx);
     const int64_t weights_ready = dataflow_.weights_ready(dims, ready_cycles_, natural.stream_cycles, stream_cycles);
-    const array::OperandReadiness ready =
-        dataflow_.readiness(weights_ready, dispatched >= 0 ? std::min(dispatched, requested) : requested);
+    const array::OperandReadiness ready = dataflow_.readiness(weights_ready, operands_from);
     const array::TileSchedule s = pipeline_.issue(in.tile, ready.stationary_ready, ready.stream_ready,
                                                   cost.stream_cycles(), cost.min_preload_cycles);
     ub_.read.serve(s.stream_start, ub_cycles, in.layer, idx);

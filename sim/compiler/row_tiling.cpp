@@ -15,6 +15,7 @@ bool row_local_op(const Layer& layer, size_t rank) {
   return def.row_local ? def.row_local(layer, rank) : def.elementwise;
 }
 bool reduction_op(OpKind op) { return graph::op_def(op).reduction; }
+bool gathering_op(OpKind op) { return graph::op_def(op).gathers_rows; }
 bool windowed_op(const Layer& layer, const Graph& g) {
   return graph::op_def(layer.op).windowed && g.tensors[static_cast<size_t>(layer.inputs[0])].shape.size() == 3 &&
          g.tensors[static_cast<size_t>(layer.output)].shape.size() == 3;
@@ -95,11 +96,12 @@ void Lowering::lower_row_tiled(int li) {
   const int n_in = static_cast<int>(layer.inputs.size());
   const bool vector_conv = grouped_conv_on_vector(layer);
   const bool reduction = reduction_op(layer.op) && !row_local_op(layer, g_.tensors[layer.inputs[0]].shape.size());
-  // A transpose's output rows gather from all over its input: the input stays whole (it must
-  // fit) while the output streams (attention's head transposes at long sequences, issue 19).
+  // An op whose output rows gather from all over its input (transpose) keeps the input whole
+  // (it must fit) while the output streams (attention's head transposes at long sequences).
+  const bool gathers = gathering_op(layer.op);
   const bool by_output_rows =
       !reduction && (layer.op == OpKind::kFc || layer.op == OpKind::kMatmul || windowed_op(layer, g_) ||
-                     image_resize(layer, g_) || layer.op == OpKind::kTranspose ||
+                     image_resize(layer, g_) || gathers ||
                      (!graph::is_matrix_op(layer.op) && row_local_op(layer, g_.tensors[layer.inputs[0]].shape.size())));
   const std::string head = g_.source + ": workload '" + g_.name + "' does not fit the unified buffer of '" +
                            arch_.name + "' (" + std::to_string(capacity) + " bytes): layer '" + layer.name + "' (" +
@@ -342,9 +344,9 @@ void Lowering::lower_row_tiled(int li) {
           const int x = layer.inputs[static_cast<size_t>(i)];
           const auto [a, b] = bands[static_cast<size_t>(i)];
           v.reads.push_back(in_region(i, a, b, 0, place_[x].cols));
-          // A transpose's output rows gather from all over its input (kept whole): a tile
-          // reads the elements it writes, not the whole input.
-          v.ub_read_bytes += layer.op == OpKind::kTranspose
+          // Gathered output rows come from all over the input (kept whole): a tile reads the
+          // elements it writes, not the whole input.
+          v.ub_read_bytes += gathers
                                  ? static_cast<uint64_t>((r1 - r0) * y_cols * dtype_bytes(g_.tensors[static_cast<size_t>(x)].dtype))
                                  : static_cast<uint64_t>(b - a) * row_bytes(x);
         }

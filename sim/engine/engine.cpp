@@ -62,9 +62,11 @@ struct Accelerator : sc_core::sc_module {
   }
 };
 
+bool begins_before(const Interval& a, const Interval& b) { return a.begin < b.begin; }
+
 // Sorted by begin, overlapping and touching intervals merged (the first one's fields kept).
 std::vector<Interval> merged(std::vector<Interval> v) {
-  std::stable_sort(v.begin(), v.end(), [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
+  std::stable_sort(v.begin(), v.end(), begins_before);
   std::vector<Interval> out;
   for (const auto& i : v) {
     if (!out.empty() && i.begin <= out.back().end) {
@@ -136,8 +138,7 @@ class Breakdown {
     gather(acc_.controller.log(), pending_[kController]);
     // A server's log is in call order; a backfilled transfer can come after a later one.
     gather(acc_.pcie.server().log(), pending_[kPcie]);
-    std::stable_sort(pending_[kPcie].begin(), pending_[kPcie].end(),
-                     [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
+    std::stable_sort(pending_[kPcie].begin(), pending_[kPcie].end(), begins_before);
     gather(acc_.vector.log(), pending_[kVector]);
     classify(to);
     // Only what reaches past `to` matters from now on. A drain ending at `to` stays: one

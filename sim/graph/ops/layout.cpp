@@ -267,6 +267,7 @@ void add_layout_ops(OpRegistry& r) {
          .yaml_keys = {"perm"},
          .parse_yaml = parse_transpose,
          .infer = infer_transpose,
+         .gathers_rows = true,
          .copies_codes = true});
   r.add({.kind = OpKind::kSlice,
          .name = "slice",

@@ -61,6 +61,9 @@ struct OpDef {
   bool (*row_local)(const Layer& layer, size_t rank) = nullptr;
   bool reduction = false;  // reduces rows: tiled by input rows when not row-local
   bool windowed = false;   // sliding window over [H, W, C]: output row bands need input line bands
+  // Output rows gather their elements from all over the first input (transpose): row tiles
+  // keep that input whole and stream the output; a tile reads the elements it writes.
+  bool gathers_rows = false;
   // Quantized models: the output holds integer codes of the layer's quant_dtype
   // (`quantizes`), or only copies of its inputs' codes (`copies_codes`: reshape, transpose,
   // slice, concat, maxpool, ...), so it holds codes of their type (model_quantization()).
