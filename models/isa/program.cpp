@@ -14,6 +14,8 @@ std::string_view opcode_name(Opcode op) {
     case Opcode::kWriteHost: return "write_host";
     case Opcode::kSync: return "sync";
     case Opcode::kHalt: return "halt";
+    case Opcode::kDmaRead: return "dma_read";
+    case Opcode::kDmaWrite: return "dma_write";
   }
   return "?";
 }
@@ -66,10 +68,18 @@ std::string Instruction::text() const {
       s << " " << vector_function << " elements=" << elements << " ub=0x" << std::hex << ub_address
         << std::dec;
       break;
+    case Opcode::kDmaRead:
+    case Opcode::kDmaWrite:
+      s << " bytes=" << bytes << " ub=0x" << std::hex << ub_address << " device=0x" << weight_address << std::dec;
+      if (spill) s << " spill";
+      break;
     case Opcode::kSync:
     case Opcode::kHalt:
       break;
   }
+  // Single-core, single-unit programs (TPU v1) name neither.
+  if (core != 0) s << " core=" << static_cast<int>(core);
+  if (unit != 0) s << " unit=" << static_cast<int>(unit);
   return s.str();
 }
 

@@ -22,7 +22,9 @@
 
 namespace tessera::isa {
 
-enum class Opcode : uint8_t { kReadHost, kReadWeights, kMatmul, kActivate, kVector, kWriteHost, kSync, kHalt };
+// kDmaRead / kDmaWrite move a tensor tile between device memory and a core's scratchpad
+// (the chip template's `dma`, DESIGN.md §4); kReadHost / kWriteHost cross the host link.
+enum class Opcode : uint8_t { kReadHost, kReadWeights, kMatmul, kActivate, kVector, kWriteHost, kSync, kHalt, kDmaRead, kDmaWrite };
 std::string_view opcode_name(Opcode op);
 
 enum class Space : uint8_t { kUnifiedBuffer, kAccumulators };
@@ -218,6 +220,11 @@ struct Instruction {
   // streamed through host memory by a row-tiled layer) rather than a graph input/output.
   bool spill = false;
   bool accumulate = false;  // matmul
+  // The core that runs it (a chip's cores split a layer's tiles), and within the core the
+  // matrix unit of a read_weights / matmul or the DMA engine of a dma_read / dma_write.
+  // A sync on a chip of several cores is a barrier: every core's next sync meets it.
+  uint8_t core = 0;
+  uint8_t unit = 0;
   int32_t layer = -1;  // the compiled workload's layer index (stats and listings), -1 for none
   int32_t weight_tiles = 0;   // matmul: FIFO tiles consumed by this matmul
   Dtype a_dtype = Dtype::kInt8;  // matmul
@@ -227,7 +234,7 @@ struct Instruction {
 
   uint64_t bytes = 0;       // read_host / write_host / read_weights: bytes moved
   uint64_t ub_address = 0;  // read_host / write_host / activate / vector: destination or source offset (display)
-  uint64_t weight_address = 0;  // read_weights: weight-memory offset (display)
+  uint64_t weight_address = 0;  // read_weights: weight-memory offset; dma_read / dma_write: device-memory offset
 
   // matmul
   array::GemmTile tile{};

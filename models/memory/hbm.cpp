@@ -52,7 +52,7 @@ void HbmPseudoChannels::b_transport(tlm::tlm_generic_payload& payload, sc_core::
     end = std::max(end, pc_end);
   }
   if (first_start != INT64_MAX) log_.add(first_start, end, 0, transfer.layer, transfer.instruction);
-  bytes_read_ += bytes;
+  count_bytes(payload, bytes);
   delay = clock_.at(saturating_add(end, latency_cycles_)) - sc_core::sc_time_stamp();
   payload.set_response_status(tlm::TLM_OK_RESPONSE);
 }

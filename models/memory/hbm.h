@@ -33,7 +33,6 @@ class HbmPseudoChannels final : public WeightMemoryModel {
   HbmPseudoChannels(sc_core::sc_module_name name, const WeightMemoryConfig& cfg, const CoreClock& clock);
 
   tlm::tlm_target_socket<>& target_socket() override { return socket_; }
-  uint64_t bytes_read() const override { return bytes_read_; }
   // Mean busy cycles over the pseudo channels: busy_cycles / total is the share of
   // the stack's bandwidth in use.
   int64_t busy_cycles() const override;
@@ -58,7 +57,6 @@ class HbmPseudoChannels final : public WeightMemoryModel {
   int64_t latency_cycles_;
   std::vector<BandwidthServer> pcs_;
   IntervalLog log_;
-  uint64_t bytes_read_ = 0;
 };
 
 }  // namespace tessera::models

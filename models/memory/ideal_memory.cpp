@@ -9,7 +9,7 @@ IdealWeightMemory::IdealWeightMemory(sc_core::sc_module_name name) : WeightMemor
 }
 
 void IdealWeightMemory::b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time&) {
-  bytes_read_ += transfer_of(payload).bytes;  // the delay stays as given: no time passes
+  count_bytes(payload, transfer_of(payload).bytes);  // the delay stays as given: no time passes
   payload.set_response_status(tlm::TLM_OK_RESPONSE);
 }
 

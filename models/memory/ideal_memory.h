@@ -15,7 +15,6 @@ class IdealWeightMemory : public WeightMemoryModel {
  public:
   IdealWeightMemory(sc_core::sc_module_name name);
   tlm::tlm_target_socket<>& target_socket() override { return socket_; }
-  uint64_t bytes_read() const override { return bytes_read_; }
   int64_t busy_cycles() const override { return 0; }
   const IntervalLog& busy_log() const override { return log_; }
   void keep_intervals(bool keep) override { log_.keep_intervals(keep); }  // the log stays empty either way
@@ -24,7 +23,6 @@ class IdealWeightMemory : public WeightMemoryModel {
   void b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time& delay);
   tlm_utils::simple_target_socket<IdealWeightMemory> socket_;
   IntervalLog log_;
-  uint64_t bytes_read_ = 0;
 };
 
 }  // namespace tessera::models

@@ -30,7 +30,7 @@ void SimpleDram::b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time
     channels_[c].forget_before(clock_.now());
     end = std::max(end, channels_[c].serve(arrival, service, transfer.layer, transfer.instruction));
   }
-  bytes_read_ += bytes;
+  count_bytes(payload, bytes);
   delay = clock_.at(saturating_add(end, latency_cycles_)) - sc_core::sc_time_stamp();
   payload.set_response_status(tlm::TLM_OK_RESPONSE);
 }

@@ -16,7 +16,6 @@ class SimpleDram final : public WeightMemoryModel {
   SimpleDram(sc_core::sc_module_name name, const WeightMemoryConfig& cfg, const CoreClock& clock);
 
   tlm::tlm_target_socket<>& target_socket() override { return socket_; }
-  uint64_t bytes_read() const override { return bytes_read_; }
   // Channel 0 stands for all: every request is spread over every channel.
   int64_t busy_cycles() const override { return channels_[0].busy_cycles(); }
   const IntervalLog& busy_log() const override { return channels_[0].log(); }
@@ -32,7 +31,6 @@ class SimpleDram final : public WeightMemoryModel {
   const CoreClock& clock_;
   int64_t latency_cycles_;
   std::vector<BandwidthServer> channels_;
-  uint64_t bytes_read_ = 0;
 };
 
 }  // namespace tessera::models

@@ -83,6 +83,14 @@ InstructionActivity activity_of(const isa::Instruction& in, const ArrayConfig& a
       a.ub_write_bytes = in.ub_write_bytes;
       a.vector[0] = {in.vector_function, in.elements};
       break;
+    case Opcode::kDmaRead:  // device memory -> scratchpad
+      a.dram_bytes = in.bytes;
+      a.ub_write_bytes = in.bytes;
+      break;
+    case Opcode::kDmaWrite:  // scratchpad -> device memory
+      a.dram_bytes = in.bytes;
+      a.ub_read_bytes = in.bytes;
+      break;
     case Opcode::kSync:
     case Opcode::kHalt: break;
   }

@@ -46,24 +46,52 @@ Unit unit_of(Opcode op) {
     case Opcode::kMatmul: return Unit::kMatrix;
     case Opcode::kActivate:
     case Opcode::kVector: return Unit::kVector;
+    case Opcode::kDmaRead:
+    case Opcode::kDmaWrite: return Unit::kDeviceDma;
     case Opcode::kSync:
     case Opcode::kHalt: return Unit::kCount;
   }
   return Unit::kCount;
 }
 
-// ---------------------------------------------------------------- HostDma
-HostDma::HostDma(sc_core::sc_module_name name, UnitContext& ctx)
-    : sc_module(name), socket("socket"), queue("queue", queue_depth(ctx)), ctx_(ctx) {
-  stats_.add("transfers", "instructions", "read_host and write_host instructions run",
+int QueueLayout::queue_of(const Instruction& in) const {
+  const int u = static_cast<int>(in.unit);
+  auto check = [&](int n, const char* what) {
+    if (u >= n) {
+      throw std::logic_error(std::string("controller: ") + std::string(isa::opcode_name(in.op)) + " names " + what + " " +
+                             std::to_string(u) + " of " + std::to_string(n));
+    }
+  };
+  switch (unit_of(in.op)) {
+    case Unit::kHostDma:
+      if (!host_dma) throw std::logic_error("controller: a host transfer on a chip with no host link");
+      return host_dma_queue();
+    case Unit::kWeightFetcher: check(matrix_units, "matrix unit"); return fetcher_queue(u);
+    case Unit::kMatrix: check(matrix_units, "matrix unit"); return matrix_queue(u);
+    case Unit::kVector: return vector_queue();
+    case Unit::kDeviceDma: check(dma_engines, "DMA engine"); return dma_queue(u);
+    case Unit::kCount: break;
+  }
+  throw std::logic_error("controller: no unit runs " + std::string(isa::opcode_name(in.op)));
+}
+
+// ---------------------------------------------------------------- DmaEngine
+DmaEngine::DmaEngine(sc_core::sc_module_name name, UnitContext& ctx, int64_t latency_cycles, double bytes_per_ns)
+    : sc_module(name),
+      socket("socket"),
+      queue("queue", queue_depth(ctx)),
+      ctx_(ctx),
+      latency_cycles_(latency_cycles),
+      bytes_per_ns_(bytes_per_ns) {
+  stats_.add("transfers", "instructions", "transfer instructions run (read_host/write_host or dma_read/dma_write)",
              [this] { return log_.count(); });
   stats_.add("busy_cycles", "cycles", "cycles from a transfer's start to its last byte", [this] { return busy(log_); });
-  stats_.add("ub_read_bytes", "bytes", "unified-buffer bytes read for write_host", [this] { return ub_read_bytes_; });
-  stats_.add("ub_write_bytes", "bytes", "unified-buffer bytes written by read_host", [this] { return ub_write_bytes_; });
+  stats_.add("ub_read_bytes", "bytes", "unified-buffer bytes read for write_host / dma_write", [this] { return ub_read_bytes_; });
+  stats_.add("ub_write_bytes", "bytes", "unified-buffer bytes written by read_host / dma_read", [this] { return ub_write_bytes_; });
   SC_THREAD(run);
 }
 
-void HostDma::run() {
+void DmaEngine::run() {
   std::vector<unsigned char> dummy(1);
   for (;;) {
     queue.read(dispatch_);
@@ -74,15 +102,22 @@ void HostDma::run() {
     ub_read_bytes_ += static_cast<int64_t>(act.ub_read_bytes);
     ub_write_bytes_ += static_cast<int64_t>(act.ub_write_bytes);
     tlm::tlm_generic_payload payload;
-    // The accelerator reads host memory for read_host and writes it for write_host.
-    set_transfer(payload, in.op == Opcode::kReadHost ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND,
-                 in.ub_address, Transfer{static_cast<uint64_t>(in.bytes), in.layer, idx},
-                 dummy.data());
-    sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+    // The engine reads host or device memory into the scratchpad, or writes it from there.
+    const bool reads = in.op == Opcode::kReadHost || in.op == Opcode::kDmaRead;
+    const uint64_t address = in.op == Opcode::kDmaRead || in.op == Opcode::kDmaWrite ? in.weight_address : in.ub_address;
+    set_transfer(payload, reads ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND, address,
+                 Transfer{static_cast<uint64_t>(in.bytes), in.layer, idx}, dummy.data());
+    // The request reaches its target after the engine's own latency.
+    sc_core::sc_time delay = ctx_.clock.at(saturating_add(start, latency_cycles_)) - sc_core::sc_time_stamp();
     socket->b_transport(payload, delay);
-    sc_core::wait(delay);
-    const int64_t end = ctx_.clock.now();
-    log_.add(start, end, static_cast<int32_t>(in.op), in.layer, idx);
+    int64_t end = ctx_.clock.cycle_of(sc_core::sc_time_stamp() + delay);
+    // An engine slower than its target: its own rate sets the end (one transfer at a time).
+    if (bytes_per_ns_ > 0) {
+      end = std::max(end, saturating_add(start, saturating_add(latency_cycles_, ctx_.clock.cycles_for_ns(
+                                                                                     static_cast<double>(in.bytes) / bytes_per_ns_))));
+    }
+    log_.add(start, end, static_cast<int32_t>(in.op), in.layer, idx);  // now: nothing logged later begins before it
+    ctx_.clock.wait_until(end);
     ctx_.tracker.finish_at(idx, end);
   }
 }
@@ -256,10 +291,12 @@ VectorUnit::VectorUnit(sc_core::sc_module_name name, UnitContext& ctx, UnifiedBu
 }
 
 int64_t VectorUnit::compute_cycles(const VectorUnitConfig& cfg, const Instruction& in) {
-  // activate drains one accumulator value per lane per cycle; element-wise work on
-  // 16-bit data uses two 8-bit lanes per element.
-  const int64_t work = in.op == Opcode::kActivate ? in.rows * in.cols : in.elements * in.element_bytes;
-  return saturating_add(ceil_div(work, cfg.lanes), cfg.pipeline_latency_cycles);
+  // activate drains one accumulator value per lane (and sublane) per cycle; element-wise
+  // work moves lane_bytes per lane per cycle (TPU v1: 8-bit lanes, so 16-bit data takes two).
+  if (in.op == Opcode::kActivate) {
+    return saturating_add(ceil_div(in.rows * in.cols, cfg.values_per_cycle()), cfg.pipeline_latency_cycles);
+  }
+  return saturating_add(ceil_div(in.elements * in.element_bytes, cfg.bytes_per_cycle()), cfg.pipeline_latency_cycles);
 }
 
 void VectorUnit::run() {
@@ -299,8 +336,9 @@ void VectorUnit::run() {
 }
 
 // ---------------------------------------------------------------- Controller
-Controller::Controller(sc_core::sc_module_name name, UnitContext& ctx, std::vector<sc_core::sc_fifo<Dispatch>*> queues)
-    : sc_module(name), ctx_(ctx), queues_(std::move(queues)) {
+Controller::Controller(sc_core::sc_module_name name, UnitContext& ctx, std::vector<sc_core::sc_fifo<Dispatch>*> queues,
+                       QueueLayout layout)
+    : sc_module(name), ctx_(ctx), queues_(std::move(queues)), layout_(layout) {
   stats_.add("instructions", "instructions", "instructions in the program", [this] {
     return static_cast<int64_t>(ctx_.program.instructions.size());
   });
@@ -401,7 +439,7 @@ void Controller::run() {
   auto conflicts = [&](const Instruction& a, const Instruction& b) {
     return list_spaces(a.reads, b.writes) | list_spaces(a.writes, b.reads) | list_spaces(a.writes, b.writes);
   };
-  const int vector_unit = static_cast<int>(Unit::kVector), matrix_unit = static_cast<int>(Unit::kMatrix);
+  const int vector_unit = layout_.vector_queue();
   std::vector<int32_t> unit_waits;
   struct Hazard {
     int32_t index;  // the in-flight instruction
@@ -411,11 +449,18 @@ void Controller::run() {
   };
   std::vector<Hazard> hazards;
 
+  // The program's fixed start-up (kernel launch) before its first instruction issues: the
+  // controller's, booked to no layer.
+  if (const int64_t launch = ctx_.clock.cycles_for_ns(ctx_.controller.launch_overhead_ns); launch > 0) {
+    ctx_.clock.wait_until(launch);
+    log_.add(0, launch, kIssue, -1, -1, static_cast<uint8_t>(Opcode::kSync));
+  }
   const isa::InstructionStream& instrs = ctx_.program.instructions;
   for (auto it = instrs.begin(); it != instrs.end(); ++it) {
     const auto idx = static_cast<int32_t>(it.index());
     const Instruction& in = *it;
     const int64_t issue_start = ctx_.clock.now();
+    busy_since_ = issue_start;
     if (on_issue_ && idx > 0 && static_cast<uint32_t>(idx) % on_issue_every_ == 0) on_issue_(issue_start);
     ctx_.clock.wait_until(saturating_add(issue_start, ctx_.controller.issue_cycles));
     log_.add(issue_start, ctx_.clock.now(), kIssue, in.layer, idx, static_cast<uint8_t>(in.op));
@@ -423,10 +468,17 @@ void Controller::run() {
     if (in.op == Opcode::kHalt || in.op == Opcode::kSync) {
       // Wait for every in-flight instruction to finish.
       const int64_t wait_start = ctx_.clock.now();
+      // A barrier orders data: it need not wait for weight tiles fetched ahead into a FIFO,
+      // which only a matmul after it may free (waiting for them could deadlock).
+      const bool barrier = ctx_.barrier != nullptr && in.op == Opcode::kSync;
+      auto prefetch = [&](const Flight& j) {
+        return barrier && j.unit >= layout_.fetcher_queue(0) && j.unit < layout_.fetcher_queue(layout_.matrix_units);
+      };
       for (;;) {
         int64_t latest = 0;
         bool unknown = false;
         for (const Flight& j : in_flight) {
+          if (prefetch(j)) continue;
           const int64_t f = ctx_.tracker.finish(j.index);
           if (f == CompletionTracker::kUnknown) unknown = true;
           else latest = std::max(latest, f);
@@ -438,7 +490,10 @@ void Controller::run() {
         ctx_.clock.wait_until(latest);
         break;
       }
-      in_flight.clear();
+      // On a chip of several cores a sync is also a barrier: every core's share of the work
+      // before it is done when any core goes on.
+      if (barrier) ctx_.barrier->arrive_and_wait();
+      std::erase_if(in_flight, [&](const Flight& j) { return !prefetch(j); });
       log_.add(wait_start, ctx_.clock.now(), kHazardOnCompute, in.layer, idx, static_cast<uint8_t>(in.op));
       ctx_.tracker.dispatched(idx, ctx_.clock.now(), in.layer);
       ctx_.tracker.finish_at(idx, ctx_.clock.now());
@@ -446,7 +501,7 @@ void Controller::run() {
       continue;
     }
 
-    const int my_unit = static_cast<int>(unit_of(in.op));
+    const int my_unit = layout_.queue_of(in);
     const int64_t stall_start = ctx_.clock.now();
     int32_t blocker = -1;
     Opcode blocker_op = Opcode::kHalt;
@@ -472,7 +527,7 @@ void Controller::run() {
       int64_t latest = -1;
       unit_waits.clear();
       for (const Hazard& h : hazards) {
-        if (h.spaces == 2 && my_unit == vector_unit && h.unit == matrix_unit) {
+        if (h.spaces == 2 && my_unit == vector_unit && layout_.is_matrix(h.unit)) {
           unit_waits.push_back(h.index);  // the accumulator half: waited for in the vector unit
           continue;
         }
@@ -491,9 +546,11 @@ void Controller::run() {
     }
     if (blocker >= 0) {
       const Opcode bop = blocker_op;
+      // Waits for device memory (weights, device DMA) are memory waits, like weight reads.
       const int32_t kind = (bop == Opcode::kReadHost || bop == Opcode::kWriteHost) ? kHazardOnHost
-                           : bop == Opcode::kReadWeights                           ? kHazardOnWeights
-                                                                                   : kHazardOnCompute;
+                           : (bop == Opcode::kReadWeights || bop == Opcode::kDmaRead || bop == Opcode::kDmaWrite)
+                               ? kHazardOnWeights
+                               : kHazardOnCompute;
       log_.add(stall_start, ctx_.clock.now(), kind, in.layer, idx, static_cast<uint8_t>(in.op));
     }
     ctx_.tracker.wait_in_unit(idx, unit_waits);

@@ -128,17 +128,42 @@ class CompletionTracker {
   sc_core::sc_event changed_;
 };
 
-// Everything the units share.
+// Where the cores of a chip meet at a sync: each arrives once per sync, and all leave
+// when the last one has arrived (the chip template's cross-core synchronisation: a layer
+// split over cores ends when every core has finished its share).
+class ChipBarrier {
+ public:
+  explicit ChipBarrier(int cores) : cores_(cores) {}
+  void arrive_and_wait() {
+    const uint64_t generation = generation_;
+    if (++arrived_ == cores_) {
+      arrived_ = 0;
+      ++generation_;
+      released_.notify(sc_core::SC_ZERO_TIME);
+      return;
+    }
+    while (generation_ == generation) sc_core::wait(released_);
+  }
+
+ private:
+  int cores_;
+  int arrived_ = 0;
+  uint64_t generation_ = 0;
+  sc_core::sc_event released_;
+};
+
+// Everything the units of one core share.
 struct UnitContext {
   const ArrayConfig& array;
   const UnifiedBufferConfig& unified_buffer;
   const VectorUnitConfig& vector_unit;
   const ControllerConfig& controller;
   const WeightMemoryConfig& weight_memory;
-  const isa::Program& program;
+  const isa::Program& program;  // this core's instructions
   const CoreClock& clock;
   CompletionTracker& tracker;
   bool ideal_memory = false;  // unified-buffer ports never pace a unit (ArchConfig::ideal_memory)
+  ChipBarrier* barrier = nullptr;  // a chip of several cores: where their syncs meet
 };
 
 // An instruction the controller dispatched to a unit's queue: its index in the expanded
@@ -150,8 +175,26 @@ struct Dispatch {
 };
 std::ostream& operator<<(std::ostream& os, const Dispatch& d);  // sc_fifo's print: the index
 
-enum class Unit { kHostDma = 0, kWeightFetcher, kMatrix, kVector, kCount };
+enum class Unit { kHostDma = 0, kWeightFetcher, kMatrix, kVector, kDeviceDma, kCount };
 Unit unit_of(isa::Opcode op);
+
+// The controller's unit queues, in order: the host DMA (if the chip has a host link), one
+// weight fetcher and one matrix unit per matrix unit, the vector unit, one device DMA per
+// engine. An instruction goes to the queue of its unit kind and `unit` index.
+struct QueueLayout {
+  int matrix_units = 1;
+  int dma_engines = 0;
+  bool host_dma = true;
+  int host_dma_queue() const { return 0; }
+  int fetcher_queue(int u) const { return 1 + u; }
+  int matrix_queue(int u) const { return 1 + matrix_units + u; }
+  int vector_queue() const { return 1 + 2 * matrix_units; }
+  int dma_queue(int e) const { return 2 + 2 * matrix_units + e; }
+  int queues() const { return 2 + 2 * matrix_units + dma_engines; }
+  bool is_matrix(int q) const { return q >= matrix_queue(0) && q < matrix_queue(matrix_units); }
+  // Throws std::logic_error for an instruction naming a unit the core does not have.
+  int queue_of(const isa::Instruction& in) const;
+};
 
 // Unified buffer ports as servers (the array, vector unit and DMA share them).
 struct UnifiedBufferPorts {
@@ -159,22 +202,30 @@ struct UnifiedBufferPorts {
   BandwidthServer write;
 };
 
-class HostDma : public sc_core::sc_module, public StatProvider {
+// A DMA engine between a core's scratchpad and memory outside the chip's cores: host memory
+// over the PCIe link (read_host / write_host: TPU v1's host DMA) or device memory
+// (dma_read / dma_write). Each transfer costs the engine's own latency (descriptor, first
+// byte), then whatever its target takes.
+class DmaEngine : public sc_core::sc_module, public StatProvider {
  public:
-  tlm_utils::simple_initiator_socket<HostDma> socket;  // to the PCIe link
+  tlm_utils::simple_initiator_socket<DmaEngine> socket;  // to the PCIe link or device memory
   sc_core::sc_fifo<Dispatch> queue;
-  SC_HAS_PROCESS(HostDma);
-  HostDma(sc_core::sc_module_name name, UnitContext& ctx);
+  SC_HAS_PROCESS(DmaEngine);
+  // latency_cycles per transfer; bytes_per_ns: the engine's own rate (0: the target's alone).
+  DmaEngine(sc_core::sc_module_name name, UnitContext& ctx, int64_t latency_cycles = 0, double bytes_per_ns = 0);
   const IntervalLog& log() const { return log_; }
-  void keep_intervals(bool keep) { log_.keep_intervals(keep); }  // only traces read them
+  IntervalLog& log() { return log_; }  // the cycle breakdown's access (sim/engine), for device DMA
+  void keep_intervals(bool keep) { log_.keep_intervals(keep); }
 
  private:
   void run();
   Dispatch dispatch_;  // the instruction being run
   UnitContext& ctx_;
+  int64_t latency_cycles_;
+  double bytes_per_ns_;
   IntervalLog log_;
-  int64_t ub_read_bytes_ = 0;   // write_host reads the unified buffer
-  int64_t ub_write_bytes_ = 0;  // read_host writes it
+  int64_t ub_read_bytes_ = 0;   // write_host / dma_write read the scratchpad
+  int64_t ub_write_bytes_ = 0;  // read_host / dma_read write it
 };
 
 class WeightFetcher : public sc_core::sc_module, public StatProvider {
@@ -291,7 +342,11 @@ class Controller : public sc_core::sc_module, public StatProvider {
                                                      {kQueueFull, "queue_full"},
                                                      {kIssue, "issue"}}};
   SC_HAS_PROCESS(Controller);
-  Controller(sc_core::sc_module_name name, UnitContext& ctx, std::vector<sc_core::sc_fifo<Dispatch>*> queues);
+  Controller(sc_core::sc_module_name name, UnitContext& ctx, std::vector<sc_core::sc_fifo<Dispatch>*> queues,
+             QueueLayout layout = {});
+  // No interval the controller logs from now on begins before this cycle: the issue of the
+  // instruction it is working on, or now once it has finished.
+  int64_t low_water(int64_t now) const { return finished_ ? now : std::min(busy_since_, now); }
   const IntervalLog& log() const { return log_; }  // instruction = the head instruction
   IntervalLog& log() { return log_; }  // the cycle breakdown's access (sim/engine)
   // Calls `f(cycle)` when it starts to issue every `every`-th instruction (from the
@@ -309,7 +364,9 @@ class Controller : public sc_core::sc_module, public StatProvider {
   void run();
   UnitContext& ctx_;
   std::vector<sc_core::sc_fifo<Dispatch>*> queues_;
+  QueueLayout layout_;
   IntervalLog log_;
+  int64_t busy_since_ = 0;
   std::function<void(int64_t)> on_issue_;
   uint32_t on_issue_every_ = 1;
   int64_t end_cycle_ = 0;

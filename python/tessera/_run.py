@@ -92,7 +92,7 @@ def _input_shape_args(input_shapes):
 
 
 def run(arch, workload, batch=None, precision=None, baselines=(), overrides=None, *, input_shapes=None,
-        out=None, functional=False, trace=None, args=(), timeout=None):
+        out=None, functional=False, trace=None, residency=None, args=(), timeout=None):
     """Compiles and simulates `workload` on `arch` with `tessera run`; returns a Result.
 
     arch:         a config path (configs/*.yaml) or a dict (load_arch); dicts go to a temporary YAML file
@@ -106,6 +106,7 @@ def run(arch, workload, batch=None, precision=None, baselines=(), overrides=None
     out:          directory for report.json, layers.csv, summary.md (kept); default: a temporary one
     functional:   --functional (numerical error per layer in report["functional"])
     trace:        --trace FILE (a Perfetto timeline)
+    residency:    --residency: "host", "device", or per class ("inputs=device,outputs=host"); default: the config's
     args:         further tessera run arguments, as a list
     timeout:      seconds before the run is killed (TesseraError)
 
@@ -155,6 +156,8 @@ def run(arch, workload, batch=None, precision=None, baselines=(), overrides=None
             cmd += ["--functional"]
         if trace is not None:
             cmd += ["--trace", os.fspath(trace)]
+        if residency is not None:
+            cmd += ["--residency", str(residency)]
         cmd += [os.fspath(a) if isinstance(a, os.PathLike) else str(a) for a in args]
         if out is None:
             labels[out_dir] = "<temporary output directory>"

@@ -41,6 +41,11 @@ void add_common(CLI::App& cmd, tessera::run::CompileRequest& o) {
   cmd.add_option("--precision,-p", o.precision,
                  "Precision policy: int8 (default), int16, fp16, bf16, first-last-int16, or a policy YAML file "
                  "(docs/precision.md)");
+  cmd.add_option("--residency", o.residency,
+                 "Where graph inputs and outputs live, overriding the config's residency: section: 'host' (they "
+                 "cross the host link, TPU v1's coprocessor shape), 'device' (already in device memory, as a JAX or "
+                 "PyTorch kernel timing measures), or per class, e.g. inputs=device,outputs=host (docs/configs.md)")
+      ->type_name("WHERE");
   cmd.add_flag("--expanded-program", o.expanded_program,
                "Store every instruction of the program on its own instead of folding repeated patterns into "
                "repeats (the compact program): the same instructions, timing and reports, more memory; for checking");

@@ -48,6 +48,9 @@ struct CompiledWorkload : isa::Program {
   uint64_t ub_peak_bytes = 0;       // high-water mark of the unified-buffer allocation
   uint64_t host_input_bytes = 0;
   uint64_t host_output_bytes = 0;
+  // Graph inputs read from and outputs written to device memory (residency: device).
+  uint64_t device_input_bytes = 0;
+  uint64_t device_output_bytes = 0;
   uint64_t weight_bytes_read = 0;   // all read_weights together
   uint64_t spill_bytes_out = 0;     // spill write_host bytes, all layers together
   uint64_t spill_bytes_in = 0;      // spill read_host bytes

@@ -38,7 +38,34 @@ void Lowering::too_many_stored_instructions(int layer) const {
                    "reached at " + where_at(layer) + ": use a smaller --batch or smaller layers");
 }
 
+void Lowering::order_across_cores(bool split, int layer) {
+  if (arch_.active_cores() <= 1) return;
+  if (split ? serial_since_sync_ || (split_since_sync_ && split_layer_ != layer) : split_since_sync_) sync_cores();
+  if (split) {
+    split_since_sync_ = true;
+    split_layer_ = layer;
+  } else {
+    serial_since_sync_ = true;
+  }
+}
+
+// A sync on every core: a barrier (DESIGN.md §4: cores synchronise where data dependences
+// require it). A weight tile read from the unified buffer is not placed above it.
+void Lowering::sync_cores() {
+  serial_since_sync_ = split_since_sync_ = false;
+  for (int64_t c = 0; c < arch_.active_cores(); ++c) {
+    Instruction sync;
+    sync.op = Opcode::kSync;
+    sync.core = static_cast<uint8_t>(c);
+    note_units(sync);
+    body_.push_back(std::move(sync));
+  }
+  layer_body_start_ = std::max(layer_body_start_, body_emitted());
+  merge_weight_reads(false);
+}
+
 void Lowering::emit(Instruction in, bool writes_tensor_storage) {
+  if (!in_gemm_) order_across_cores(false, in.layer);
   // A workload whose tiling needs more instructions than minutes of simulation, or whose
   // compact program would store more than about 1 GB, is refused with a message instead
   // of running for hours or out of memory (audit D14). emit_gemm checks a whole layer's
@@ -232,9 +259,12 @@ Program Lowering::run() {
   }
 
   merge_weight_reads(true);
-  Instruction halt;
-  halt.op = Opcode::kHalt;
-  p_.instructions.push_back(halt);
+  for (int64_t c = 0; c < arch_.active_cores(); ++c) {
+    Instruction halt;
+    halt.op = Opcode::kHalt;
+    halt.core = static_cast<uint8_t>(c);
+    p_.instructions.push_back(halt);
+  }
   return std::move(p_);
 }
 

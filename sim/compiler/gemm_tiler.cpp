@@ -46,7 +46,19 @@ double Lowering::planned_gemm_instructions(int64_t M, int64_t K, int64_t N) cons
 
 void Lowering::emit_gemm(const GemmJob& job) {
   const array::GemmTile max = max_gemm_tile();
-  const int64_t mt = max.m, kt = max.k, nt = max.n;
+  const int64_t kt = max.k, nt = max.n;
+  // Work split (docs/architecture.md): output tiles go round-robin to the matrix units
+  // (slots). N first: each unit then holds its own columns of B, and no weight is fetched
+  // twice. When N has fewer tiles than there are units, M is split too, so every unit gets
+  // a tile (each unit that shares a column block fetches its weights again). K is never
+  // split: its partial sums would have to meet in one accumulator.
+  int64_t mt = max.m;
+  const int64_t S = slots();
+  if (S > 1) {
+    const int64_t n_tiles = ceil_div(job.N, nt);
+    if (n_tiles < S && ceil_div(job.M, mt) * n_tiles < S) mt = std::max<int64_t>(1, ceil_div(job.M, ceil_div(S, n_tiles)));
+  }
+  if (slot_half_.size() != static_cast<size_t>(S)) slot_half_.assign(static_cast<size_t>(S), 0);
   const int64_t rows = arch_.array.rows, cols = arch_.array.cols;
   const bool full_tile_fetch = arch_.weight_memory.fetch == WeightFetch::kTile;
   const int64_t a_bytes = dtype_bytes(job.a_dtype);
@@ -59,23 +71,34 @@ void Lowering::emit_gemm(const GemmJob& job) {
   if (static_cast<double>(body_emitted() + reads_emitted()) + planned > static_cast<double>(kMaxInstructions)) {
     too_many_instructions(job.li);
   }
-  for (int64_t m0 = 0; m0 < job.M; m0 += mt) {
-    const int64_t m1 = std::min(job.M, m0 + mt);
-    for (int64_t n0 = 0; n0 < job.N; n0 += nt) {
-      const int64_t n1 = std::min(job.N, n0 + nt);
-      const int half = acc_half_;
-      acc_half_ ^= 1;
-      const Region acc{Space::kAccumulators, half, 0, m1 - m0, 0, n1 - n0};
-      for (int64_t k0 = 0; k0 < job.K; k0 += kt) {
-        const int64_t k1 = std::min(job.K, k0 + kt);
+  // The output tiles in order (m major), dealt to the slots in waves of one tile per slot.
+  // Within a wave the K steps interleave across the units (each unit's read_weights and
+  // matmul of step k, then step k + 1), so the in-order controller keeps every unit's queue
+  // fed instead of filling one unit's queue with all of its K steps; then the wave's
+  // activates. With one slot a wave is one tile: TPU v1's order.
+  struct OutTile {
+    int64_t m0, m1, n0, n1;
+    int64_t slot;
+    Region acc;
+  };
+  std::vector<OutTile> wave;
+  auto flush_wave = [&]() {
+    if (wave.empty()) return;
+    order_across_cores(true, job.li);
+    in_gemm_ = true;
+    for (int64_t k0 = 0; k0 < job.K; k0 += kt) {
+      const int64_t k1 = std::min(job.K, k0 + kt);
+      for (const OutTile& t : wave) {
+        const auto core = static_cast<uint8_t>(t.slot / arch_.array.count);
+        const auto unit = static_cast<uint8_t>(t.slot % arch_.array.count);
         // B[k0:k1, n0:n1] in weight-FIFO tiles of at most rows x cols. A held B (ws) is one;
         // a streamed B (os: along k, is: along n) is several, in stream order.
         uint64_t b_tile_bytes = 0;
         int32_t fifo_tiles = 0;
         for (int64_t kc = k0; kc < k1; kc += rows) {
           const int64_t kc1 = std::min(k1, kc + rows);
-          for (int64_t nc = n0; nc < n1; nc += cols) {
-            const int64_t nc1 = std::min(n1, nc + cols);
+          for (int64_t nc = t.n0; nc < t.n1; nc += cols) {
+            const int64_t nc1 = std::min(t.n1, nc + cols);
             const uint64_t tile_bytes = static_cast<uint64_t>((kc1 - kc) * (nc1 - nc) * b_bytes);
             // What the weight-memory path fetches for it: the real bytes, or (fetch: tile) the
             // whole rows x cols array tile, padding included.
@@ -85,6 +108,8 @@ void Lowering::emit_gemm(const GemmJob& job) {
             Instruction rw;
             rw.op = Opcode::kReadWeights;
             rw.layer = job.li;
+            rw.core = core;
+            rw.unit = unit;
             if (job.b_from_ub) {
               rw.weight_source = WeightSource::kUnifiedBuffer;
               rw.bytes = 0;
@@ -104,32 +129,54 @@ void Lowering::emit_gemm(const GemmJob& job) {
         Instruction mm;
         mm.op = Opcode::kMatmul;
         mm.layer = job.li;
-        mm.tile = array::GemmTile{m1 - m0, k1 - k0, n1 - n0};
+        mm.core = core;
+        mm.unit = unit;
+        mm.tile = array::GemmTile{t.m1 - t.m0, k1 - k0, t.n1 - t.n0};
         mm.a_dtype = job.a_dtype;
         mm.b_dtype = job.b_dtype;
         mm.accumulate = k0 > 0;
         mm.weight_tiles = fifo_tiles;
-        mm.ub_read_bytes = static_cast<uint64_t>((m1 - m0) * (k1 - k0) * a_bytes) + (job.b_from_ub ? b_tile_bytes : 0);
-        mm.reads.push_back(job.a_region(m0, m1, k0, k1));
-        mm.writes.push_back(acc);
+        mm.ub_read_bytes = static_cast<uint64_t>((t.m1 - t.m0) * (k1 - k0) * a_bytes) + (job.b_from_ub ? b_tile_bytes : 0);
+        mm.reads.push_back(job.a_region(t.m0, t.m1, k0, k1));
+        mm.writes.push_back(t.acc);
         emit(std::move(mm), false);
       }
+    }
+    for (const OutTile& t : wave) {
       Instruction act;
       act.op = Opcode::kActivate;
       act.layer = job.li;
-      act.rows = m1 - m0;
-      act.cols = n1 - n0;
+      act.core = static_cast<uint8_t>(t.slot / arch_.array.count);
+      act.rows = t.m1 - t.m0;
+      act.cols = t.n1 - t.n0;
       act.function = job.overlap_add ? ActivationFn::kNone : activation_fn(job.activation);
-      act.reads.push_back(acc);
-      const Region out = job.out_region(m0, m1, n0, n1);
+      act.reads.push_back(t.acc);
+      const Region out = job.out_region(t.m0, t.m1, t.n0, t.n1);
       if (job.overlap_add) act.reads.push_back(out);
       act.writes.push_back(out);
       act.ub_write_bytes = static_cast<uint64_t>(act.rows * act.cols * y_bytes);
       if (job.overlap_add) act.ub_read_bytes = act.ub_write_bytes;  // read-modify-write of the overlap
-      act.ub_address = job.out_address(m0, n0);
+      act.ub_address = job.out_address(t.m0, t.n0);
       emit(std::move(act));
     }
+    in_gemm_ = false;
+    wave.clear();
+  };
+  for (int64_t m0 = 0; m0 < job.M; m0 += mt) {
+    const int64_t m1 = std::min(job.M, m0 + mt);
+    for (int64_t n0 = 0; n0 < job.N; n0 += nt) {
+      const int64_t n1 = std::min(job.N, n0 + nt);
+      const int64_t slot = next_slot_;
+      next_slot_ = (next_slot_ + 1) % S;
+      // A single slot keeps TPU v1's one toggle (its accumulators are halves 0 and 1).
+      int& slot_half = S > 1 ? slot_half_[static_cast<size_t>(slot)] : acc_half_;
+      const int half = static_cast<int>(slot) * 2 + slot_half;
+      slot_half ^= 1;
+      wave.push_back(OutTile{m0, m1, n0, n1, slot, Region{Space::kAccumulators, half, 0, m1 - m0, 0, n1 - n0}});
+      if (static_cast<int64_t>(wave.size()) == S) flush_wave();
+    }
   }
+  flush_wave();
 }
 
 void Lowering::check_mac_mode(const Layer& layer) const {

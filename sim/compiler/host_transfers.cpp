@@ -16,22 +16,32 @@ void Lowering::for_each_chunk(int t, uint64_t ub_base, const ChunkFn& move) cons
 }
 
 // One read_host (into `region`) or write_host (from it), counted as a spill or as the
-// workload's own input/output traffic.
+// workload's own input/output traffic. Where that class of tensor lives in device memory
+// (ArchConfig::residency: graph inputs, outputs, spills), it is a dma_read / dma_write of
+// device memory instead, on the next of the core's DMA engines.
 void Lowering::emit_host_io(Opcode op, int layer, bool spill, const Region& region, uint64_t bytes, uint64_t ub_address) {
   const bool to_host = op == Opcode::kWriteHost;
+  const Residency where = spill ? arch_.residency.spills() : to_host ? arch_.residency.outputs : arch_.residency.inputs;
   Instruction in;
   in.op = op;
   in.layer = layer;
   in.bytes = bytes;
   in.ub_address = ub_address;
   in.spill = spill;
+  if (where == Residency::kDevice) {
+    in.op = to_host ? Opcode::kDmaWrite : Opcode::kDmaRead;
+    in.weight_address = ub_address;  // an assumption: the tile's device-memory address (channel interleaving only)
+    in.unit = static_cast<uint8_t>(next_dma_engine_);
+    next_dma_engine_ = (next_dma_engine_ + 1) % arch_.dma.engines;
+    if (!spill) (to_host ? p_.device_output_bytes : p_.device_input_bytes) += bytes;
+  }
   if (spill && layer >= 0) {
     LayerInfo& info = p_.layers[static_cast<size_t>(layer)];
     (to_host ? info.spill_bytes_out : info.spill_bytes_in) += bytes;
   }
   if (spill) {
     (to_host ? p_.spill_bytes_out : p_.spill_bytes_in) += bytes;
-  } else {
+  } else if (where == Residency::kHost) {
     (to_host ? p_.host_output_bytes : p_.host_input_bytes) += bytes;
   }
   if (to_host) {

@@ -35,7 +35,7 @@ bool Lowering::grouped_conv_on_vector(const Layer& layer) const {
                                arch_.ideal_memory);
         pipe.issue(tile, 0, 0, cost.stream_cycles(), cost.min_preload_cycles);
       }
-      activate_cycles += static_cast<double>(ceil_div(m * n, arch_.vector_unit.lanes) + arch_.vector_unit.pipeline_latency_cycles);
+      activate_cycles += static_cast<double>(ceil_div(m * n, arch_.vector_unit.values_per_cycle()) + arch_.vector_unit.pipeline_latency_cycles);
     }
   }
   double array_cycles = static_cast<double>(pipe.last_done());
@@ -51,7 +51,7 @@ bool Lowering::grouped_conv_on_vector(const Layer& layer) const {
                                                : std::max(ceil_div(in_bytes, arch_.unified_buffer.read_bytes_per_cycle),
                                                           ceil_div(out_bytes, arch_.unified_buffer.write_bytes_per_cycle));
   const double vector_cycles = static_cast<double>(
-      std::max(ceil_div(G * M * K * N * element_bytes, arch_.vector_unit.lanes), ub_cycles) +
+      std::max(ceil_div(G * M * K * N * element_bytes, arch_.vector_unit.bytes_per_cycle()), ub_cycles) +
       chunks * arch_.vector_unit.pipeline_latency_cycles);
   return vector_cycles < array_cycles;
 }

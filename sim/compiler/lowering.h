@@ -215,14 +215,40 @@ class Lowering {
     Instruction in;
     size_t earliest_body = 0;  // a UB-sourced read may not move above its layer's first instruction
   };
-  std::deque<WeightRead> weight_reads_;
-  size_t reads_base_ = 0;  // read index of weight_reads_.front()
-  size_t reads_emitted() const { return reads_base_ + weight_reads_.size(); }
-  size_t consumed_tiles_ = 0;  // FIFO tiles the merged matmuls consume
+  // Per matrix unit (slot: core x array.count + unit), as each has its own weight FIFO.
+  struct FifoReads {
+    std::deque<WeightRead> pending;
+    size_t base = 0;      // read index of pending.front()
+    size_t consumed = 0;  // FIFO tiles the merged matmuls of this unit consume
+  };
+  std::vector<FifoReads> fifo_reads_ = std::vector<FifoReads>(1);
+  size_t reads_emitted() const {
+    size_t n = 0;
+    for (const auto& f : fifo_reads_) n += f.base + f.pending.size();
+    return n;
+  }
+  FifoReads& fifo_of(const Instruction& in);
   void add_weight_read(Instruction in, size_t earliest_body);
   void merge_weight_reads(bool final);
   size_t layer_body_start_ = 0;
   int acc_half_ = 0;
+  // The chip template (DESIGN.md §4, docs/architecture.md "Work split"): a GEMM's output
+  // tiles go round-robin to the matrix units of the cores a program runs on (slots: core
+  // major), each with its own pair of accumulator halves; transfers and vector layers run on
+  // core 0; on a chip of several cores a layer's tiles are bracketed by syncs (barriers).
+  int64_t slots() const { return arch_.active_matrix_units(); }
+  std::vector<int> slot_half_;   // per slot: the accumulator half its next tile fills
+  int64_t next_slot_ = 0;        // the slot the next tile goes to
+  int64_t next_dma_engine_ = 0;  // device DMA engines take transfers round-robin
+  // Since the last sync: serial work (core 0: transfers, vector layers) and split work (GEMM
+  // tiles on every core, of layer split_layer_). A sync goes between the two, and between the
+  // tiles of two layers: only what one core ran is ordered by its own controller.
+  bool serial_since_sync_ = false;
+  bool split_since_sync_ = false;
+  int split_layer_ = -1;
+  bool in_gemm_ = false;  // emit_gemm is emitting (its tiles are split work)
+  void order_across_cores(bool split, int layer);
+  void sync_cores();
   uint64_t weight_cursor_ = 0;
   // Graph inputs are normally all read from the host before the first layer. When even one
   // sample does not fit that way (e.g. a decoder step's per-layer KV cache), each input is

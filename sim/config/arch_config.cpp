@@ -50,18 +50,66 @@ std::string join_names(const std::vector<std::string_view>& names) {
   return out;
 }
 
+// Operand types a matrix unit may multiply: every element type but int32 (an accumulator
+// type) and uint8 (multiplied by the int8 mode, as TPU v1's 8-bit MACs take both).
+std::vector<std::string_view> mac_operand_names() {
+  std::vector<std::string_view> out;
+  for (Dtype t : all_dtypes()) {
+    if (t != Dtype::kInt32 && t != Dtype::kUint8) out.push_back(dtype_name(t));
+  }
+  return out;
+}
+
 Dtype parse_mac_dtype(const YamlNode& node) {
-  // Operand types the array multiplies; int32 is an accumulator type, not an operand.
-  return *parse_dtype(node.as_choice({"int8", "int16", "fp16", "bf16"}));
+  const std::string s = node.as_string();
+  const auto names = mac_operand_names();
+  if (std::find(names.begin(), names.end(), s) == names.end()) {
+    node.fail("'" + s + "' is not a MAC operand type; one of: " + join_names(names));
+  }
+  return *parse_dtype(s);
 }
 
 std::string mode_name(Dtype a, Dtype b) {
   return std::string(dtype_name(a)) + " x " + std::string(dtype_name(b));
 }
 
+// One mac_modes entry: operands, rate, accumulator and the type it runs as.
+MacMode parse_mac_mode(const YamlNode& e) {
+  e.expect_keys({"a", "b", "rate", "accumulator", "runs_as"});
+  MacMode mode;
+  mode.a = parse_mac_dtype(e.at("a"));
+  mode.b = parse_mac_dtype(e.at("b"));
+  // Up to 16x the reference rate: narrower modes run several MACs per PE (TPU v5e: int8 at
+  // twice the bf16 rate).
+  mode.rate = positive_double(e.at("rate"), 16.0);
+  const bool is_float = dtype_is_float(mode.a) || dtype_is_float(mode.b);
+  // Float products accumulate in fp32 and integer ones in int32 (DESIGN.md §5); a narrower or
+  // mismatched accumulator is not a mode any modelled chip has.
+  mode.accumulator = is_float ? Dtype::kFp32 : Dtype::kInt32;
+  if (auto acc = e.get("accumulator")) {
+    const std::string want = is_float ? "fp32" : "int32";
+    const std::string got = acc->as_string();
+    if (got != want) {
+      acc->fail("'" + got + "' is not a valid accumulator for the " + mode_name(mode.a, mode.b) + " mode: " +
+                (is_float ? "float products accumulate in fp32 (32 bits)" : "integer products accumulate in int32 (32 bits)") +
+                "; allowed: " + want);
+    }
+  }
+  if (auto as = e.get("runs_as")) {
+    const Dtype t = parse_mac_dtype(*as);
+    if (dtype_is_float(t) != is_float) {
+      as->fail("the " + mode_name(mode.a, mode.b) + " mode cannot run as " + std::string(dtype_name(t)) +
+               ": a float mode runs as a float type and an integer mode as an integer type");
+    }
+    mode.runs_as = t;
+  }
+  return mode;
+}
+
 ArrayConfig parse_array(const YamlNode& node) {
-  node.expect_keys({"rows", "cols", "dataflow", "double_buffered", "mac_modes"});
+  node.expect_keys({"count", "rows", "cols", "dataflow", "double_buffered", "mac_modes"});
   ArrayConfig out;
+  out.count = node.int_or("count", 1, 1, 64);
   out.rows = node.at("rows").as_int(1, 4096);
   out.cols = node.at("cols").as_int(1, 4096);
   const YamlNode dataflow = node.at("dataflow");
@@ -77,11 +125,7 @@ ArrayConfig parse_array(const YamlNode& node) {
   }
   std::vector<std::string> paths;  // where each accepted mode was given, for duplicate messages
   for (const YamlNode& e : modes->elements()) {
-    e.expect_keys({"a", "b", "rate"});
-    MacMode mode;
-    mode.a = parse_mac_dtype(e.at("a"));
-    mode.b = parse_mac_dtype(e.at("b"));
-    mode.rate = positive_double(e.at("rate"), 1.0);
+    const MacMode mode = parse_mac_mode(e);
     for (size_t i = 0; i < out.mac_modes.size(); ++i) {
       if (out.mac_modes[i].a == mode.a && out.mac_modes[i].b == mode.b) {
         e.fail("duplicate mode " + mode_name(mode.a, mode.b) + " (already given at " + paths[i] +
@@ -91,8 +135,8 @@ ArrayConfig parse_array(const YamlNode& node) {
     out.mac_modes.push_back(mode);
     paths.push_back(e.path());
   }
-  if (!out.find_mode(Dtype::kInt8, Dtype::kInt8)) {
-    modes->fail("must contain the int8 x int8 mode ({a: int8, b: int8, rate: ...}); it defines the peak");
+  if (out.mac_modes.empty()) {
+    modes->fail("must list at least one mode ({a: int8, b: int8, rate: 1.0}); the first, or int8 x int8 where given, defines the peak");
   }
   return out;
 }
@@ -206,8 +250,10 @@ VectorUnitConfig parse_vector_unit(const std::optional<YamlNode>& node, const Ar
   out.lanes = array.cols;
   out.pipeline_latency_cycles = 8;
   if (!node) return out;
-  node->expect_keys({"lanes", "pipeline_latency_cycles"});
-  out.lanes = node->int_or("lanes", array.cols, 1);
+  node->expect_keys({"lanes", "sublanes", "lane_bytes", "pipeline_latency_cycles"});
+  out.lanes = node->int_or("lanes", array.cols, 1, 1 << 20);
+  out.sublanes = node->int_or("sublanes", 1, 1, 1024);
+  out.lane_bytes = node->int_or("lane_bytes", 1, 1, 8);
   out.pipeline_latency_cycles = node->int_or("pipeline_latency_cycles", 8, 0);
   return out;
 }
@@ -215,9 +261,50 @@ VectorUnitConfig parse_vector_unit(const std::optional<YamlNode>& node, const Ar
 ControllerConfig parse_controller(const std::optional<YamlNode>& node) {
   ControllerConfig out;
   if (!node) return out;
-  node->expect_keys({"issue_cycles", "queue_depth"});
+  node->expect_keys({"issue_cycles", "queue_depth", "launch_overhead_ns"});
   out.issue_cycles = node->int_or("issue_cycles", 1, 0, 1000);
   out.queue_depth = node->int_or("queue_depth", 8, 1, 1024);
+  out.launch_overhead_ns = node->double_or("launch_overhead_ns", 0.0, 0.0, 1e9);
+  return out;
+}
+
+DmaConfig parse_dma(const std::optional<YamlNode>& node) {
+  DmaConfig out;
+  if (!node) return out;
+  node->expect_keys({"engines", "latency_ns", "bandwidth_gb_per_s"});
+  out.engines = node->int_or("engines", 1, 1, 64);
+  out.latency_ns = node->double_or("latency_ns", 0.0, 0.0, 1e9);
+  if (auto bw = node->get("bandwidth_gb_per_s")) out.bandwidth_gb_per_s = positive_double(*bw, 1e9);
+  return out;
+}
+
+Residency parse_residency_value(const YamlNode& node) {
+  return node.as_choice({"host", "device"}) == "host" ? Residency::kHost : Residency::kDevice;
+}
+
+// residency: {inputs, weights, outputs}; defaults: over the host link where the chip has one
+// (TPU v1's coprocessor shape), else device memory; weights always start in device memory.
+ResidencyConfig parse_residency(const std::optional<YamlNode>& node, const std::optional<YamlNode>& pcie) {
+  ResidencyConfig out;
+  const Residency fallback = pcie ? Residency::kHost : Residency::kDevice;
+  out.inputs = out.outputs = fallback;
+  if (!node) return out;
+  node->expect_keys({"inputs", "weights", "outputs"});
+  if (auto v = node->get("inputs")) out.inputs = parse_residency_value(*v);
+  if (auto v = node->get("outputs")) out.outputs = parse_residency_value(*v);
+  if (auto v = node->get("weights")) {
+    out.weights = parse_residency_value(*v);
+    if (out.weights == Residency::kHost) {
+      v->fail("'host' is not supported for weights: the weight fetchers read weights from device memory "
+              "(weight_memory / device_memory); allowed: device");
+    }
+  }
+  for (const char* k : {"inputs", "outputs"}) {
+    auto v = node->get(k);
+    if (v && !pcie && parse_residency_value(*v) == Residency::kHost) {
+      v->fail("'host' needs a host link, and this chip has no `pcie:` section; allowed: device");
+    }
+  }
   return out;
 }
 
@@ -242,8 +329,17 @@ void check_time_bounds(const YamlNode& root, const ArchConfig& cfg) {
   const double tile_bytes = static_cast<double>(cfg.array.rows) * static_cast<double>(cfg.array.cols);
   const std::string tile = std::to_string(cfg.array.rows) + " x " + std::to_string(cfg.array.cols);
   const YamlNode clock = root.at("clock_mhz");
-  const auto key = [&](std::string_view section, std::string_view k) -> std::optional<YamlNode> {
+  // A section by either of its names (parse_arch_config has checked that one is given).
+  const auto sec = [&](std::string_view section) -> std::optional<YamlNode> {
+    const std::string_view alias = section == "array"            ? "matrix_units"
+                                   : section == "unified_buffer" ? "scratchpad"
+                                   : section == "weight_memory"  ? "device_memory"
+                                                                 : "";
     auto s = root.get(section);
+    return s || alias.empty() ? s : root.get(alias);
+  };
+  const auto key = [&](std::string_view section, std::string_view k) -> std::optional<YamlNode> {
+    auto s = sec(section);
     return s ? s->get(k) : std::nullopt;
   };
 
@@ -264,26 +360,36 @@ void check_time_bounds(const YamlNode& root, const ArchConfig& cfg) {
   }
   // Unified-buffer ports: one tile of int8 data through each port.
   const double max_bpc_cycles = models::kMaxStepPs / period_ps;
-  check_step(key("unified_buffer", "read_bytes_per_cycle"), root.at("unified_buffer"), "read_bytes_per_cycle",
+  check_step(key("unified_buffer", "read_bytes_per_cycle"), *sec("unified_buffer"), "read_bytes_per_cycle",
              std::ceil(tile_bytes / static_cast<double>(cfg.unified_buffer.read_bytes_per_cycle)) * period_ps,
              "one " + tile + " tile through the read port",
              "must be >= " + num(std::ceil(tile_bytes / max_bpc_cycles)) + " at " + num(cfg.clock_mhz) + " MHz");
-  check_step(key("unified_buffer", "write_bytes_per_cycle"), root.at("unified_buffer"), "write_bytes_per_cycle",
+  check_step(key("unified_buffer", "write_bytes_per_cycle"), *sec("unified_buffer"), "write_bytes_per_cycle",
              std::ceil(tile_bytes / static_cast<double>(cfg.unified_buffer.write_bytes_per_cycle)) * period_ps,
              "one " + tile + " tile through the write port",
              "must be >= " + num(std::ceil(tile_bytes / max_bpc_cycles)) + " at " + num(cfg.clock_mhz) + " MHz");
   // Weight memory: one weight tile's transfer, and the first-byte latency.
   const double max_ns = models::kMaxStepPs / 1000.0;
-  check_step(key("weight_memory", "bandwidth_gb_per_s"), root.at("weight_memory"), "bandwidth_gb_per_s",
+  check_step(key("weight_memory", "bandwidth_gb_per_s"), *sec("weight_memory"), "bandwidth_gb_per_s",
              tile_bytes / cfg.weight_memory.bandwidth_gb_per_s * 1000.0,
              "one " + tile + " weight tile (" + num(tile_bytes) + " bytes)",
              "must be >= " + num(tile_bytes / max_ns) + " GB/s for this array");
-  check_step(key("weight_memory", "latency_ns"), root.at("weight_memory"), "latency_ns",
+  check_step(key("weight_memory", "latency_ns"), *sec("weight_memory"), "latency_ns",
              cfg.weight_memory.latency_ns * 1000.0, "one request's latency", "must be <= " + num(max_ns) + " ns");
   // The host link: its latency (its rate comes from generation and lanes, at least 200 MB/s,
   // so a tile's serialization is always short).
-  check_step(key("pcie", "latency_ns"), root.at("pcie"), "latency_ns", cfg.pcie.latency_ns * 1000.0,
-             "one transfer's latency", "must be <= " + num(max_ns) + " ns");
+  if (auto pcie = root.get("pcie")) {
+    check_step(key("pcie", "latency_ns"), *pcie, "latency_ns", cfg.pcie.latency_ns * 1000.0, "one transfer's latency",
+               "must be <= " + num(max_ns) + " ns");
+  }
+  if (auto dma = root.get("dma")) {
+    check_step(key("dma", "latency_ns"), *dma, "latency_ns", cfg.dma.latency_ns * 1000.0, "one DMA transfer's latency",
+               "must be <= " + num(max_ns) + " ns");
+  }
+  if (auto ctl = root.get("controller")) {
+    check_step(key("controller", "launch_overhead_ns"), *ctl, "launch_overhead_ns",
+               cfg.controller.launch_overhead_ns * 1000.0, "the program's launch", "must be <= " + num(max_ns) + " ns");
+  }
   // Per-instruction cycle counts of the vector unit and the controller.
   const double max_cycles = std::floor(models::kMaxStepPs / period_ps);
   check_step(key("vector_unit", "pipeline_latency_cycles"), clock, "vector_unit.pipeline_latency_cycles",
@@ -296,34 +402,97 @@ void check_time_bounds(const YamlNode& root, const ArchConfig& cfg) {
 
 }  // namespace
 
+namespace {
+double peak_at(const ArchConfig& c, const MacMode& mode) {
+  return static_cast<double>(c.active_matrix_units()) * static_cast<double>(c.array.rows) *
+         static_cast<double>(c.array.cols) * mode.rate * 2.0 * c.clock_hz() / 1e12;
+}
+}  // namespace
+
 double ArchConfig::peak_tops(Dtype a, Dtype b) const {
   const MacMode* mode = array.find_mode(a, b);
   if (!mode) {
     throw InputError("arch '" + name + "' (" + source + "): array.mac_modes has no " + mode_name(a, b) +
                      " mode; add one to run this precision");
   }
-  return static_cast<double>(array.rows) * static_cast<double>(array.cols) * mode->rate * 2.0 * clock_hz() /
-         1e12;
+  return peak_at(*this, *mode);
+}
+
+double ArchConfig::peak_tops() const { return peak_at(*this, array.reference_mode()); }
+
+std::string_view residency_name(Residency r) { return r == Residency::kHost ? "host" : "device"; }
+
+void apply_residency_override(ResidencyConfig& r, const std::string& spec, const std::string& flag) {
+  auto value = [&](const std::string& v, const std::string& what) {
+    if (v == "host") return Residency::kHost;
+    if (v == "device") return Residency::kDevice;
+    throw InputError(flag + ": '" + v + "' is not a residency for " + what + "; allowed: host, device");
+  };
+  if (spec.find('=') == std::string::npos) {
+    r.inputs = r.outputs = value(spec, "inputs and outputs");
+    return;
+  }
+  size_t pos = 0;
+  while (pos <= spec.size()) {
+    const size_t comma = std::min(spec.find(',', pos), spec.size());
+    const std::string item = spec.substr(pos, comma - pos);
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) {
+      throw InputError(flag + ": '" + item + "' is not CLASS=host|device; classes: inputs, weights, outputs");
+    }
+    const std::string cls = item.substr(0, eq), v = item.substr(eq + 1);
+    if (cls == "inputs") {
+      r.inputs = value(v, cls);
+    } else if (cls == "outputs") {
+      r.outputs = value(v, cls);
+    } else if (cls == "weights") {
+      if (value(v, cls) == Residency::kHost) {
+        throw InputError(flag + ": 'host' is not supported for weights (the weight fetchers read device memory); allowed: device");
+      }
+    } else {
+      throw InputError(flag + ": '" + cls + "' is not a tensor class; allowed: inputs, weights, outputs");
+    }
+    pos = comma + 1;
+  }
+}
+
+// One of two names for a section (the chip template's and TPU v1's): exactly one may be given.
+YamlNode section(const YamlNode& root, std::string_view name, std::string_view alias) {
+  auto a = root.get(name), b = root.get(alias);
+  if (a && b) b->fail("gives the same section as `" + std::string(name) + "` (line " + a->location() + "): use one of them");
+  if (b) return *b;
+  return root.at(name);
 }
 
 ArchConfig parse_arch_config(const YamlNode& root) {
-  root.expect_keys({"name", "clock_mhz", "array", "unified_buffer", "accumulators", "weight_fifo",
-                    "weight_memory", "pcie", "vector_unit", "controller", "energy", "ideal_memory"});
+  root.expect_keys({"name", "clock_mhz", "cores", "megacore", "array", "matrix_units", "unified_buffer", "scratchpad",
+                    "accumulators", "weight_fifo", "weight_memory", "device_memory", "pcie", "residency", "dma",
+                    "vector_unit", "controller", "energy", "ideal_memory"});
   ArchConfig cfg;
   cfg.source = root.file();
   const YamlNode name = root.at("name");
   cfg.name = name.as_string();
   if (cfg.name.empty()) name.fail("must not be empty");
   cfg.clock_mhz = positive_double(root.at("clock_mhz"), 10000.0);
-  cfg.array = parse_array(root.at("array"));
-  cfg.unified_buffer = parse_unified_buffer(root.at("unified_buffer"), cfg.array);
+  cfg.cores = root.int_or("cores", 1, 1, 64);
+  cfg.megacore = root.bool_or("megacore", true);
+  cfg.array = parse_array(section(root, "array", "matrix_units"));
+  cfg.unified_buffer = parse_unified_buffer(section(root, "unified_buffer", "scratchpad"), cfg.array);
   cfg.accumulators = parse_accumulators(root.at("accumulators"));
   cfg.weight_fifo = parse_weight_fifo(root.at("weight_fifo"));
-  cfg.weight_memory = parse_weight_memory(root.at("weight_memory"), cfg.array);
-  cfg.pcie = parse_pcie(root.at("pcie"));
+  cfg.weight_memory = parse_weight_memory(section(root, "weight_memory", "device_memory"), cfg.array);
+  const auto pcie = root.get("pcie");
+  cfg.has_host_link = pcie.has_value();
+  if (pcie) cfg.pcie = parse_pcie(*pcie);
+  cfg.residency = parse_residency(root.get("residency"), pcie);
+  cfg.dma = parse_dma(root.get("dma"));
   cfg.vector_unit = parse_vector_unit(root.get("vector_unit"), cfg.array);
   cfg.controller = parse_controller(root.get("controller"));
   cfg.ideal_memory = root.bool_or("ideal_memory", false);
+  cfg.chip_template = root.has("cores") || root.has("megacore") || root.has("matrix_units") || root.has("scratchpad") ||
+                      root.has("device_memory") || !pcie || root.has("residency") || root.has("dma") ||
+                      cfg.array.count != 1 || cfg.controller.launch_overhead_ns > 0 || cfg.vector_unit.sublanes != 1 ||
+                      cfg.vector_unit.lane_bytes != 1;
   check_time_bounds(root, cfg);
   cfg.energy = parse_energy_config(root, cfg);
   return cfg;

@@ -9,6 +9,7 @@
 
 #include "models/common/clock.h"
 #include "models/common/stats.h"
+#include "models/interconnect/memory_router.h"
 #include "models/interconnect/pcie_link.h"
 #include "models/memory/weight_fifo.h"
 #include "models/memory/weight_memory_model.h"
@@ -34,32 +35,134 @@ CycleBreakdown& CycleBreakdown::operator+=(const CycleBreakdown& o) {
 
 namespace {
 
-// The SystemC top: units wired as in the TPU v1 block diagram.
-struct Accelerator : sc_core::sc_module {
-  models::WeightFifo fifo;
-  models::UnifiedBufferPorts ub;
-  models::PcieLink pcie;
-  std::unique_ptr<models::WeightMemoryModel> weight_memory;  // built by the factory from weight_memory.technology
-  models::HostDma dma;
-  models::WeightFetcher fetcher;
-  models::MatrixUnit matrix;
-  models::VectorUnit vector;
-  models::Controller controller;
+// The name of a unit of core `c`: TPU v1's names on a chip of one core and one matrix unit
+// ("matrix_unit"), else with the core as a prefix and the unit's index as a suffix
+// ("core1_matrix_unit3"), so reports and traces of TPU v1 read as before.
+std::string unit_name(const ArchConfig& arch, int64_t core, std::string_view kind, int64_t index, int64_t count) {
+  std::string n = arch.active_cores() > 1 ? "core" + std::to_string(core) + "_" : "";
+  n += kind;
+  if (count > 1) n += std::to_string(index);
+  return n;
+}
 
-  Accelerator(sc_core::sc_module_name name, const ArchConfig& arch, models::UnitContext& ctx)
-      : sc_module(name),
-        fifo(arch.weight_fifo.depth_tiles, ctx.clock),
-        pcie("pcie", arch.pcie, ctx.clock, arch.ideal_memory),
-        weight_memory(arch.ideal_memory ? models::make_ideal_weight_memory("weight_memory")
-                                        : models::make_weight_memory("weight_memory", arch.weight_memory, ctx.clock)),
-        dma("host_dma", ctx),
-        fetcher("weight_fetcher", ctx, fifo),
-        matrix("matrix_unit", ctx, fifo, ub),
-        vector("vector_unit", ctx, ub),
-        controller("controller", ctx, {&dma.queue, &fetcher.queue, &matrix.queue, &vector.queue}) {
-    dma.socket.bind(pcie.socket);
-    fetcher.socket.bind(weight_memory->target_socket());
+// One core: its controller, matrix units (each with its weight fetcher and FIFO), vector
+// unit, scratchpad ports and DMA engines, running its share of the program.
+struct Core {
+  isa::Program owned;            // this core's share, filtered from the program (several cores)
+  const isa::Program& program;   // what it runs: `owned`, or the whole program on a chip of one core
+  models::CompletionTracker tracker;
+  models::UnitContext ctx;
+  models::UnifiedBufferPorts ub;
+  std::vector<std::unique_ptr<models::WeightFifo>> fifos;
+  std::unique_ptr<models::DmaEngine> host_dma;  // only with a host link
+  std::vector<std::unique_ptr<models::WeightFetcher>> fetchers;
+  std::vector<std::unique_ptr<models::MatrixUnit>> matrices;
+  std::unique_ptr<models::VectorUnit> vector;
+  std::vector<std::unique_ptr<models::DmaEngine>> dmas;  // device DMA engines
+  std::unique_ptr<models::Controller> controller;
+
+  Core(const ArchConfig& arch, int64_t c, const isa::Program* whole, isa::Program share, const models::CoreClock& clock,
+       models::ChipBarrier* barrier, bool device_dma)
+      : owned(std::move(share)),
+        program(whole != nullptr ? *whole : owned),
+        ctx{arch.array, arch.unified_buffer, arch.vector_unit, arch.controller, arch.weight_memory, program, clock,
+            tracker, arch.ideal_memory, barrier} {
+    const int64_t units = arch.array.count;
+    // The compiler puts every transfer on core 0: only it has the host link's DMA engine.
+    const bool host_link = arch.has_host_link && c == 0;
+    models::QueueLayout layout{static_cast<int>(units), device_dma ? static_cast<int>(arch.dma.engines) : 0, host_link};
+    std::vector<sc_core::sc_fifo<models::Dispatch>*> queues(static_cast<size_t>(layout.queues()), nullptr);
+    if (host_link) {
+      host_dma = std::make_unique<models::DmaEngine>(unit_name(arch, c, "host_dma", 0, 1).c_str(), ctx);
+      queues[static_cast<size_t>(layout.host_dma_queue())] = &host_dma->queue;
+    }
+    for (int64_t u = 0; u < units; ++u) {
+      fifos.push_back(std::make_unique<models::WeightFifo>(arch.weight_fifo.depth_tiles, clock));
+      fetchers.push_back(std::make_unique<models::WeightFetcher>(
+          unit_name(arch, c, "weight_fetcher", u, units).c_str(), ctx, *fifos.back()));
+      queues[static_cast<size_t>(layout.fetcher_queue(static_cast<int>(u)))] = &fetchers.back()->queue;
+    }
+    for (int64_t u = 0; u < units; ++u) {
+      matrices.push_back(std::make_unique<models::MatrixUnit>(unit_name(arch, c, "matrix_unit", u, units).c_str(), ctx,
+                                                              *fifos[static_cast<size_t>(u)], ub));
+      queues[static_cast<size_t>(layout.matrix_queue(static_cast<int>(u)))] = &matrices.back()->queue;
+    }
+    vector = std::make_unique<models::VectorUnit>(unit_name(arch, c, "vector_unit", 0, 1).c_str(), ctx, ub);
+    queues[static_cast<size_t>(layout.vector_queue())] = &vector->queue;
+    for (int e = 0; e < layout.dma_engines; ++e) {
+      dmas.push_back(std::make_unique<models::DmaEngine>(unit_name(arch, c, "dma", e, layout.dma_engines).c_str(), ctx,
+                                                         clock.cycles_for_ns(arch.dma.latency_ns),
+                                                         arch.dma.bandwidth_gb_per_s));
+      queues[static_cast<size_t>(layout.dma_queue(e))] = &dmas.back()->queue;
+    }
+    controller = std::make_unique<models::Controller>(unit_name(arch, c, "controller", 0, 1).c_str(), ctx,
+                                                      std::move(queues), layout);
   }
+  // No interval a unit of this core logs from now on begins before this cycle.
+  int64_t low_water(int64_t now) const {
+    int64_t low = std::min(controller->low_water(now), vector->low_water(now));
+    for (const auto& m : matrices) low = std::min(low, m->low_water(now));
+    return low;
+  }
+};
+
+// The instructions of core `c`, in program order (the compiler tags each with its core).
+isa::Program core_program(const compiler::Program& program, int64_t c) {
+  isa::Program out;
+  out.shared_regions = program.shared_regions;
+  for (const auto& in : program.instructions) {
+    if (in.core == c) out.instructions.push_back(in);
+  }
+  return out;
+}
+
+// The SystemC top: the chip's cores, sharing device (weight) memory and the host link. A
+// chip of one core and one matrix unit is TPU v1's block diagram.
+struct Accelerator : sc_core::sc_module {
+  std::unique_ptr<models::PcieLink> pcie;  // only with a host link
+  std::unique_ptr<models::WeightMemoryModel> weight_memory;  // built by the factory from weight_memory.technology
+  std::unique_ptr<models::MemoryRouter> memory_port;         // several initiators: one socket each
+  std::unique_ptr<models::ChipBarrier> barrier;
+  std::vector<std::unique_ptr<Core>> cores;
+
+  Accelerator(sc_core::sc_module_name name, const ArchConfig& arch, const compiler::Program& program,
+              const models::CoreClock& clock)
+      : sc_module(name) {
+    if (arch.has_host_link) pcie = std::make_unique<models::PcieLink>("pcie", arch.pcie, clock, arch.ideal_memory);
+    weight_memory = arch.ideal_memory ? models::make_ideal_weight_memory("weight_memory")
+                                      : models::make_weight_memory("weight_memory", arch.weight_memory, clock);
+    const int64_t n = arch.active_cores();
+    if (n > 1) barrier = std::make_unique<models::ChipBarrier>(static_cast<int>(n));
+    // Device DMA engines exist where the program moves tensors to or from device memory.
+    bool device_dma = false;
+    for (const auto& in : program.instructions) {
+      if (in.op == compiler::Opcode::kDmaRead || in.op == compiler::Opcode::kDmaWrite) {
+        device_dma = true;
+        break;
+      }
+    }
+    for (int64_t c = 0; c < n; ++c) {
+      cores.push_back(std::make_unique<Core>(arch, c, n > 1 ? nullptr : &program,
+                                             n > 1 ? core_program(program, c) : isa::Program{}, clock, barrier.get(),
+                                             device_dma));
+    }
+    std::vector<tlm_utils::simple_initiator_socket<models::WeightFetcher>*> fetchers;
+    std::vector<tlm_utils::simple_initiator_socket<models::DmaEngine>*> dmas;
+    for (auto& core : cores) {
+      if (core->host_dma) core->host_dma->socket.bind(pcie->socket);
+      for (auto& f : core->fetchers) fetchers.push_back(&f->socket);
+      for (auto& d : core->dmas) dmas.push_back(&d->socket);
+    }
+    if (fetchers.size() == 1 && dmas.empty()) {
+      fetchers.front()->bind(weight_memory->target_socket());
+    } else {
+      memory_port = std::make_unique<models::MemoryRouter>("memory_port");
+      memory_port->initiator.bind(weight_memory->target_socket());
+      for (auto* f : fetchers) f->bind(memory_port->target);
+      for (auto* d : dmas) d->bind(memory_port->target);
+    }
+  }
+  Core& core0() { return *cores.front(); }
 };
 
 bool begins_before(const Interval& a, const Interval& b) { return a.begin < b.begin; }
@@ -102,55 +205,90 @@ class Cursor {
 void coalesce_breakdown_logs(Accelerator& acc) {
   using compiler::Opcode;
   auto key = [](int64_t cls, int32_t layer) { return (cls << 32) | static_cast<uint32_t>(layer); };
-  acc.matrix.log().coalesce_by([key](const Interval& i) { return key(i.kind, i.layer); });
-  acc.vector.log().coalesce_by([key](const Interval& i) { return key(0, i.layer); });
-  acc.controller.log().coalesce_by([key](const Interval& i) {
-    const int64_t kind = i.kind <= models::Controller::kHazardOnWeights ? i.kind : models::Controller::kHazardOnWeights + 1;
-    const auto op = static_cast<Opcode>(i.detail);
-    const int64_t op_class = op == Opcode::kMatmul ? 0 : op == Opcode::kReadWeights ? 1 : 2;
-    return key(kind * 4 + op_class, i.layer);
-  });
+  for (auto& core : acc.cores) {
+    for (auto& m : core->matrices) m->log().coalesce_by([key](const Interval& i) { return key(i.kind, i.layer); });
+    core->vector->log().coalesce_by([key](const Interval& i) { return key(0, i.layer); });
+    core->controller->log().coalesce_by([key](const Interval& i) {
+      const int64_t kind = i.kind <= models::Controller::kHazardOnWeights ? i.kind : models::Controller::kHazardOnWeights + 1;
+      const auto op = static_cast<Opcode>(i.detail);
+      const int64_t op_class = op == Opcode::kMatmul ? 0 : op == Opcode::kReadWeights ? 1 : 2;
+      return key(kind * 4 + op_class, i.layer);
+    });
+    for (auto& d : core->dmas) d->log().coalesce_by([key](const Interval& i) { return key(0, i.layer); });
+  }
+}
+
+// Of several matrix units' intervals at one cycle, the one the breakdown books: a unit that
+// streams beats one stretched by its input, then one shifting weights in, then one waiting
+// for them (the chip computes when any unit does).
+int array_rank(int32_t kind) {
+  switch (kind) {
+    case models::MatrixUnit::kActive: return 0;
+    case models::MatrixUnit::kInputStall: return 1;
+    case models::MatrixUnit::kWeightShift: return 2;
+    default: return 3;
+  }
 }
 
 // The cycle breakdown (DESIGN.md): every cycle of the run goes to one bucket and one layer
-// by what the array, its drains, the controller, PCIe and the vector unit do in it. It is
-// classified as the run goes, behind the units (issue 19: memory for the intervals still
-// open, not for the whole run): advance(to) takes the intervals the five logs hold,
-// classifies the cycles before `to` and keeps only the intervals that reach past it. `to`
-// must be a cycle before which no unit logs another interval (their low-water marks); an
-// interval that begins before a cycle already classified breaks that promise and stops the
-// run. Splitting the run at `to` changes nothing: a segment [a, b) cut at `to` is two with
-// the state of a.
+// by what the matrix units, their drains, the controllers, PCIe, the device DMA engines and
+// the vector units do in it. It is classified as the run goes, behind the units (issue 19:
+// memory for the intervals still open, not for the whole run): advance(to) takes the
+// intervals the logs hold, classifies the cycles before `to` and keeps only the intervals
+// that reach past it. `to` must be a cycle before which no unit logs another interval
+// (their low-water marks); an interval that begins before a cycle already classified breaks
+// that promise and stops the run. Splitting the run at `to` changes nothing: a segment
+// [a, b) cut at `to` is two with the state of a. On a chip of one core and one matrix unit
+// (TPU v1) each kind of log is one unit's; with several, a cycle is booked by the busiest
+// state among the units of a kind (array_rank; the first core's controller and vector unit
+// that have an interval there).
 class Breakdown {
  public:
   // consume: take the intervals out of the logs (when no trace reads them); otherwise they
   // are copied, and advance is called once, at the end.
-  Breakdown(Accelerator& acc, RunStats& stats, bool consume) : acc_(acc), stats_(stats), consume_(consume) {}
+  Breakdown(Accelerator& acc, RunStats& stats, bool consume) : acc_(acc), stats_(stats), consume_(consume) {
+    for (auto& core : acc.cores) {
+      for (auto& m : core->matrices) add_source(kArray, &m->log());
+      add_source(kController, &core->controller->log());
+      add_source(kVector, &core->vector->log());
+      for (auto& d : core->dmas) add_source(kDma, &d->log());
+    }
+    if (acc.pcie) add_source(kPcie, &acc.pcie->server().log());
+    drain_ = sources_.size();
+    sources_.push_back(Source{kDrain, nullptr, {}});
+  }
 
   void advance(int64_t to) {
     if (to <= done_) return;
-    gather(acc_.matrix.log(), pending_[kArray]);
-    {
-      std::vector<Interval> raw = std::move(pending_[kDrain]);
-      gather(acc_.matrix.drain_log(), raw);
-      pending_[kDrain] = merged(std::move(raw));
+    for (Source& src : sources_) {
+      if (src.log != nullptr) gather(*src.log, src.pending);
+      // A server's log is in call order; a backfilled transfer can come after a later one.
+      if (src.kind == kPcie) std::stable_sort(src.pending.begin(), src.pending.end(), begins_before);
     }
-    gather(acc_.controller.log(), pending_[kController]);
-    // A server's log is in call order; a backfilled transfer can come after a later one.
-    gather(acc_.pcie.server().log(), pending_[kPcie]);
-    std::stable_sort(pending_[kPcie].begin(), pending_[kPcie].end(), begins_before);
-    gather(acc_.vector.log(), pending_[kVector]);
+    {
+      std::vector<Interval> raw = std::move(sources_[drain_].pending);
+      for (auto& core : acc_.cores) {
+        for (auto& m : core->matrices) gather(m->drain_log(), raw);
+      }
+      sources_[drain_].pending = merged(std::move(raw));
+    }
     classify(to);
     // Only what reaches past `to` matters from now on. A drain ending at `to` stays: one
     // beginning there merges with it and takes its layer.
-    for (size_t l = 0; l < kLogs; ++l) {
-      std::erase_if(pending_[l], [&](const Interval& i) { return l == kDrain ? i.end < to : i.end <= to; });
+    for (Source& src : sources_) {
+      std::erase_if(src.pending, [&](const Interval& i) { return src.kind == kDrain ? i.end < to : i.end <= to; });
     }
     done_ = to;
   }
 
  private:
-  enum Log : size_t { kArray, kDrain, kController, kPcie, kVector, kLogs };
+  enum Kind { kArray, kDrain, kController, kPcie, kVector, kDma };
+  struct Source {
+    Kind kind;
+    models::IntervalLog* log;  // null for the drains (gathered from every matrix unit)
+    std::vector<Interval> pending;
+  };
+  void add_source(Kind kind, models::IntervalLog* log) { sources_.push_back(Source{kind, log, {}}); }
 
   void gather(models::IntervalLog& log, std::vector<Interval>& into) {
     const size_t first = into.size();
@@ -171,19 +309,15 @@ class Breakdown {
   // end) clamped to `to`.
   void classify(int64_t to) {
     using compiler::Opcode;
-    const auto& array_log = pending_[kArray];
-    const auto& drains = pending_[kDrain];
-    const auto& ctrl = pending_[kController];
-    const auto& pcie = pending_[kPcie];
-    const auto& vec = pending_[kVector];
     RunStats& stats = stats_;
+    const size_t n = sources_.size();
 
     // A log whose intervals are sorted and disjoint (all of them, as the units write them)
     // gives its boundaries in order (begin, end, begin, ...): the logs are merged as they
     // are walked instead of copied into one list and sorted. Any other log is sorted in a copy.
-    std::array<std::vector<int64_t>, kLogs> unordered;  // boundaries of a log that is not in order, sorted
-    for (size_t l = 0; l < kLogs; ++l) {
-      const auto& log = pending_[l];
+    std::vector<std::vector<int64_t>> unordered(n);  // boundaries of a log that is not in order, sorted
+    for (size_t l = 0; l < n; ++l) {
+      const auto& log = sources_[l].pending;
       bool in_order = true;
       for (size_t k = 0; k < log.size() && in_order; ++k) {
         in_order = log[k].begin <= log[k].end && (k == 0 || log[k - 1].end <= log[k].begin);
@@ -195,35 +329,50 @@ class Breakdown {
       }
       std::sort(unordered[l].begin(), unordered[l].end());
     }
-    std::array<size_t, kLogs> next{};  // per log: the index of its next boundary
-    auto boundaries = [&](size_t l) { return unordered[l].empty() ? 2 * pending_[l].size() : unordered[l].size(); };
+    std::vector<size_t> next(n, 0);  // per log: the index of its next boundary
+    auto boundaries = [&](size_t l) { return unordered[l].empty() ? 2 * sources_[l].pending.size() : unordered[l].size(); };
     auto boundary = [&](size_t l, size_t k) {
       if (!unordered[l].empty()) return unordered[l][k];
-      const Interval& i = pending_[l][k / 2];
+      const Interval& i = sources_[l].pending[k / 2];
       return std::min(k % 2 == 0 ? i.begin : i.end, to);
     };
     // The smallest boundary after t (`to` when none is left before it).
     auto next_after = [&](int64_t t) {
       int64_t best = to;
-      for (size_t l = 0; l < kLogs; ++l) {
+      for (size_t l = 0; l < n; ++l) {
         size_t& k = next[l];
-        const size_t n = boundaries(l);
-        while (k < n && boundary(l, k) <= t) ++k;
-        if (k < n) best = std::min(best, boundary(l, k));
+        const size_t nb = boundaries(l);
+        while (k < nb && boundary(l, k) <= t) ++k;
+        if (k < nb) best = std::min(best, boundary(l, k));
       }
       return best;
     };
 
-    Cursor c_array(array_log), c_drain(drains), c_ctrl(ctrl), c_pcie(pcie), c_vec(vec);
+    std::vector<Cursor> cursors;
+    cursors.reserve(n);
+    for (const Source& src : sources_) cursors.emplace_back(src.pending);
+    // The interval of the first log of `kind` that has one at `a` (the best-ranked one for the arrays).
+    auto first_at = [&](Kind kind, int64_t a) -> const Interval* {
+      const Interval* best = nullptr;
+      for (size_t l = 0; l < n; ++l) {
+        if (sources_[l].kind != kind) continue;
+        const Interval* i = cursors[l].at(a);
+        if (i == nullptr) continue;
+        if (kind != kArray) return i;
+        if (best == nullptr || array_rank(i->kind) < array_rank(best->kind)) best = i;
+      }
+      return best;
+    };
+
     for (int64_t a = done_, b = 0; a < to; a = b) {
       b = next_after(a);
       const int64_t len = b - a;
       int64_t CycleBreakdown::*bucket = &CycleBreakdown::non_matrix;
       int64_t CycleBreakdown::*part = nullptr;  // array_drain or pcie_input: the bucket's part, if any
       int32_t layer = -1;
-      const Interval* ctl = c_ctrl.at(a);
-      const Interval* drain = c_drain.at(a);
-      if (const Interval* i = c_array.at(a)) {
+      const Interval* ctl = first_at(kController, a);
+      const Interval* drain = first_at(kDrain, a);
+      if (const Interval* i = first_at(kArray, a)) {
         layer = i->layer;
         switch (i->kind) {
           case models::MatrixUnit::kActive: bucket = &CycleBreakdown::array_active; break;
@@ -246,13 +395,18 @@ class Breakdown {
         layer = drain->layer;
         bucket = &CycleBreakdown::array_active;
         part = &CycleBreakdown::array_drain;
-      } else if (const Interval* t = c_pcie.at(a)) {
+      } else if (const Interval* t = first_at(kPcie, a)) {
         layer = t->layer;
         bucket = &CycleBreakdown::pcie;
         if (t->instruction < 0 || t->kind != models::PcieLink::kToHost) {
           part = &CycleBreakdown::pcie_input;
         }
-      } else if (const Interval* v = c_vec.at(a)) {
+      } else if (const Interval* d = first_at(kDma, a)) {
+        // The matrix units are idle while device memory is read or written (device-resident
+        // tensors, spills to device memory): a memory wait, booked with the weight reads.
+        layer = d->layer;
+        bucket = &CycleBreakdown::weight_stall;
+      } else if (const Interval* v = first_at(kVector, a)) {
         layer = v->layer;
         bucket = &CycleBreakdown::non_matrix;
       } else if (ctl) {
@@ -275,7 +429,8 @@ class Breakdown {
   Accelerator& acc_;
   RunStats& stats_;
   const bool consume_;
-  std::array<std::vector<Interval>, kLogs> pending_;
+  std::vector<Source> sources_;
+  size_t drain_ = 0;  // the drains' source
   int64_t done_ = 0;  // the cycles before it are classified
 };
 
@@ -288,10 +443,7 @@ void make_systemc_strict() {
   sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
 }
 
-std::vector<UnitTrack> collect_tracks(const std::vector<compiler::Opcode>& ops, const Accelerator& acc) {
-  auto opname = [&](int32_t idx) {
-    return idx >= 0 ? std::string(compiler::opcode_name(ops[static_cast<size_t>(idx)])) : std::string("busy");
-  };
+std::vector<UnitTrack> collect_tracks(const ArchConfig& arch, const Accelerator& acc) {
   auto track = [](std::string unit, const std::vector<Interval>& v, auto name_of) {
     UnitTrack t{std::move(unit), {}};
     t.events.reserve(v.size());
@@ -299,24 +451,74 @@ std::vector<UnitTrack> collect_tracks(const std::vector<compiler::Opcode>& ops, 
     return t;
   };
   std::vector<UnitTrack> tracks;
-  tracks.push_back(track("controller", acc.controller.log().intervals(), [](const Interval& i) {
-    return std::string(models::kind_name(models::Controller::kKindNames, i.kind));
-  }));
-  tracks.push_back(track("host_dma", acc.dma.log().intervals(), [&](const Interval& i) { return opname(i.instruction); }));
-  tracks.push_back(track("pcie", acc.pcie.server().log().intervals(), [](const Interval&) { return std::string("transfer"); }));
-  tracks.push_back(track("weight_memory", acc.weight_memory->busy_log().intervals(),
-                         [](const Interval&) { return std::string("read"); }));
-  tracks.push_back(track("weight_fifo", acc.fetcher.log().intervals(), [](const Interval& i) {
-    return std::string(models::kind_name(models::WeightFetcher::kKindNames, i.kind));
-  }));
-  tracks.push_back(track("array", acc.matrix.log().intervals(), [](const Interval& i) {
-    return std::string(models::kind_name(models::MatrixUnit::kKindNames, i.kind));
-  }));
-  tracks.push_back(track("vector_unit", acc.vector.log().intervals(), [&](const Interval& i) { return opname(i.instruction); }));
+  for (size_t c = 0; c < acc.cores.size(); ++c) {
+    const Core& core = *acc.cores[c];
+    // Each instruction's opcode, read from the core's program once (one byte each): the
+    // tracks name the DMA engines' and the vector unit's intervals by it.
+    std::vector<compiler::Opcode> ops;
+    ops.reserve(core.program.instructions.size());
+    for (const auto& in : core.program.instructions) ops.push_back(in.op);
+    auto opname = [&ops](const Interval& i) {
+      return i.instruction >= 0 ? std::string(compiler::opcode_name(ops[static_cast<size_t>(i.instruction)]))
+                                : std::string("busy");
+    };
+    const auto name = [&](std::string_view kind, int64_t index, int64_t count) {
+      return unit_name(arch, static_cast<int64_t>(c), kind, index, count);
+    };
+    tracks.push_back(track(name("controller", 0, 1), core.controller->log().intervals(), [](const Interval& i) {
+      return std::string(models::kind_name(models::Controller::kKindNames, i.kind));
+    }));
+    if (core.host_dma) tracks.push_back(track(name("host_dma", 0, 1), core.host_dma->log().intervals(), opname));
+    if (c == 0) {
+      if (acc.pcie) {
+        tracks.push_back(track("pcie", acc.pcie->server().log().intervals(), [](const Interval&) { return std::string("transfer"); }));
+      }
+      tracks.push_back(track("weight_memory", acc.weight_memory->busy_log().intervals(),
+                             [](const Interval&) { return std::string("read"); }));
+    }
+    const auto units = static_cast<int64_t>(core.matrices.size());
+    for (int64_t u = 0; u < units; ++u) {
+      tracks.push_back(track(name("weight_fifo", u, units), core.fetchers[static_cast<size_t>(u)]->log().intervals(),
+                             [](const Interval& i) {
+                               return std::string(models::kind_name(models::WeightFetcher::kKindNames, i.kind));
+                             }));
+    }
+    for (int64_t u = 0; u < units; ++u) {
+      tracks.push_back(track(name("array", u, units), core.matrices[static_cast<size_t>(u)]->log().intervals(),
+                             [](const Interval& i) {
+                               return std::string(models::kind_name(models::MatrixUnit::kKindNames, i.kind));
+                             }));
+    }
+    tracks.push_back(track(name("vector_unit", 0, 1), core.vector->log().intervals(), opname));
+    const auto engines = static_cast<int64_t>(core.dmas.size());
+    for (int64_t e = 0; e < engines; ++e) {
+      tracks.push_back(track(name("dma", e, engines), core.dmas[static_cast<size_t>(e)]->log().intervals(), opname));
+    }
+  }
   return tracks;
 }
 
 }  // namespace
+
+int64_t RunStats::counter_sum(std::string_view kind, std::string_view name) const {
+  // "tessera.<module>.<name>", the module "<kind>", "<kind><index>" or "core<c>_<kind>[<index>]".
+  int64_t sum = 0;
+  for (const Counter& c : counters) {
+    const std::string_view path = c.path;
+    const size_t dot = path.rfind('.');
+    if (dot == std::string_view::npos || path.substr(dot + 1) != name) continue;
+    std::string_view module = path.substr(0, dot);
+    module = module.substr(module.rfind('.') + 1);
+    if (module.starts_with("core")) {
+      const size_t us = module.find('_');
+      if (us == std::string_view::npos) continue;
+      module = module.substr(us + 1);
+    }
+    while (!module.empty() && module.back() >= '0' && module.back() <= '9') module.remove_suffix(1);
+    if (module == kind) sum += c.value;
+  }
+  return sum;
+}
 
 int64_t RunStats::counter(std::string_view path) const {
   for (const Counter& c : counters) {
@@ -333,41 +535,45 @@ RunStats simulate(const ArchConfig& arch, const compiler::Program& program, cons
   sc_core::sc_set_time_resolution(1, sc_core::SC_PS);
 
   models::CoreClock clock(arch.clock_mhz);
-  models::CompletionTracker tracker;
-  models::UnitContext ctx{arch.array,      arch.unified_buffer, arch.vector_unit, arch.controller,
-                          arch.weight_memory, program,            clock,            tracker,
-                          arch.ideal_memory};
-  auto top = std::make_unique<Accelerator>("tessera", arch, ctx);
+  auto top = std::make_unique<Accelerator>("tessera", arch, program, clock);
   // The unified-buffer ports' intervals are read by nothing; those of the host DMA, the
-  // weight fetcher and weight memory only by a trace. The cycle breakdown (classify) reads
-  // the array, drain, controller, PCIe and vector-unit logs.
-  top->ub.read.keep_intervals(false);
-  top->ub.write.keep_intervals(false);
-  if (!options.tracks) {
-    top->dma.keep_intervals(false);
-    top->fetcher.keep_intervals(false);
-    top->weight_memory->keep_intervals(false);
+  // weight fetchers and weight memory only by a trace. The cycle breakdown (classify) reads
+  // the matrix units', drains', controllers', PCIe's, device DMA engines' and vector units' logs.
+  for (auto& core : top->cores) {
+    core->ub.read.keep_intervals(false);
+    core->ub.write.keep_intervals(false);
+    if (!options.tracks) {
+      if (core->host_dma) core->host_dma->keep_intervals(false);
+      for (auto& f : core->fetchers) f->keep_intervals(false);
+    }
   }
+  if (!options.tracks) top->weight_memory->keep_intervals(false);
   RunStats stats;
   stats.clock_mhz = arch.clock_mhz;
   stats.instructions = static_cast<int64_t>(program.instructions.size());
   stats.layers.resize(program.layers.size());
   // Without a trace, the breakdown's logs store runs of intervals it cannot tell apart as
   // one, and the breakdown classifies the cycles behind the units every
-  // SimulateOptions::breakdown_every_instructions instructions, up to the earliest cycle a
-  // unit may still log.
+  // SimulateOptions::breakdown_every_instructions instructions of the first core, up to the
+  // earliest cycle a unit may still log.
   Breakdown breakdown(*top, stats, !options.tracks);
   if (!options.tracks) {
     coalesce_breakdown_logs(*top);
-    top->controller.on_issue(
+    Core& first = top->core0();
+    first.controller->on_issue(
         [&](int64_t issue_cycle) {
           const int64_t now = clock.now();
-          const int64_t low = std::min({issue_cycle, top->matrix.low_water(now), top->vector.low_water(now)});
+          int64_t low = issue_cycle;
+          for (auto& m : first.matrices) low = std::min(low, m->low_water(now));
+          low = std::min(low, first.vector->low_water(now));
+          for (size_t c = 1; c < top->cores.size(); ++c) low = std::min(low, top->cores[c]->low_water(now));
           breakdown.advance(low);
           // The unified-buffer ports are reserved by the array and the vector unit for their
           // instructions, which begin no earlier than their low-water marks.
-          top->ub.read.forget_before(low);
-          top->ub.write.forget_before(low);
+          for (auto& core : top->cores) {
+            core->ub.read.forget_before(low);
+            core->ub.write.forget_before(low);
+          }
         },
         options.breakdown_every_instructions);
   }
@@ -378,17 +584,24 @@ RunStats simulate(const ArchConfig& arch, const compiler::Program& program, cons
                       "rates take longer than the simulator can represent (docs/reliability.md)");
   };
   if (clock.overflowed()) throw time_overflow();
-  if (!top->controller.finished()) {
-    throw std::logic_error("engine: simulation stalled before the program's halt (deadlock in the unit models)");
-  }
-
-  tracker.retire_all();
-  const int64_t total = std::max(top->controller.end_cycle(), tracker.last_finish());
-  const auto& layer_times = tracker.layer_times();
-  for (size_t l = 0; l < layer_times.size() && l < stats.layers.size(); ++l) {
-    stats.layers[l].first_dispatch_cycle = layer_times[l].first_dispatch_cycle;
-    stats.layers[l].last_finish_cycle = layer_times[l].last_finish_cycle;
-    stats.layers[l].instructions = layer_times[l].instructions;
+  int64_t total = 0;
+  for (auto& core : top->cores) {
+    if (!core->controller->finished()) {
+      throw std::logic_error("engine: simulation stalled before the program's halt (deadlock in the unit models)");
+    }
+    core->tracker.retire_all();
+    total = std::max({total, core->controller->end_cycle(), core->tracker.last_finish()});
+    // A layer split over cores runs from its first dispatch on any core to its last finish.
+    const auto& layer_times = core->tracker.layer_times();
+    for (size_t l = 0; l < layer_times.size() && l < stats.layers.size(); ++l) {
+      LayerStats& ls = stats.layers[l];
+      const auto& t = layer_times[l];
+      if (t.instructions == 0) continue;
+      ls.first_dispatch_cycle = ls.first_dispatch_cycle < 0 ? t.first_dispatch_cycle
+                                                            : std::min(ls.first_dispatch_cycle, t.first_dispatch_cycle);
+      ls.last_finish_cycle = std::max(ls.last_finish_cycle, t.last_finish_cycle);
+      ls.instructions += t.instructions;
+    }
   }
   if (total > clock.max_cycle()) throw time_overflow();
   stats.total_cycles = total;
@@ -397,26 +610,20 @@ RunStats simulate(const ArchConfig& arch, const compiler::Program& program, cons
   for (models::StatValue& v : models::collect_stats(*top)) {
     stats.counters.push_back(Counter{std::move(v.path), std::move(v.unit), std::move(v.description), v.value});
   }
-  stats.macs = stats.counter("tessera.matrix_unit.macs");
+  const bool pcie = arch.has_host_link;
+  stats.macs = stats.counter_sum("matrix_unit", "macs");
   stats.weight_memory_bytes = static_cast<uint64_t>(stats.counter("tessera.weight_memory.bytes_read"));
-  stats.pcie_bytes_to_device = static_cast<uint64_t>(stats.counter("tessera.pcie.bytes_to_device"));
-  stats.pcie_bytes_to_host = static_cast<uint64_t>(stats.counter("tessera.pcie.bytes_to_host"));
-  stats.array_stream_cycles = stats.counter("tessera.matrix_unit.matmul_cycles");
-  stats.array_busy_cycles = stats.array_stream_cycles + stats.counter("tessera.matrix_unit.input_stall_cycles");
+  stats.device_memory_bytes_written = static_cast<uint64_t>(stats.counter("tessera.weight_memory.bytes_written"));
+  stats.pcie_bytes_to_device = pcie ? static_cast<uint64_t>(stats.counter("tessera.pcie.bytes_to_device")) : 0;
+  stats.pcie_bytes_to_host = pcie ? static_cast<uint64_t>(stats.counter("tessera.pcie.bytes_to_host")) : 0;
+  stats.array_stream_cycles = stats.counter_sum("matrix_unit", "matmul_cycles");
+  stats.array_busy_cycles = stats.array_stream_cycles + stats.counter_sum("matrix_unit", "input_stall_cycles");
   stats.weight_memory_busy_cycles = stats.counter("tessera.weight_memory.busy_cycles");
-  stats.pcie_busy_cycles = stats.counter("tessera.pcie.busy_cycles");
-  stats.vector_busy_cycles = stats.counter("tessera.vector_unit.busy_cycles");
-  stats.weight_fifo_full_cycles = stats.counter("tessera.weight_fetcher.fifo_full_cycles");
-  if (options.tracks) {
-    // Each instruction's opcode, read from the program once (one byte each): the tracks name
-    // the host DMA's and the vector unit's intervals by it.
-    std::vector<compiler::Opcode> ops;
-    ops.reserve(program.instructions.size());
-    for (const auto& in : program.instructions) ops.push_back(in.op);
-    stats.tracks = collect_tracks(ops, *top);
-  }
+  stats.pcie_busy_cycles = pcie ? stats.counter("tessera.pcie.busy_cycles") : 0;
+  stats.vector_busy_cycles = stats.counter_sum("vector_unit", "busy_cycles");
+  stats.weight_fifo_full_cycles = stats.counter_sum("weight_fetcher", "fifo_full_cycles");
+  if (options.tracks) stats.tracks = collect_tracks(arch, *top);
   return stats;
 }
 
 }  // namespace tessera::engine
-

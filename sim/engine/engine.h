@@ -86,6 +86,7 @@ struct RunStats {
   CycleBreakdown host_io;          // cycles attributed to host transfers outside any layer
   int64_t macs = 0;
   uint64_t weight_memory_bytes = 0;
+  uint64_t device_memory_bytes_written = 0;  // dma_write: outputs and spills to device memory
   uint64_t pcie_bytes_to_device = 0;
   uint64_t pcie_bytes_to_host = 0;
   int64_t array_busy_cycles = 0;      // cycles the array streamed (active + input stall)
@@ -99,6 +100,9 @@ struct RunStats {
   std::vector<Counter> counters;  // every module's counters, depth first in construction order
   // The counter at `path`; throws std::logic_error if no module registered it.
   int64_t counter(std::string_view path) const;
+  // The sum of counter `name` over every module of a kind ("matrix_unit": every matrix unit
+  // of every core).
+  int64_t counter_sum(std::string_view kind, std::string_view name) const;
   double total_seconds() const { return static_cast<double>(total_cycles) / (clock_mhz * 1e6); }
 };
 

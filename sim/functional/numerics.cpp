@@ -44,7 +44,8 @@ int int_bits(Dtype t) {
     case Dtype::kInt16: return 16;
     case Dtype::kInt32: return 32;
     case Dtype::kFp16:
-    case Dtype::kBf16: return 0;
+    case Dtype::kBf16:
+    case Dtype::kFp32: return 0;
   }
   return 0;
 }

@@ -50,7 +50,7 @@ energy::Activity activity_from_counters(const engine::RunStats& stats) {
       a.weight_fifo_bytes += u;
     } else if (starts_with(name, "ops_")) {
       if (c.value > 0) a.add_vector_ops(name.substr(4), c.value);
-    } else if (path == "tessera.weight_memory.bytes_read") {
+    } else if (path == "tessera.weight_memory.bytes_read" || path == "tessera.weight_memory.bytes_written") {
       a.dram_bytes += u;
     } else if (path == "tessera.pcie.bytes_to_device" || path == "tessera.pcie.bytes_to_host") {
       a.pcie_bytes += u;

@@ -73,8 +73,8 @@ ordered_json build_report(const RunRecord& run) {
   const double weight_bytes = static_cast<double>(st.weight_memory_bytes);
   const double pcie_bytes = static_cast<double>(st.pcie_bytes_to_device + st.pcie_bytes_to_host);
   const double oi_macs_w = safe_div(static_cast<double>(macs), weight_bytes);
-  const double oi_ops_dram = safe_div(ops, weight_bytes + pcie_bytes);
-  const double pcie_gb_per_s = arch.pcie.link_bytes_per_s() / 1e9;
+  const double oi_ops_dram = safe_div(ops, weight_bytes + static_cast<double>(st.device_memory_bytes_written) + pcie_bytes);
+  const double pcie_gb_per_s = arch.has_host_link ? arch.pcie.link_bytes_per_s() / 1e9 : 0.0;
   const Roofline weight_roof{peak_tops, arch.weight_memory.bandwidth_gb_per_s};
   const Roofline dram_roof{peak_tops, arch.weight_memory.bandwidth_gb_per_s + pcie_gb_per_s};
 
@@ -97,9 +97,29 @@ ordered_json build_report(const RunRecord& run) {
                         {"latency_ns", arch.weight_memory.latency_ns},
                         {"channels", arch.weight_memory.channels},
                         {"fetch", arch.weight_memory.fetch == WeightFetch::kTile ? "tile" : "exact"}};
-  a["pcie"] = {{"generation", arch.pcie.generation}, {"lanes", arch.pcie.lanes},
-               {"link_gb_per_s", pcie_gb_per_s}, {"max_payload_bytes", arch.pcie.max_payload_bytes},
-               {"tlp_overhead_bytes", arch.pcie.tlp_overhead_bytes}, {"latency_ns", arch.pcie.latency_ns}};
+  if (arch.has_host_link) {
+    a["pcie"] = {{"generation", arch.pcie.generation}, {"lanes", arch.pcie.lanes},
+                 {"link_gb_per_s", pcie_gb_per_s}, {"max_payload_bytes", arch.pcie.max_payload_bytes},
+                 {"tlp_overhead_bytes", arch.pcie.tlp_overhead_bytes}, {"latency_ns", arch.pcie.latency_ns}};
+  } else {
+    a["pcie"] = nullptr;  // no host link
+  }
+  // The chip template beyond TPU v1's shape (docs/configs.md): only for configs that use it,
+  // so TPU v1's reports stay as they were.
+  if (arch.chip_template) {
+    a["chip"] = {{"cores", arch.cores},
+                 {"megacore", arch.megacore},
+                 {"active_cores", arch.active_cores()},
+                 {"matrix_units_per_core", arch.array.count},
+                 {"host_link", arch.has_host_link},
+                 {"residency", {{"inputs", std::string(residency_name(arch.residency.inputs))},
+                                {"weights", std::string(residency_name(arch.residency.weights))},
+                                {"outputs", std::string(residency_name(arch.residency.outputs))}}},
+                 {"dma_engines_per_core", arch.dma.engines},
+                 {"dma_latency_ns", arch.dma.latency_ns},
+                 {"launch_overhead_ns", arch.controller.launch_overhead_ns},
+                 {"vector_bytes_per_cycle", arch.vector_unit.bytes_per_cycle()}};
+  }
   a["energy"] = energy_arch_json(arch);
   a["ideal_memory"] = arch.ideal_memory;
 
@@ -147,6 +167,10 @@ ordered_json build_report(const RunRecord& run) {
   }
   w["host_input_bytes"] = prog.host_input_bytes;
   w["host_output_bytes"] = prog.host_output_bytes;
+  if (arch.chip_template) {
+    w["device_input_bytes"] = prog.device_input_bytes;
+    w["device_output_bytes"] = prog.device_output_bytes;
+  }
 
   ordered_json& s = r["summary"];
   s["latency_s"] = latency_s;
@@ -162,6 +186,7 @@ ordered_json build_report(const RunRecord& run) {
   s["oi_ops_per_weight_byte"] = 2 * oi_macs_w;
   s["oi_ops_per_dram_byte"] = oi_ops_dram;
   s["weight_memory_bytes"] = st.weight_memory_bytes;
+  if (arch.chip_template) s["device_memory_bytes_written"] = st.device_memory_bytes_written;
   s["pcie_bytes_to_device"] = st.pcie_bytes_to_device;
   s["pcie_bytes_to_host"] = st.pcie_bytes_to_host;
   s["unified_buffer_peak_bytes"] = prog.ub_peak_bytes;

@@ -27,21 +27,13 @@ ordered_json row(int number, const std::string& label, int64_t count, const char
           {"count_unit", count_unit}};
 }
 
-// A module counter by path, 0 where no module registered it (a report built from hand-made
-// stats, as the report's own tests do).
-int64_t counter_or_zero(const engine::RunStats& stats, std::string_view path) {
-  for (const engine::Counter& c : stats.counters) {
-    if (c.path == path) return c.value;
-  }
-  return 0;
-}
 
 }  // namespace
 
 ordered_json table3_json(const ArchConfig& arch, const engine::RunStats& stats, double tops, double peak_tops) {
   const engine::CycleBreakdown& c = stats.cycles;
   const int64_t total = c.total();
-  const int64_t pes = arch.array.rows * arch.array.cols;
+  const int64_t pes = arch.active_matrix_units() * arch.array.rows * arch.array.cols;
   const double total_cycles = static_cast<double>(total);
   const double total_pe_cycles = static_cast<double>(pes) * total_cycles;
   const int64_t active = c.array_stream();
@@ -50,8 +42,8 @@ ordered_json table3_json(const ArchConfig& arch, const engine::RunStats& stats, 
   ordered_json rows = ordered_json::array();
   rows.push_back(row(1, "Array active cycles", active, "cycles", total_cycles));
   rows.push_back(row(2, "Useful MACs in " + pe_count_text(pes) + " matrix (% peak)",
-                     counter_or_zero(stats, "tessera.matrix_unit.useful_pe_cycles"), "PE-cycles", total_pe_cycles));
-  rows.push_back(row(3, "Unused MACs", counter_or_zero(stats, "tessera.matrix_unit.unused_pe_cycles"), "PE-cycles", total_pe_cycles));
+                     stats.counter_sum("matrix_unit", "useful_pe_cycles"), "PE-cycles", total_pe_cycles));
+  rows.push_back(row(3, "Unused MACs", stats.counter_sum("matrix_unit", "unused_pe_cycles"), "PE-cycles", total_pe_cycles));
   rows.push_back(row(4, "Weight stall cycles", c.weight_stall, "cycles", total_cycles));
   rows.push_back(row(5, "Weight shift cycles", c.weight_shift, "cycles", total_cycles));
   rows.push_back(row(6, "Non-matrix cycles", non_matrix, "cycles", total_cycles));

@@ -97,6 +97,15 @@ CompiledRun compile(const CompileRequest& request) {
   CompiledRun c;
   c.arch = load_arch_config(request.arch);
   if (request.ideal_memory) c.arch.ideal_memory = true;
+  if (!request.residency.empty()) {
+    apply_residency_override(c.arch.residency, request.residency);
+    const bool host = c.arch.residency.inputs == Residency::kHost || c.arch.residency.outputs == Residency::kHost;
+    if (host && !c.arch.has_host_link) {
+      throw InputError("--residency " + request.residency + ": '" + c.arch.name + "' (" + c.arch.source +
+                       ") has no host link (no pcie: section), so nothing can live in host memory; allowed: device");
+    }
+    c.arch.chip_template = true;
+  }
   c.graph = load_workload(request.workload, WorkloadBindings{request.input_shapes, request.input_values, request.batch_axes});
   apply_precision(c.graph, c.arch, request.precision);
   c.program = compiler::compile(c.graph, c.arch, {.batch = request.batch, .compact = !request.expanded_program});

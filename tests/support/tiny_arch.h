@@ -30,10 +30,18 @@ struct TinyArch {
   int vector_latency_cycles = 0;
   int issue_cycles = 0;
   bool ideal_memory = false;
+  // The chip template (written only when not TPU v1's defaults).
+  int cores = 1;
+  int matrix_units = 1;
+  std::string residency;  // e.g. "{inputs: device, outputs: device}"
+  int dma_engines = 0;    // 0: no dma section
+  bool host_link = true;
 
   std::string yaml() const {
     std::string y = "name: tiny\nclock_mhz: " + std::to_string(clock_mhz) + "\n";
-    y += "array: {rows: " + std::to_string(rows) + ", cols: " + std::to_string(cols) + ", dataflow: " + dataflow +
+    if (cores != 1) y += "cores: " + std::to_string(cores) + "\n";
+    y += "array: {" + (matrix_units != 1 ? "count: " + std::to_string(matrix_units) + ", " : std::string()) +
+         "rows: " + std::to_string(rows) + ", cols: " + std::to_string(cols) + ", dataflow: " + dataflow +
          ", double_buffered: " + (double_buffered ? "true" : "false") +
          ", mac_modes: [{a: int8, b: int8, rate: 1.0}, {a: int8, b: int16, rate: 0.5}, {a: int16, b: int8, rate: 0.5}, {a: int16, b: int16, rate: 0.25}]}\n";
     y += "unified_buffer: {capacity: " + ub_capacity;
@@ -44,7 +52,9 @@ struct TinyArch {
     y += "weight_memory: {capacity: 1 MiB, bandwidth_gb_per_s: " + std::to_string(weight_bandwidth_gb_per_s) +
          ", latency_ns: " + std::to_string(weight_latency_ns) + ", channels: 1" +
          (weight_fetch.empty() ? std::string() : ", fetch: " + weight_fetch) + "}\n";
-    y += "pcie: {generation: " + std::to_string(pcie_generation) + ", lanes: " + std::to_string(pcie_lanes) +
+    if (!residency.empty()) y += "residency: " + residency + "\n";
+    if (dma_engines > 0) y += "dma: {engines: " + std::to_string(dma_engines) + "}\n";
+    if (host_link) y += "pcie: {generation: " + std::to_string(pcie_generation) + ", lanes: " + std::to_string(pcie_lanes) +
          ", latency_ns: " + std::to_string(pcie_latency_ns) + ", max_payload_bytes: " + std::to_string(max_payload_bytes) +
          ", tlp_overhead_bytes: " + std::to_string(tlp_overhead_bytes) + "}\n";
     y += "vector_unit: {lanes: " + std::to_string(vector_lanes) +

@@ -1,0 +1,196 @@
+// The chip template's work split (docs/architecture.md "Work split"): a GEMM's output tiles
+// over the matrix units of every core, syncs between serial and split work, and where graph
+// inputs and outputs live. Expectations derived by hand on 4x4 arrays.
+#include <gtest/gtest.h>
+
+#include "sim/common/error.h"
+#include "sim/common/yaml_reader.h"
+#include "sim/compiler/compiler.h"
+#include "tests/support/tiny_arch.h"
+
+using namespace tessera;
+using namespace tessera::compiler;
+using tessera::test_support::TinyArch;
+
+namespace {
+
+graph::Graph parse(const std::string& text) { return graph::parse_graph_yaml(YamlNode::load_string(text, "g.yaml")); }
+
+// fc of 3 rows: K = 4 (one K tile of the 4x4 array), N = 16 (four N tiles of 4).
+const char* kWideFc = R"(
+name: wide
+batch: 3
+inputs: [{name: x, shape: [4]}]
+layers:
+  - {name: fc1, op: fc, units: 16}
+)";
+
+ArchConfig two_by_two() {
+  TinyArch t;
+  t.cores = 2;
+  t.matrix_units = 2;
+  return t.build();
+}
+
+struct Step {
+  Opcode op;
+  int core;
+  int unit;
+};
+
+std::vector<Step> steps(const Program& p) {
+  std::vector<Step> out;
+  for (const auto& in : p.instructions) out.push_back(Step{in.op, in.core, in.unit});
+  return out;
+}
+
+}  // namespace
+
+TEST(WorkSplit, FourNTilesGoOneToEachMatrixUnitOfTwoCores) {
+  const ArchConfig arch = two_by_two();
+  ASSERT_EQ(arch.active_matrix_units(), 4);
+  const Program p = compile(parse(kWideFc), arch);
+  using O = Opcode;
+  // Slots are core-major: tile 0 -> core 0 unit 0, 1 -> core 0 unit 1, 2 -> core 1 unit 0,
+  // 3 -> core 1 unit 1. The FIFO window is depth 4 x 4 units, so the four weight reads lead.
+  // The input arrives on core 0 (serial work), so a sync on both cores precedes the tiles;
+  // the output leaves from core 0 after another sync; each core halts.
+  const std::vector<Step> expected = {
+      {O::kReadWeights, 0, 0}, {O::kReadWeights, 0, 1}, {O::kReadWeights, 1, 0}, {O::kReadWeights, 1, 1},
+      {O::kReadHost, 0, 0},    {O::kSync, 0, 0},        {O::kSync, 1, 0},
+      {O::kMatmul, 0, 0},      {O::kActivate, 0, 0},    {O::kMatmul, 0, 1},      {O::kActivate, 0, 0},
+      {O::kMatmul, 1, 0},      {O::kActivate, 1, 0},    {O::kMatmul, 1, 1},      {O::kActivate, 1, 0},
+      {O::kSync, 0, 0},        {O::kSync, 1, 0},        {O::kWriteHost, 0, 0},   {O::kHalt, 0, 0},
+      {O::kHalt, 1, 0}};
+  const auto got = steps(p);
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].op, expected[i].op) << "instruction " << i;
+    EXPECT_EQ(got[i].core, expected[i].core) << "instruction " << i;
+    EXPECT_EQ(got[i].unit, expected[i].unit) << "instruction " << i;
+  }
+  // Each unit has its own pair of accumulator halves (slot x 2 + half): 0, 2, 4, 6.
+  EXPECT_EQ(p.instructions[7].writes[0].buffer, 0);
+  EXPECT_EQ(p.instructions[9].writes[0].buffer, 2);
+  EXPECT_EQ(p.instructions[11].writes[0].buffer, 4);
+  EXPECT_EQ(p.instructions[13].writes[0].buffer, 6);
+  EXPECT_EQ(p.instructions[12].reads[0].buffer, 4);  // core 1's activate drains its unit's half
+  for (int i : {7, 9, 11, 13}) {
+    EXPECT_EQ(p.instructions[i].tile.m, 3);
+    EXPECT_EQ(p.instructions[i].tile.k, 4);
+    EXPECT_EQ(p.instructions[i].tile.n, 4);
+  }
+  // N split: every weight byte is fetched once (4 x 16 = 4 x 4 x 4 int8).
+  EXPECT_EQ(p.weight_bytes_read, 64u);
+  EXPECT_EQ(p.host_input_bytes, 12u);   // 3 x 4
+  EXPECT_EQ(p.host_output_bytes, 48u);  // 3 x 16
+}
+
+TEST(WorkSplit, OneNTileIsSplitAlongMSoEveryUnitHasWork) {
+  // fc of 8 rows, K = 4, N = 4: one N tile for 4 units, so M splits into ceil(4 / 1) = 4
+  // chunks of ceil(8 / 4) = 2 rows, one per unit; each unit fetches the same 4x4 weights.
+  const char* kTallFc = R"(
+name: tall
+batch: 8
+inputs: [{name: x, shape: [4]}]
+layers:
+  - {name: fc1, op: fc, units: 4}
+)";
+  const Program p = compile(parse(kTallFc), two_by_two());
+  std::vector<std::pair<int, int>> slots;
+  for (const auto& in : p.instructions) {
+    if (in.op != Opcode::kMatmul) continue;
+    EXPECT_EQ(in.tile.m, 2);
+    EXPECT_EQ(in.tile.k, 4);
+    EXPECT_EQ(in.tile.n, 4);
+    slots.emplace_back(in.core, in.unit);
+  }
+  const std::vector<std::pair<int, int>> expected = {{0, 0}, {0, 1}, {1, 0}, {1, 1}};
+  EXPECT_EQ(slots, expected);
+  EXPECT_EQ(p.weight_bytes_read, 64u);  // 16 weight bytes, fetched by each of the 4 units
+  EXPECT_EQ(p.layers[0].macs, 8 * 4 * 4);
+}
+
+TEST(WorkSplit, OneCoreWithTwoUnitsNeedsNoSync) {
+  TinyArch t;
+  t.matrix_units = 2;
+  const Program p = compile(parse(kWideFc), t.build());
+  int syncs = 0, unit1 = 0;
+  for (const auto& in : p.instructions) {
+    syncs += in.op == Opcode::kSync;
+    EXPECT_EQ(in.core, 0);
+    unit1 += in.op == Opcode::kMatmul && in.unit == 1;
+  }
+  EXPECT_EQ(syncs, 0);  // one controller orders everything on one core
+  EXPECT_EQ(unit1, 2);  // tiles 1 and 3
+}
+
+TEST(WorkSplit, WithoutMegacoreOnlyCoreZeroRuns) {
+  TinyArch t;
+  t.cores = 2;
+  ArchConfig arch = t.build();
+  arch.megacore = false;
+  EXPECT_EQ(arch.active_cores(), 1);
+  const Program p = compile(parse(kWideFc), arch);
+  for (const auto& in : p.instructions) EXPECT_EQ(in.core, 0);
+}
+
+TEST(Residency, DeviceResidentTensorsMoveByDmaNotOverTheHostLink) {
+  // The same fc, its input and output in device memory: dma_read of 3 x 4 and dma_write of
+  // 3 x 16 bytes, nothing over PCIe; the weight reads are unchanged.
+  TinyArch t;
+  t.residency = "{inputs: device, outputs: device}";
+  const Program device = compile(parse(kWideFc), t.build());
+  const Program host = compile(parse(kWideFc), TinyArch{}.build());
+  int dma_reads = 0, dma_writes = 0, host_io = 0;
+  for (const auto& in : device.instructions) {
+    dma_reads += in.op == Opcode::kDmaRead;
+    dma_writes += in.op == Opcode::kDmaWrite;
+    host_io += in.op == Opcode::kReadHost || in.op == Opcode::kWriteHost;
+  }
+  EXPECT_EQ(dma_reads, 1);
+  EXPECT_EQ(dma_writes, 1);
+  EXPECT_EQ(host_io, 0);
+  EXPECT_EQ(device.device_input_bytes, 12u);
+  EXPECT_EQ(device.device_output_bytes, 48u);
+  EXPECT_EQ(device.host_input_bytes, 0u);
+  EXPECT_EQ(device.host_output_bytes, 0u);
+  EXPECT_EQ(host.host_input_bytes, 12u);
+  EXPECT_EQ(host.host_output_bytes, 48u);
+  EXPECT_EQ(host.device_input_bytes, 0u);
+  EXPECT_EQ(device.weight_bytes_read, host.weight_bytes_read);
+}
+
+TEST(Residency, HostResidencyOnAChipWithoutAHostLinkIsAnError) {
+  TinyArch t;
+  t.host_link = false;
+  t.residency = "{inputs: host}";
+  try {
+    t.build();
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("residency.inputs"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("no `pcie:` section"), std::string::npos) << msg;
+  }
+  // Without a host link the default is device memory.
+  TinyArch d;
+  d.host_link = false;
+  const ArchConfig arch = d.build();
+  EXPECT_FALSE(arch.has_host_link);
+  EXPECT_EQ(arch.residency.inputs, Residency::kDevice);
+  EXPECT_EQ(arch.residency.outputs, Residency::kDevice);
+}
+
+TEST(Residency, PerRunOverrideParsesClassesAndRefusesTypos) {
+  ResidencyConfig r;
+  apply_residency_override(r, "device");
+  EXPECT_EQ(r.inputs, Residency::kDevice);
+  EXPECT_EQ(r.outputs, Residency::kDevice);
+  apply_residency_override(r, "outputs=host");
+  EXPECT_EQ(r.inputs, Residency::kDevice);
+  EXPECT_EQ(r.outputs, Residency::kHost);
+  EXPECT_THROW(apply_residency_override(r, "hbm"), InputError);
+  EXPECT_THROW(apply_residency_override(r, "input=device"), InputError);
+  EXPECT_THROW(apply_residency_override(r, "weights=host"), InputError);
+}

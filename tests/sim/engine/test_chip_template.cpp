@@ -1,0 +1,103 @@
+// The chip template on the SystemC models: several matrix units and cores as processes of
+// their own, device-resident tensors over DMA, the per-program launch time. Each test
+// simulates once (one SystemC elaboration per process). Tiny arch as in test_engine.cpp:
+// 4x4 ws arrays at 1 GHz (1 cycle = 1 ns), weight memory 1000 B/ns on one channel.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+
+#include "sim/common/yaml_reader.h"
+#include "sim/compiler/compiler.h"
+#include "sim/engine/engine.h"
+#include "tests/support/tiny_arch.h"
+
+using namespace tessera;
+using tessera::test_support::TinyArch;
+
+namespace {
+
+engine::RunStats run(const ArchConfig& arch, const std::string& graph_yaml, const engine::SimulateOptions& options = {}) {
+  const graph::Graph g = graph::parse_graph_yaml(YamlNode::load_string(graph_yaml, "g.yaml"));
+  const compiler::Program p = compiler::compile(g, arch);
+  return engine::simulate(arch, p, options);
+}
+
+void expect_breakdown_sums(const engine::RunStats& s) {
+  EXPECT_EQ(s.cycles.total(), s.total_cycles);
+  engine::CycleBreakdown sum = s.host_io;
+  for (const auto& l : s.layers) sum += l.cycles;
+  EXPECT_EQ(sum.total(), s.total_cycles);
+}
+
+const char* kSingleTile = R"(
+name: one
+batch: 3
+inputs: [{name: x, shape: [4]}]
+layers: [{name: fc, op: fc, units: 4, activation: relu}]
+)";
+
+}  // namespace
+
+TEST(ChipTemplate, FourMatrixUnitsOnTwoCoresComputeAtOnce) {
+  // Four N tiles, one per matrix unit (test_work_split.cpp): the four streams overlap in time.
+  TinyArch t;
+  t.cores = 2;
+  t.matrix_units = 2;
+  const auto s = run(t.build(), R"(
+name: wide
+batch: 3
+inputs: [{name: x, shape: [4]}]
+layers: [{name: fc1, op: fc, units: 16}]
+)", {.tracks = true});
+  std::map<std::string, std::pair<int64_t, int64_t>> stream;  // track -> its matmul's [begin, end)
+  for (const auto& track : s.tracks) {
+    for (const auto& e : track.events) {
+      if (e.name == "matmul") stream[track.unit] = {e.begin_cycle, e.end_cycle};
+    }
+  }
+  ASSERT_EQ(stream.size(), 4u);
+  for (const char* unit : {"core0_array0", "core0_array1", "core1_array0", "core1_array1"}) {
+    ASSERT_TRUE(stream.count(unit)) << unit;
+  }
+  int64_t latest_begin = 0, earliest_end = INT64_MAX;
+  for (const auto& [unit, iv] : stream) {
+    latest_begin = std::max(latest_begin, iv.first);
+    earliest_end = std::min(earliest_end, iv.second);
+  }
+  EXPECT_LT(latest_begin, earliest_end);  // some cycle has all four streaming
+  EXPECT_EQ(s.macs, 3 * 4 * 16);          // summed over the four units
+  EXPECT_EQ(s.weight_memory_bytes, 64u);
+  expect_breakdown_sums(s);
+}
+
+TEST(ChipTemplate, LaunchOverheadDelaysTheWholeProgram) {
+  // Engine.SingleTileFcHandDerived takes 21 cycles; a 100 ns launch (100 cycles at 1 GHz)
+  // comes before the first instruction, so everything moves by 100 and the launch is
+  // non-matrix time of no layer.
+  ArchConfig arch = TinyArch{}.build();
+  arch.controller.launch_overhead_ns = 100;
+  const auto s = run(arch, kSingleTile);
+  EXPECT_EQ(s.total_cycles, 121);
+  EXPECT_EQ(s.host_io.non_matrix, 100);
+  EXPECT_EQ(s.cycles.non_matrix, 103);  // the launch + the 3-cycle activation
+  EXPECT_EQ(s.cycles.pcie, 6);
+  expect_breakdown_sums(s);
+}
+
+TEST(ChipTemplate, DeviceResidentInputAndOutputUseDeviceMemoryNotPcie) {
+  // SingleTileFcHandDerived with x and y in device memory (1000 B/ns, one channel):
+  //  read_weights 16 B [0, 1), then dma_read 12 B queued behind it on the channel [1, 2)
+  //  the weights shift in from 1 to 5, the matmul streams m=3 [5, 8), drains 7 -> 15
+  //  activate 12 values / 4 lanes [15, 18); dma_write 12 B [18, 19)
+  TinyArch t;
+  t.residency = "{inputs: device, outputs: device}";
+  const auto s = run(t.build(), kSingleTile);
+  EXPECT_EQ(s.total_cycles, 19);
+  EXPECT_EQ(s.pcie_bytes_to_device, 0u);
+  EXPECT_EQ(s.pcie_bytes_to_host, 0u);
+  EXPECT_EQ(s.weight_memory_bytes, 16u + 12u);       // weights and the input, read
+  EXPECT_EQ(s.device_memory_bytes_written, 12u);     // the output
+  EXPECT_EQ(s.cycles.pcie, 0);
+  expect_breakdown_sums(s);
+}
