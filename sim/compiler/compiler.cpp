@@ -119,7 +119,7 @@ void Lowering::emit(Instruction in, bool writes_tensor_storage) {
 
 void Lowering::lower_pass(int64_t batch) {
   lay_out(batch);
-  ub_ = BufferAllocator(arch_.unified_buffer.capacity_bytes);
+  ub_ = BufferAllocator(scratchpad_bytes());
   weight_cursor_ = 0;
   vacated_.clear();
   settled_.clear();

@@ -129,7 +129,7 @@ struct GemmJob {
 class Lowering {
  public:
   Lowering(const Graph& g, const ArchConfig& arch, int64_t batch, bool compact = true)
-      : g_(g), arch_(arch), total_batch_(batch), batch_(batch), ub_(arch.unified_buffer.capacity_bytes) {
+      : g_(g), arch_(arch), total_batch_(batch), batch_(batch), ub_(arch.unified_buffer.capacity_bytes * static_cast<uint64_t>(arch.active_cores())) {
     p_.instructions.set_compact(compact);
   }
 
@@ -237,6 +237,11 @@ class Lowering {
   // major), each with its own pair of accumulator halves; transfers and vector layers run on
   // core 0; on a chip of several cores a layer's tiles are bracketed by syncs (barriers).
   int64_t slots() const { return arch_.active_matrix_units(); }
+  // The scratchpad bytes a program plans with: every active core's, as one address space
+  // (an approximation of the megacore's two VMEMs; one core: its own).
+  uint64_t scratchpad_bytes() const {
+    return arch_.unified_buffer.capacity_bytes * static_cast<uint64_t>(arch_.active_cores());
+  }
   std::vector<int> slot_half_;   // per slot: the accumulator half its next tile fills
   int64_t next_slot_ = 0;        // the slot the next tile goes to
   int64_t next_dma_engine_ = 0;  // device DMA engines take transfers round-robin

@@ -41,7 +41,7 @@ std::string Lowering::does_not_fit_message(const Shortfall& s) const {
                                : std::string("its working buffers (gates and state)");
   return g_.source + ": workload '" + g_.name + "' at batch " + std::to_string(batch_) +
          " does not fit the unified buffer of '" + arch_.name + "' (" +
-         std::to_string(arch_.unified_buffer.capacity_bytes) + " bytes): " + where + " needs " +
+         std::to_string(scratchpad_bytes()) + " bytes): " + where + " needs " +
          std::to_string(s.bytes) + " more bytes for " + what + " with " + std::to_string(s.live_bytes) +
          " bytes live; use a smaller --batch or a larger unified_buffer.capacity";
 }
@@ -265,7 +265,7 @@ void Lowering::lay_out(int64_t batch) {
 std::optional<Lowering::Shortfall> Lowering::first_shortfall(int64_t batch) {
   lay_out(batch);
   const int L = static_cast<int>(g_.layers.size());
-  BufferAllocator ub(arch_.unified_buffer.capacity_bytes);
+  BufferAllocator ub(scratchpad_bytes());
   std::vector<std::optional<uint64_t>> offset(place_.size());  // resident graph tensors
   auto place = [&](int t, int layer) -> std::optional<Shortfall> {
     if (place_[t].alias_of >= 0 || offset[t]) return std::nullopt;

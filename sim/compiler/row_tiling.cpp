@@ -92,7 +92,7 @@ std::pair<int64_t, int64_t> Lowering::input_rows(const Layer& layer, RowMap map,
 void Lowering::lower_row_tiled(int li) {
   const Layer& layer = g_.layers[static_cast<size_t>(li)];
   const int y = layer.output;
-  const uint64_t capacity = arch_.unified_buffer.capacity_bytes;
+  const uint64_t capacity = scratchpad_bytes();
   const int n_in = static_cast<int>(layer.inputs.size());
   const bool vector_conv = grouped_conv_on_vector(layer);
   const bool reduction = reduction_op(layer.op) && !row_local_op(layer, g_.tensors[layer.inputs[0]].shape.size());
@@ -199,7 +199,9 @@ void Lowering::lower_row_tiled(int li) {
   if (R == 0) {
     throw InputError(head + " needs " + std::to_string(tile_bytes(1, 1)) + " bytes for its smallest tile (one " +
                      (reduction ? "input row" : "output row and the input rows it reads") +
-                     ", its big tensors streamed through host memory); use a larger unified_buffer.capacity");
+                     ", its big tensors streamed through " +
+                     (arch_.residency.spills() == Residency::kHost ? "host" : "device") +
+                     " memory); use a larger unified_buffer.capacity");
   }
   if (graph::is_matrix_op(layer.op) && !vector_conv && R > acc_half) R -= R % acc_half;  // whole accumulator halves
 

@@ -89,7 +89,7 @@ void Lowering::make_room(int li, std::vector<int> needs) {
       uint64_t need = 0;
       for (int t : needs) need += place_[t].bytes;
       throw InputError(g_.source + ": workload '" + g_.name + "' does not fit the unified buffer of '" + arch_.name +
-                       "' (" + std::to_string(arch_.unified_buffer.capacity_bytes) + " bytes): layer '" +
+                       "' (" + std::to_string(scratchpad_bytes()) + " bytes): layer '" +
                        g_.layers[static_cast<size_t>(std::min<int>(li, static_cast<int>(g_.layers.size()) - 1))].name +
                        "' needs " + std::to_string(need) + " bytes; use a larger unified_buffer.capacity");
     }
@@ -132,7 +132,7 @@ void Lowering::lower_with_spills(int li) {
   }
   needs.push_back(layer.output);
   for (int sc : scratch_[static_cast<size_t>(li)]) needs.push_back(sc);
-  if (working_set_bytes(li) <= arch_.unified_buffer.capacity_bytes) {
+  if (working_set_bytes(li) <= scratchpad_bytes()) {
     make_room(li, needs);
     lower_layer(li);
   } else {
