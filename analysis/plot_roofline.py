@@ -171,8 +171,13 @@ def draw(ax, items, index, args, lo, hi, ylim, label_points, accel_index=0):
         if key[0] == "accel":
             ls = ACCEL_LINESTYLES[accel_index % len(ACCEL_LINESTYLES)]
             marker = ACCEL_MARKERS[accel_index % len(ACCEL_MARKERS)]
-        ax.plot(grid, [attainable(p["peak"], p["bw"], x, args.flavour) for x in grid], color=color,
-                lw=1.0 if key[0] == "base" else 1.4, ls=ls, label=p["label"], zorder=2)
+        lw = 1.0 if key[0] == "base" else 1.4
+        ax.plot(grid, [attainable(p["peak"], p["bw"], x, args.flavour) for x in grid], color=color, lw=lw, ls=ls,
+                zorder=2)
+        # The legend entry shows the roof's line and the marker of its points, so a reader can
+        # tell which point is which baseline's (issue 33).
+        ax.plot([], [], color=color, lw=lw, ls=ls, marker=marker, ms=6 if key[0] == "accel" else 4,
+                markeredgecolor="white", markeredgewidth=0.3, label=p["label"])
         for j, (label, x, y) in enumerate(sorted(p["points"], key=lambda pt: pt[1])):
             ax.plot([x], [y], marker=marker, color=color, ms=6 if key[0] == "accel" else 4, ls="none",
                     markeredgecolor="white", markeredgewidth=0.3, zorder=3)

@@ -129,6 +129,22 @@ def test_roofline(reports, tmp_path):
     check_figure(tmp_path / "layers")
 
 
+def test_roofline_legend_names_each_marker(reports):
+    """Issue 33: each legend entry shows the marker of its platform's points, so a reader can
+    tell which point is which baseline's."""
+    import plot_roofline  # noqa: E402
+    args = plot_roofline.parser().parse_args([reports["mlp1-b8"], "--out", "unused"])
+    fig = plot_roofline.make_figure([style.load_report(reports["mlp1-b8"])], args)
+    ax = fig.axes[0]
+    handles, labels = ax.get_legend_handles_labels()
+    assert len(labels) >= 3  # the accelerator and the baselines
+    point_markers = {(ln.get_color(), ln.get_marker()) for ln in ax.lines if len(ln.get_xdata()) == 1}
+    for h, label in zip(handles, labels):
+        assert h.get_marker() not in ("None", "", None), label
+        assert (h.get_color(), h.get_marker()) in point_markers, label
+    assert len({(h.get_color(), h.get_marker()) for h in handles}) == len(handles)
+
+
 def test_roofline_malformed(malformed, tmp_path):
     done = run("plot_roofline.py", malformed["bad_json"], "--out", tmp_path / "x", expect=2)
     one_line_error(done, "bad.json", "invalid JSON")

@@ -67,6 +67,17 @@ class Result:
         return f"<tessera.Result {first}>"
 
 
+def _renamed(arch, overrides):
+    """`arch` (a dict) with its overrides applied and, unless they set the name themselves, named
+    after them: "tpu-v1 (array.rows=128, array.cols=128)", so that the report, the summary and
+    the Result say which config ran rather than the base config's name."""
+    out = apply_overrides(arch, overrides)
+    if overrides and "name" not in overrides:
+        changes = ", ".join(f"{k}={plain(v)}" for k, v in overrides.items())
+        out["name"] = f"{arch.get('name', 'arch')} ({changes})"
+    return out
+
+
 def _label(path, overrides):
     if not overrides:
         return path
@@ -120,12 +131,12 @@ def run(arch, workload, batch=None, precision=None, baselines=(), overrides=None
     try:
         if isinstance(arch, dict):
             name = str(arch.get("name", "arch"))
-            arch_path = write_yaml(apply_overrides(arch, overrides),
+            arch_path = write_yaml(_renamed(arch, overrides),
                                    os.path.join(tmp, "arch.yaml"), "architecture config written by tessera (Python)")
             labels[arch_path] = f"<arch dict '{name}'>" + (" + overrides" if overrides else "")
         elif overrides:
             source = os.fspath(arch)
-            arch_path = write_yaml(load_arch(source, overrides), os.path.join(tmp, "arch.yaml"),
+            arch_path = write_yaml(_renamed(load_arch(source), overrides), os.path.join(tmp, "arch.yaml"),
                                    f"{source} with overrides written by tessera (Python)")
             labels[arch_path] = _label(source, overrides)
         else:

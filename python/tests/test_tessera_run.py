@@ -71,6 +71,8 @@ def test_run_with_out_keeps_the_files(tmp_path):
 
 def test_overrides_change_the_config_and_match_an_edited_dict(mlp1):
     small = tessera.run(ARCH, MLP1, batch=8, overrides={"array.rows": 128, "array.cols": 128})
+    # The Result (and its report) names the overridden config, not the base one (issue 33).
+    assert small.arch["name"] == "tpu-v1 (array.rows=128, array.cols=128)"
     assert small.arch["array"]["rows"] == 128 and small.arch["array"]["cols"] == 128
     assert small.summary["peak_tops"] == pytest.approx(mlp1.summary["peak_tops"] / 4)
     assert small.summary["latency_cycles"] != mlp1.summary["latency_cycles"]

@@ -9,6 +9,8 @@
 
 #include "sim/common/atomic_file.h"
 #include "sim/common/exit_code.h"
+#include "sim/report/energy_report.h"
+#include "sim/report/report_schema.h"
 #include "sim/run/pipeline.h"
 #include "sim/serve/cli.h"
 #include "sim/sweep/cli.h"
@@ -39,8 +41,9 @@ void add_common(CLI::App& cmd, tessera::run::CompileRequest& o) {
                  "state [layers, batch, hidden]: --batch-axis state=1). Repeatable")
       ->type_name("NAME=AXIS");
   cmd.add_option("--precision,-p", o.precision,
-                 "Precision policy: int8 (default), int16, fp16, bf16, first-last-int16, or a policy YAML file "
-                 "(docs/precision.md)");
+                 "Precision policy: int8, int16, fp16, bf16, first-last-int16, or a policy YAML file "
+                 "(docs/precision.md). Default: the dtypes the workload declares (a YAML graph's dtype keys), else "
+                 "int8; given, it overrides them and a note on stderr says what it changed");
   cmd.add_option("--residency", o.residency,
                  "Where graph inputs and outputs live, overriding the config's residency: section: 'host' (they "
                  "cross the host link, TPU v1's coprocessor shape), 'device' (already in device memory, as a JAX or "
@@ -159,6 +162,9 @@ int tessera_cli(int argc, char** argv) {
   tessera::sweep::SweepOptions sweep_opts;
   auto* sweep = tessera::sweep::add_sweep_command(app, sweep_opts);
   sweep_opts.in_process = &kSweepForkServer;
+  sweep_opts.report_paths = [](const std::string& config) {
+    return tessera::report::report_paths(tessera::load_arch_config(config));
+  };
 
   tessera::serve::ServeOptions serve_opts;
   auto* serve = tessera::serve::add_serve_command(app, serve_opts);
@@ -181,6 +187,7 @@ int tessera_cli(int argc, char** argv) {
     if (*serve) return tessera::serve::run_serve_command(serve_opts);
     if (*compile) {
       const auto compiled = tessera::run::compile(compile_opts);
+      if (!compiled.precision.note.empty()) std::cerr << compiled.precision.note << "\n";
       const std::string listing = expand_listing ? compiled.program.listing() : compiled.program.compact_listing();
       if (listing_file.empty()) {
         std::cout << listing;
@@ -201,6 +208,8 @@ int tessera_cli(int argc, char** argv) {
       run_request.functional = fo;
     }
     const auto result = tessera::run::run(run_request);
+    if (!result.compiled.precision.note.empty()) std::cerr << result.compiled.precision.note << "\n";
+    std::cerr << tessera::report::energy_defaults_warning(result.report);
     tessera::run::write_outputs(result);
     if (!quiet) std::cout << tessera::run::console_text(result, run_request);
     return 0;

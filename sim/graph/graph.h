@@ -214,6 +214,10 @@ struct Graph {
   std::string description;
   std::string source;  // file it came from
   int64_t default_batch = 1;
+  // Set when a YAML graph declares dtypes (its `dtype`, an input's or a layer's `dtype`,
+  // `weight_dtype`): the graph's default dtype. The declared dtypes are then the precision
+  // policy unless --precision overrides them (docs/precision.md, "Which precision runs").
+  std::optional<Dtype> declared_dtype;
   std::vector<Tensor> tensors;
   std::vector<Layer> layers;  // topological order
   std::vector<int> inputs;    // tensor ids

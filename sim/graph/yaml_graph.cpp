@@ -29,6 +29,7 @@ Graph parse_graph_yaml(const YamlNode& root) {
   g.description = root.string_or("description", "");
   g.default_batch = root.int_or("batch", 1, 1, 1 << 24);
   const Dtype default_dtype = root.get("dtype") ? ops::dtype_of(root.at("dtype")) : Dtype::kInt8;
+  bool declares_dtypes = root.has("dtype");
 
   // Tensor ids by name: a linear search per reference made long chains quadratic (audit D6).
   std::unordered_map<std::string, int> ids;
@@ -53,6 +54,7 @@ Graph parse_graph_yaml(const YamlNode& root) {
                           shape_text(shape));
     }
     const Dtype dt = in.get("dtype") ? ops::dtype_of(in.at("dtype")) : default_dtype;
+    declares_dtypes = declares_dtypes || in.has("dtype");
     g.inputs.push_back(add_tensor(in, in.at("name").as_string(), shape, dt, -1));
   }
 
@@ -105,7 +107,10 @@ Graph parse_graph_yaml(const YamlNode& root) {
     }
     const Tensor& x = g.tensors[layer.inputs[0]];
     const Dtype out_dtype = node.get("dtype") ? ops::dtype_of(node.at("dtype")) : x.dtype;
+    // Weights are of the graph's dtype unless the layer says otherwise (weight_dtype).
+    layer.weight_dtype = default_dtype;
     if (def->parse_yaml) def->parse_yaml(node, g, layer);
+    declares_dtypes = declares_dtypes || node.has("dtype") || node.has("weight_dtype");
     Shape out;
     try {
       out = infer_layer(g, layer);
@@ -127,6 +132,7 @@ Graph parse_graph_yaml(const YamlNode& root) {
   } else {
     g.outputs.push_back(previous);
   }
+  if (declares_dtypes) g.declared_dtype = default_dtype;
   return g;
 }
 

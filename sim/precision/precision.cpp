@@ -1,6 +1,7 @@
 #include "sim/precision/precision.h"
 
 #include <filesystem>
+#include <map>
 
 #include "sim/common/error.h"
 #include "sim/common/yaml_reader.h"
@@ -114,7 +115,9 @@ std::vector<std::optional<LayerPrecision>> assign(const graph::Graph& g, const P
   for (size_t i = 0; i < g.layers.size(); ++i) {
     const graph::Layer& layer = g.layers[i];
     if (!graph::is_matrix_op(layer.op)) continue;
-    LayerPrecision lp = policy.defaults;
+    LayerPrecision lp = policy.from_workload
+                            ? LayerPrecision{g.tensors[static_cast<size_t>(layer.inputs.at(0))].dtype, layer.weight_dtype}
+                            : policy.defaults;
     if (policy.first_last && (static_cast<int>(i) == first || static_cast<int>(i) == last)) lp = *policy.first_last;
     // A quantized model's own codes win over the defaults; explicit rules and the sqnr rule over them.
     if (const auto& a = quantized[static_cast<size_t>(layer.inputs.at(0))]) lp.activations = *a;
@@ -171,6 +174,112 @@ void apply(graph::Graph& g, const std::vector<std::optional<LayerPrecision>>& as
   for (size_t i = 0; i < g.layers.size(); ++i) {
     if (assignment[i]) g.layers[i].weight_dtype = assignment[i]->weights;
   }
+}
+
+namespace {
+
+std::string mode_name(const LayerPrecision& lp) {
+  return std::string(dtype_name(lp.activations)) + "x" + std::string(dtype_name(lp.weights));
+}
+
+// "int8xint8 on 5 matrix layers" or "int8xint8 (3), bf16xbf16 (2)".
+std::string modes_text(const std::vector<std::optional<LayerPrecision>>& assignment) {
+  std::map<std::string, int> count;
+  std::vector<std::string> order;
+  for (const auto& lp : assignment) {
+    if (!lp) continue;
+    if (count[mode_name(*lp)]++ == 0) order.push_back(mode_name(*lp));
+  }
+  if (order.size() == 1) return order[0] + " on " + std::to_string(count[order[0]]) + " matrix layer(s)";
+  std::string out;
+  for (const auto& m : order) out += (out.empty() ? "" : ", ") + m + " (" + std::to_string(count[m]) + ")";
+  return out;
+}
+
+// Same width and kind: uint8 codes run in the int8 mode (sim/common/dtype.h).
+bool same_precision(Dtype a, Dtype b) {
+  return dtype_bytes(a) == dtype_bytes(b) && dtype_is_float(a) == dtype_is_float(b);
+}
+
+}  // namespace
+
+std::string ChosenPolicy::label() const {
+  switch (source) {
+    case PolicySource::kOption: return name + " (--precision)";
+    case PolicySource::kWorkload: return name + " (from the workload)";
+    case PolicySource::kDefault: break;
+  }
+  return name + " (default: the workload declares no dtypes)";
+}
+
+ChosenPolicy choose_policy(const graph::Graph& g, const std::string& option) {
+  ChosenPolicy c;
+  if (!option.empty()) {
+    c.policy = parse_policy(option);
+    c.source = PolicySource::kOption;
+    c.name = option;  // as reports have always named it (a policy file by its path)
+    return c;
+  }
+  if (!g.declared_dtype) {
+    c.name = c.policy.name;
+    return c;
+  }
+  c.source = PolicySource::kWorkload;
+  c.policy.from_workload = true;
+  c.policy.defaults = uniform(*g.declared_dtype);
+  // One dtype throughout is named by it (as --precision would be); anything else is mixed.
+  std::optional<Dtype> only;
+  bool mixed = false;
+  for (const auto& lp : assign(g, c.policy)) {
+    if (!lp) continue;
+    for (Dtype t : {lp->activations, lp->weights}) {
+      if (!only) only = t;
+      mixed = mixed || *only != t;
+    }
+  }
+  c.policy.name = mixed ? "mixed" : std::string(dtype_name(only.value_or(*g.declared_dtype)));
+  c.name = c.policy.name;
+  return c;
+}
+
+std::string override_note(const graph::Graph& g, const ChosenPolicy& chosen) {
+  if (chosen.source != PolicySource::kOption) return "";
+  const auto ran = assign(g, chosen.policy);
+  std::string note;
+  if (g.declared_dtype) {
+    PrecisionPolicy declared;
+    declared.from_workload = true;
+    const auto own = assign(g, declared);
+    int changed = 0;
+    for (size_t i = 0; i < own.size(); ++i) {
+      if (own[i] && ran[i] && mode_name(*own[i]) != mode_name(*ran[i])) ++changed;
+    }
+    if (changed > 0) {
+      note = "note: --precision " + chosen.name + " overrides the dtypes workload '" + g.name + "' declares (" +
+             modes_text(own) + "): " + std::to_string(changed) + " matrix layer(s) run at " + modes_text(ran) + " instead";
+    }
+  }
+  // A quantized model's codes win over the policy's default (docs/precision.md): say which
+  // layers the option did not change, where it would have.
+  const auto quantized = graph::model_quantization(g);
+  std::vector<std::optional<LayerPrecision>> kept(g.layers.size());
+  int kept_count = 0;
+  for (size_t i = 0; i < g.layers.size(); ++i) {
+    const graph::Layer& l = g.layers[i];
+    if (!ran[i] || (!quantized[static_cast<size_t>(l.inputs.at(0))] && !l.quantized_weights)) continue;
+    if (!same_precision(ran[i]->activations, chosen.policy.defaults.activations) ||
+        !same_precision(ran[i]->weights, chosen.policy.defaults.weights)) {
+      kept[i] = ran[i];
+      ++kept_count;
+    }
+  }
+  if (kept_count > 0) {
+    if (!note.empty()) note += "\n";
+    note += "note: --precision " + chosen.name + ": " + std::to_string(kept_count) + " matrix layer(s) of '" + g.name +
+            "' keep the model's own quantized types (" + modes_text(kept) +
+            "); the policy sets the layers the model leaves in float (docs/precision.md)";
+  }
+  return note;
 }
 
 }  // namespace tessera::precision

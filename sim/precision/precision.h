@@ -24,6 +24,9 @@ struct LayerRule {
 
 struct PrecisionPolicy {
   std::string name = "int8";
+  // The workload's own dtypes: each matrix layer at the dtype of its input tensor and its
+  // weight_dtype as the graph declares them (`defaults` is unused then).
+  bool from_workload = false;
   LayerPrecision defaults;
   std::optional<LayerPrecision> first_last;     // the first and last matrix layers
   std::vector<LayerRule> layers;                 // in order; later matches win
@@ -34,6 +37,28 @@ struct PrecisionPolicy {
 // "int8", "int16", "fp16", "bf16", "first-last-int16", or a path to a policy YAML
 // file (docs/precision.md). Throws InputError naming the spec or file and key.
 PrecisionPolicy parse_policy(const std::string& spec);
+
+// Where the precision that runs comes from (docs/precision.md, "Which precision runs").
+enum class PolicySource { kDefault, kWorkload, kOption };
+
+struct ChosenPolicy {
+  PrecisionPolicy policy;
+  PolicySource source = PolicySource::kDefault;
+  std::string name;  // what reports name (workload.precision): --precision's text, else the policy's name
+  // "bf16 (from the workload)", "int8 (--precision)", "int8 (default: the workload declares no dtypes)"
+  std::string label() const;
+};
+
+// The policy a run uses: --precision's value when given (`option` non-empty), else the
+// dtypes the workload declares (Graph::declared_dtype), else int8. A quantized model's own
+// codes are kept under every policy (assign()).
+ChosenPolicy choose_policy(const graph::Graph& graph, const std::string& option);
+
+// What --precision changed of what the workload declares: one stderr line naming the option,
+// the workload, its declared dtypes and how many matrix layers now run otherwise, and the
+// matrix layers whose precision a quantized model's own codes keep. Empty when the option
+// is not given or changes nothing the workload declares.
+std::string override_note(const graph::Graph& graph, const ChosenPolicy& chosen);
 
 // Glob match used for layer rules (exposed for tests).
 bool glob_match(const std::string& pattern, const std::string& text);

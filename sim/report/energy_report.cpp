@@ -158,6 +158,35 @@ void add_energy_summary(ordered_json& s, const ArchConfig& arch, const energy::B
                              {"other", area.other}};
 }
 
+namespace {
+// A config without `energy:` leaves technology_nm, which the section requires, to its default.
+bool no_energy_section(const ordered_json& r) {
+  if (!r.contains("arch") || !r["arch"].contains("energy")) return false;
+  for (const auto& k : r["arch"]["energy"]["defaulted"]) {
+    if (k == "energy.technology_nm") return true;
+  }
+  return false;
+}
+std::string no_energy_section_text(const ordered_json& r) {
+  const auto& e = r["arch"]["energy"];
+  return "The config has no energy: section: every energy, power and area figure is a default (" +
+         fmt("%g nm", e["technology_nm"].get<double>()) + ", " + fmt("%g V", e["vdd_v"].get<double>()) +
+         ", the reference design's coefficients), not this chip's; add an energy: section (docs/energy.md)";
+}
+}  // namespace
+
+std::string energy_defaults_warning(const ordered_json& r) {
+  if (!r.contains("arch") || !r["arch"].contains("energy")) return "";
+  const std::string config = r["arch"]["source"].get<std::string>();
+  if (no_energy_section(r)) return "warning: " + config + ": " + no_energy_section_text(r) + "\n";
+  const auto& d = r["arch"]["energy"]["defaulted"];
+  if (d.empty()) return "";
+  std::string keys;
+  for (const auto& k : d) keys += (keys.empty() ? "" : ", ") + k.get<std::string>();
+  return "note: " + config + ": " + std::to_string(d.size()) + " energy value(s) took their technology default: " + keys +
+         " (report.json arch.energy.defaulted; docs/energy.md)\n";
+}
+
 std::string energy_markdown(const ordered_json& r) {
   const auto& s = r["summary"];
   if (!s.contains("energy_j")) return "";
@@ -193,6 +222,7 @@ std::string energy_markdown(const ordered_json& r) {
   }
   if (r.contains("arch") && r["arch"].contains("energy")) {
     const auto& d = r["arch"]["energy"]["defaulted"];
+    if (no_energy_section(r)) out << "\n**" << no_energy_section_text(r) << "**\n";
     out << "\n" << d.size() << " energy value(s) took their technology default (report.json: arch.energy.defaulted";
     out << "; docs/energy.md gives every source).\n";
   }

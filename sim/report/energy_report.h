@@ -38,5 +38,9 @@ void add_energy_summary(nlohmann::ordered_json& summary, const ArchConfig& arch,
 // without energy keys).
 std::string energy_markdown(const nlohmann::ordered_json& report);
 std::string energy_console(const nlohmann::ordered_json& report);
+// What `tessera run` says on stderr when energy figures are defaults (issue 33): a warning when
+// the config has no energy: section, else a note listing arch.energy.defaulted; empty when
+// nothing is defaulted.
+std::string energy_defaults_warning(const nlohmann::ordered_json& report);
 
 }  // namespace tessera::report

@@ -331,13 +331,30 @@ std::string layers_csv(const ordered_json& report) {
   return out;
 }
 
-std::string summary_markdown(const ordered_json& r) {
+namespace {
+// The precision line: the policy (and where it came from), and the layers a quantized model's
+// own codes set, which every policy keeps.
+std::string precision_text(const ordered_json& r, const std::string& label) {
+  std::string text = label.empty() ? r["workload"]["precision"].get<std::string>() : label;
+  if (r["workload"].contains("quantized_by_model")) {
+    const auto& q = r["workload"]["quantized_by_model"];
+    std::string modes;
+    for (const auto& m : q["modes"]) modes += (modes.empty() ? "" : ", ") + m.get<std::string>();
+    text += "; " + std::to_string(q["matrix_layers"].get<int64_t>()) + " matrix layer(s) at the model's own quantized types (" +
+            modes + ")";
+  }
+  return text;
+}
+}  // namespace
+
+std::string summary_markdown(const ordered_json& r, const std::string& precision_label) {
   const auto& s = r["summary"];
   const auto& c = s["cycles"];
   std::ostringstream out;
   out << "# " << run_title(r) << "\n\n";
   out << "| metric | value |\n|---|---|\n";
   out << "| batch | " << r["workload"]["batch"].get<int64_t>() << " |\n";
+  out << "| precision | " << precision_text(r, precision_label) << " |\n";
   out << "| latency | " << human_seconds(s["latency_s"].get<double>()) << " (" << s["latency_cycles"].get<int64_t>()
       << " cycles) |\n";
   out << "| throughput | " << fmt("%.1f", s["inferences_per_s"].get<double>()) << " inferences/s |\n";
@@ -372,7 +389,7 @@ std::string summary_markdown(const ordered_json& r) {
   return out.str();
 }
 
-std::string console_summary(const ordered_json& r) {
+std::string console_summary(const ordered_json& r, const std::string& precision_label) {
   const auto& s = r["summary"];
   std::ostringstream out;
   out << run_title(r) << ", batch "
@@ -382,11 +399,12 @@ std::string console_summary(const ordered_json& r) {
       << fmt("%.2f", s["peak_tops"].get<double>()) << "), roofline ceiling "
       << fmt("%.2f", r["roofline"]["weight_memory"]["attainable_tops"].get<double>()) << " TOPS\n  cycles:";
   for (const char* b : kCycleCauses) out << " " << b << " " << cycle_share(s["cycles"], b);
-  out << "\n" << energy_console(r);
+  out << "\n  precision: " << precision_text(r, precision_label) << "\n" << energy_console(r);
   return out.str();
 }
 
-std::vector<OutputFile> report_files(const std::filesystem::path& dir, const ordered_json& report) {
+std::vector<OutputFile> report_files(const std::filesystem::path& dir, const ordered_json& report,
+                                     const std::string& precision_label) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec || !std::filesystem::is_directory(dir, ec)) {
@@ -396,7 +414,7 @@ std::vector<OutputFile> report_files(const std::filesystem::path& dir, const ord
   std::vector<OutputFile> files;
   files.push_back({dir / "report.json", report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"});
   files.push_back({dir / "layers.csv", layers_csv(report)});
-  files.push_back({dir / "summary.md", summary_markdown(report)});
+  files.push_back({dir / "summary.md", summary_markdown(report, precision_label)});
   return files;
 }
 

@@ -33,13 +33,16 @@ struct Roofline {
 
 nlohmann::ordered_json build_report(const RunRecord& run);
 std::string layers_csv(const nlohmann::ordered_json& report);
-std::string summary_markdown(const nlohmann::ordered_json& report);
-std::string console_summary(const nlohmann::ordered_json& report);
+// `precision_label` says which precision ran and why ("bf16 (from the workload)", run::PrecisionRan);
+// empty: the summaries name workload.precision alone.
+std::string summary_markdown(const nlohmann::ordered_json& report, const std::string& precision_label = "");
+std::string console_summary(const nlohmann::ordered_json& report, const std::string& precision_label = "");
 
 // report.json, layers.csv and summary.md for `dir`, rendered (the directory is created
 // if needed; InputError if it cannot be). Write them with write_files_atomically, with
 // any other output of the run (the trace), so they appear as one set or not at all.
-std::vector<OutputFile> report_files(const std::filesystem::path& dir, const nlohmann::ordered_json& report);
+std::vector<OutputFile> report_files(const std::filesystem::path& dir, const nlohmann::ordered_json& report,
+                                     const std::string& precision_label = "");
 // report_files written as one set.
 void write_report_files(const std::filesystem::path& dir, const nlohmann::ordered_json& report);
 

@@ -77,8 +77,10 @@ graph::Graph import_workload(const std::string& workload, const WorkloadBindings
 }
 }  // namespace
 
-void apply_precision(graph::Graph& graph, const ArchConfig& arch, const std::string& precision) {
-  const auto policy = precision::parse_policy(precision);
+PrecisionRan apply_precision(graph::Graph& graph, const ArchConfig& arch, const std::string& precision) {
+  const precision::ChosenPolicy chosen = precision::choose_policy(graph, precision);
+  const precision::PrecisionPolicy& policy = chosen.policy;
+  PrecisionRan ran{chosen.name, chosen.label(), precision::override_note(graph, chosen)};
   std::vector<std::string> low_sqnr;
   if (policy.sqnr_below_db) {
     // The sqnr rule measures each layer's error with everything else as the policy
@@ -91,6 +93,7 @@ void apply_precision(graph::Graph& graph, const ArchConfig& arch, const std::str
     }
   }
   precision::apply(graph, precision::assign(graph, policy, low_sqnr), policy.defaults.activations);
+  return ran;
 }
 
 CompiledRun compile(const CompileRequest& request) {
@@ -107,7 +110,7 @@ CompiledRun compile(const CompileRequest& request) {
     c.arch.chip_template = true;
   }
   c.graph = load_workload(request.workload, WorkloadBindings{request.input_shapes, request.input_values, request.batch_axes});
-  apply_precision(c.graph, c.arch, request.precision);
+  c.precision = apply_precision(c.graph, c.arch, request.precision);
   c.program = compiler::compile(c.graph, c.arch, {.batch = request.batch, .compact = !request.expanded_program});
   return c;
 }
@@ -132,7 +135,7 @@ RunResult run(const RunRequest& request) {
   const ArchConfig& arch = r.compiled.arch;
   const compiler::Program& program = r.compiled.program;
   r.stats = engine::simulate(arch, program, {.tracks = !request.trace_file.empty()});
-  const report::RunRecord record{arch, r.compiled.graph, program, r.stats, request.inputs.precision};
+  const report::RunRecord record{arch, r.compiled.graph, program, r.stats, r.compiled.precision.name};
   r.report = report::build_report(record);
   if (!request.baselines.empty()) {
     const auto names = report::split_baseline_list(request.baselines);
@@ -147,16 +150,19 @@ RunResult run(const RunRequest& request) {
   // Render the trace and check where it goes before writing anything: no partial set of outputs.
   std::string trace_json;
   if (!request.trace_file.empty()) {
+    // The trace's directory is created as --out's is (report_files), once the run has succeeded.
     const auto parent = std::filesystem::absolute(request.trace_file).parent_path();
     std::error_code ec;
-    if (!std::filesystem::is_directory(parent, ec)) {
-      throw InputError("--trace " + request.trace_file + ": directory " + parent.string() + " does not exist");
+    std::filesystem::create_directories(parent, ec);
+    if (ec || !std::filesystem::is_directory(parent, ec)) {
+      throw InputError("--trace " + request.trace_file + ": cannot create directory " + parent.string() +
+                       (ec ? ": " + ec.message() : ""));
     }
     trace_json = report::chrome_trace_json(r.stats, program, arch.clock_mhz);
   }
   // The trace and the report files are one set: all of them appear, or none does and
   // every file that was there before (an earlier trace, earlier reports) is kept.
-  r.outputs = report::report_files(request.out_dir, r.report);
+  r.outputs = report::report_files(request.out_dir, r.report, r.compiled.precision.label);
   if (!request.trace_file.empty()) r.outputs.insert(r.outputs.begin(), OutputFile{request.trace_file, trace_json, true});
   refuse_overwriting_inputs(r.outputs, request.inputs);
   return r;
@@ -166,7 +172,7 @@ void write_outputs(const RunResult& result) { write_files_atomically(result.outp
 
 std::string console_text(const RunResult& result, const RunRequest& request) {
   std::ostringstream out;
-  out << report::console_summary(result.report) << report::baselines_console(result.report);
+  out << report::console_summary(result.report, result.compiled.precision.label) << report::baselines_console(result.report);
   if (!result.functional_line.empty()) out << "  " << result.functional_line << "\n";
   out << "  report: " << request.out_dir << "/report.json\n";
   return out.str();

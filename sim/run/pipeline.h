@@ -25,7 +25,7 @@ struct CompileRequest {
   std::string arch;      // architecture config (YAML)
   std::string workload;  // a YAML graph or an ONNX model (*.onnx)
   int64_t batch = 0;     // 0: the workload's own batch
-  std::string precision = "int8";         // a policy name or a policy YAML file
+  std::string precision;                  // --precision: a policy name or a policy YAML file; empty: the workload's dtypes, else int8
   std::vector<std::string> input_shapes;  // ONNX only: NAME=d0,d1,...
   std::vector<std::string> input_values;  // ONNX only: NAME=v0,v1,... (inputs bound by value)
   std::vector<std::string> batch_axes;    // ONNX only: NAME=AXIS
@@ -34,11 +34,19 @@ struct CompileRequest {
   std::string residency;                  // --residency: host | device | inputs=...,outputs=... ("": the config's)
 };
 
+// Which precision ran and why (docs/precision.md, "Which precision runs").
+struct PrecisionRan {
+  std::string name = "int8";  // workload.precision in report.json
+  std::string label;          // "bf16 (from the workload)": the summaries' precision line
+  std::string note;           // stderr lines when --precision overrides what the workload declares; else empty
+};
+
 // A workload loaded, its precision policy applied and compiled for an architecture.
 struct CompiledRun {
   ArchConfig arch;
   graph::Graph graph;
   compiler::Program program;
+  PrecisionRan precision;
 };
 
 // What binds an ONNX model's inputs, as the command line gives it: --input-shape NAME=d0,d1,...
@@ -59,9 +67,10 @@ graph::Graph load_workload(const std::string& workload, const WorkloadBindings& 
 // share the graph. Throws what load_workload throws (nothing is kept then).
 void preload_workload(const std::string& workload, const WorkloadBindings& bindings);
 
-// Applies the precision policy named by `precision` to `graph`. A policy with an sqnr rule
-// first measures every layer in functional mode (which is why it needs `arch`).
-void apply_precision(graph::Graph& graph, const ArchConfig& arch, const std::string& precision);
+// Applies the precision policy named by `precision` (empty: the dtypes the workload declares,
+// else int8) to `graph`. A policy with an sqnr rule first measures every layer in functional
+// mode (which is why it needs `arch`).
+PrecisionRan apply_precision(graph::Graph& graph, const ArchConfig& arch, const std::string& precision);
 
 // Loads the config and the workload, applies the precision policy, compiles.
 CompiledRun compile(const CompileRequest& request);

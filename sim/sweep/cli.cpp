@@ -10,6 +10,7 @@
 
 #include "sim/common/error.h"
 #include "sim/sweep/experiment.h"
+#include "sim/sweep/metric_check.h"
 #include "sim/sweep/results.h"
 #include "sim/sweep/runner.h"
 #include "sim/sweep/summary.h"
@@ -45,6 +46,10 @@ CLI::App* add_sweep_command(CLI::App& app, SweepOptions& o) {
       "Each point runs `tessera run` in its own process with a generated config in DIR/points/<id>/.\n"
       "Rows stream to DIR/results.jsonl and DIR/results.csv (one complete line per point); a killed sweep\n"
       "continues with --resume and ends with every point exactly once. MPI: mpirun -n N tessera sweep EXP --mpi.\n"
+      "Metric paths are checked against report.json's before the first point runs (exit 2, naming the closest).\n"
+      "Exit codes: 0 every point ran; 2 bad input (experiment, metric path, command line); 3 some points failed\n"
+      "for reasons of the environment (rerun with --resume); 4 some points failed (their errors are summarized\n"
+      "on stderr with counts, in full in results.jsonl); 130 interrupted.\n"
       "Format and examples: docs/experiments.md.");
   cmd->get_option("--summarize")->excludes("--list");
   cmd->get_option("--retry-failed")->needs("--resume");
@@ -78,8 +83,26 @@ fs::path out_dir_for(const SweepOptions& o, const Experiment& e) {
 
 }  // namespace
 
+namespace {
+// A metric the report lacks is exit 2 before any point runs, not a column of nulls after all
+// of them (issue 33). A base config that does not load on its own is left to the points.
+void check_metrics(const SweepOptions& o, const Experiment& e) {
+  if (!o.report_paths) return;
+  std::vector<std::string> known;
+  try {
+    known = o.report_paths(e.base_config.string());
+  } catch (const InputError&) {
+    return;
+  }
+  check_metric_paths(e, known);
+}
+}  // namespace
+
 int run_sweep_command(const SweepOptions& o, int argc, char** argv, MpiRunner mpi) {
-  if (o.mpi && !mpi && !o.summarize && !o.list) exec_mpi_runner(argc, argv);
+  if (o.mpi && !mpi && !o.summarize && !o.list) {
+    check_metrics(o, load_experiment(o.experiment, {.build_dir = self_exe().parent_path()}));
+    exec_mpi_runner(argc, argv);
+  }
 
   // `${build}` in experiment paths: the directory of the running executable, which is the build
   // directory (tessera and tessera-mpi sit there, the ONNX workloads in its workloads/onnx).
@@ -119,6 +142,7 @@ int run_sweep_command(const SweepOptions& o, int argc, char** argv, MpiRunner mp
     return 0;
   }
 
+  check_metrics(o, e);
   RunSettings s;
   s.out_dir = out;
   if (const char* runner = std::getenv("TESSERA_SWEEP_RUNNER"); mpi && runner && *runner) {

@@ -2,7 +2,9 @@
 // The `tessera sweep` subcommand, shared by `tessera` and `tessera-mpi`.
 #include <CLI/CLI.hpp>
 
+#include <functional>
 #include <string>
+#include <vector>
 
 namespace tessera::sweep {
 
@@ -26,6 +28,10 @@ struct SweepOptions {
   // Local sweeps run their points in forked children through this (runner.h); null: each
   // point executes `tessera run`.
   const InProcessRunner* in_process = nullptr;
+  // The report.json paths of a run on the given config (report::report_paths, wired by the
+  // CLI: the sweep does not know how reports are built). Set: every metric path is checked
+  // against them before the first point runs (metric_check.h).
+  std::function<std::vector<std::string>(const std::string& config)> report_paths;
 };
 
 // Registers `sweep` on `app` and returns it.

@@ -24,6 +24,7 @@
 #include "sim/sweep/cli.h"
 #include "sim/sweep/experiment.h"
 #include "sim/sweep/results.h"
+#include "sim/sweep/metric_check.h"
 #include "sim/sweep/runner.h"
 
 namespace mpi = boost::mpi;
@@ -57,6 +58,7 @@ int coordinator(mpi::communicator& world, const Experiment& e, const RunSettings
   log_line(s.out_dir, "start: MPI runner, " + std::to_string(world.size()) + " ranks x " + std::to_string(s.jobs) +
                           " jobs, " + std::to_string(pending.size()) + " points to run");
   Progress progress(e.name, e.points.size(), already, o.quiet);
+  FailureTally failures;
   LocalPool pool(e, s);
   size_t next = 0;
   // Points handed to other ranks, not yet back: index -> (rank, when). Each has a deadline
@@ -74,6 +76,7 @@ int coordinator(mpi::communicator& world, const Experiment& e, const RunSettings
   auto record = [&](const Row& row) {
     store.append(row);
     progress.add(row);
+    failures.add(row);
   };
   auto give_up_on = [&](int rank, const std::string& why) {
     if (!stalled.insert(rank).second) return;
@@ -155,7 +158,9 @@ int coordinator(mpi::communicator& world, const Experiment& e, const RunSettings
     std::cerr.flush();
     world.abort(kExitEnvironmentFailures);
   }
-  return progress.environment_failed() ? kExitEnvironmentFailures : 0;
+  const int code = sweep_exit_code(progress.failed(), progress.environment_failed());
+  std::cerr << failures.summary(e.name, e.points.size(), code);  // even with -q: the exit code alone says too little
+  return code;
 }
 
 int worker(mpi::communicator& world, const Experiment& e, const RunSettings& s) {

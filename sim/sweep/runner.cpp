@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "sim/common/error.h"
+#include "sim/sweep/metric_check.h"
 #include "sim/sweep/sweep_files.h"
 
 namespace fs = std::filesystem;
@@ -347,7 +348,7 @@ void Progress::add(const Row& row) {
     if (first_error_.empty()) {
       first_error_ = row.error;
       if (!quiet_) {
-        std::string msg = row.error.substr(0, 300);
+        std::string msg = row.error;  // in full: the cause is often at the end
         for (char& ch : msg) {
           if (ch == '\n') ch = ' ';
         }
@@ -407,6 +408,7 @@ int run_local(const Experiment& e, const RunSettings& settings, ResultStore& sto
   log_line(settings.out_dir, "start: local runner, " + std::to_string(settings.jobs) + " jobs, " +
                                  std::to_string(pending.size()) + " points to run");
   Progress progress(e.name, e.points.size(), already, quiet);
+  FailureTally failures;
   LocalPool pool(e, settings);
   size_t next = 0;
   while ((next < pending.size() || pool.running() > 0) && !interrupted()) {
@@ -414,6 +416,7 @@ int run_local(const Experiment& e, const RunSettings& settings, ResultStore& sto
     for (const Row& row : pool.poll(200)) {
       store.append(row);
       progress.add(row);
+      failures.add(row);
     }
   }
   if (interrupted()) {
@@ -424,7 +427,9 @@ int run_local(const Experiment& e, const RunSettings& settings, ResultStore& sto
   }
   log_line(settings.out_dir, "done; " + cpu_usage_text());
   progress.finish(settings.out_dir);
-  return progress.environment_failed() ? kExitEnvironmentFailures : 0;
+  const int code = sweep_exit_code(progress.failed(), progress.environment_failed());
+  std::cerr << failures.summary(e.name, e.points.size(), code);  // even with -q: the exit code alone says too little
+  return code;
 }
 
 }  // namespace tessera::sweep

@@ -390,12 +390,27 @@ TEST(CliTrace, TraceIsChromeJsonWithOneTrackPerUnit) {
   EXPECT_NEAR(array_us * 700.0, stream_cycles, 1e-6 * stream_cycles);
 }
 
-TEST(CliTrace, TraceIntoMissingDirectoryIsExitTwoAndWritesNothing) {
-  const fs::path out = scratch("mlp0-trace-bad");
+// `--trace DIR/trace.json` creates DIR as `-o DIR` does (issue 33 item 6).
+TEST(CliTrace, TraceIntoMissingDirectoryCreatesIt) {
+  const fs::path out = scratch("mlp0-trace-newdir");
+  const fs::path dir = scratch("mlp0-trace-newdir-traces");
+  fs::remove_all(dir);
   const Result r = tessera("run -a configs/tpu-v1.yaml -w workloads/tpu/mlp0.yaml -b 16 -q -o " + out.string() +
-                           " --trace /nonexistent-dir/trace.json");
+                           " --trace " + (dir / "sub" / "trace.json").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(json::parse(slurp(dir / "sub" / "trace.json"))["traceEvents"].is_array());
+}
+
+TEST(CliTrace, TraceWhereNoDirectoryCanBeIsExitTwoAndWritesNothing) {
+  const fs::path out = scratch("mlp0-trace-bad");
+  fs::remove_all(out);
+  const fs::path file = scratch("mlp0-trace-bad-file");
+  std::ofstream(file) << "a file, not a directory\n";
+  const Result r = tessera("run -a configs/tpu-v1.yaml -w workloads/tpu/mlp0.yaml -b 16 -q -o " + out.string() +
+                           " --trace " + (file / "trace.json").string());
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("--trace"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--trace " + (file / "trace.json").string() + ": cannot create directory"), std::string::npos)
+      << r.output;
   EXPECT_FALSE(fs::exists(out / "report.json"));
 }
 
@@ -418,4 +433,84 @@ TEST(CliFunctional, AccumulatorHeadroomFlagReachesTheFunctionalMode) {
   const Result bad = tessera("run -a configs/tpu-v1.yaml -w workloads/tpu/mlp0.yaml --accumulator-headroom-bits 1 -o " + scratch("functional-headroom-bad").string());
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.output.find("--accumulator-headroom-bits requires --functional"), std::string::npos) << bad.output;
+}
+
+// ---- Issue 33: which precision ran, and energy defaults, said out loud.
+namespace {
+fs::path write_text(const fs::path& path, const std::string& text) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path) << text;
+  return path;
+}
+const char* kTwoFc = R"(inputs: [{name: x, shape: [256]}]
+layers:
+  - {name: fc1, op: fc, units: 256, activation: relu}
+  - {name: fc2, op: fc, units: 256}
+)";
+}  // namespace
+
+TEST(CliPrecision, WorkloadDtypeRunsAndSummariesSaySo) {
+  const fs::path dir = scratch("precision-source");
+  const fs::path wl = write_text(dir / "wide.yaml", std::string("name: wide\nbatch: 8\ndtype: int16\n") + kTwoFc);
+  Result r = tessera("run -a configs/tpu-v1.yaml -w " + wl.string() + " -o " + (dir / "a").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("  precision: int16 (from the workload)\n"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("note: --precision"), std::string::npos) << r.output;
+  EXPECT_NE(slurp(dir / "a" / "summary.md").find("| precision | int16 (from the workload) |\n"), std::string::npos);
+  const json rep = json::parse(slurp(dir / "a" / "report.json"));
+  EXPECT_EQ(rep["workload"]["precision"], "int16");
+  for (const auto& l : rep["layers"]) {
+    EXPECT_EQ(l["a_dtype"], "int16");
+    EXPECT_EQ(l["b_dtype"], "int16");
+  }
+  // --precision overrides it, and says what it changed on stderr.
+  r = tessera("run -p int8 -a configs/tpu-v1.yaml -w " + wl.string() + " -o " + (dir / "b").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("note: --precision int8 overrides the dtypes workload 'wide' declares (int16xint16 on 2 "
+                          "matrix layer(s)): 2 matrix layer(s) run at int8xint8 on 2 matrix layer(s) instead\n"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("  precision: int8 (--precision)\n"), std::string::npos) << r.output;
+  EXPECT_NE(slurp(dir / "b" / "summary.md").find("| precision | int8 (--precision) |\n"), std::string::npos);
+  EXPECT_EQ(json::parse(slurp(dir / "b" / "report.json"))["layers"][0]["b_dtype"], "int8");
+  // The int16 run moved twice the weight bytes of the int8 one (256 x 256 weights per layer).
+  EXPECT_EQ(rep["summary"]["weight_memory_bytes"].get<int64_t>(),
+            2 * json::parse(slurp(dir / "b" / "report.json"))["summary"]["weight_memory_bytes"].get<int64_t>());
+  // tessera compile says it too.
+  r = tessera("compile -p int8 -a configs/tpu-v1.yaml -w " + wl.string() + " -o " + (dir / "listing.txt").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("note: --precision int8 overrides"), std::string::npos) << r.output;
+}
+
+TEST(CliPrecision, WorkloadWithoutDtypesRunsInt8ByDefault) {
+  const fs::path dir = scratch("precision-default");
+  const fs::path wl = write_text(dir / "plain.yaml", std::string("name: plain\nbatch: 8\n") + kTwoFc);
+  const Result r = tessera("run -a configs/tpu-v1.yaml -w " + wl.string() + " -o " + (dir / "a").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("  precision: int8 (default: the workload declares no dtypes)\n"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(json::parse(slurp(dir / "a" / "report.json"))["workload"]["precision"], "int8");
+}
+
+TEST(CliEnergy, ConfigWithoutEnergySectionWarnsOnStderrAndInTheSummary) {
+  const fs::path dir = scratch("energy-defaults");
+  std::string cfg = slurp(fs::path(kSrc) / "configs/tpu-v1.yaml");
+  ASSERT_NE(cfg.find("\nenergy:"), std::string::npos);
+  cfg = cfg.substr(0, cfg.find("\nenergy:") + 1);  // energy: is the config's last section
+  const fs::path arch = write_text(dir / "no-energy.yaml", cfg);
+  Result r = tessera("run -q -a " + arch.string() + " -w workloads/tpu/mlp0.yaml -o " + (dir / "a").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string says = "has no energy: section: every energy, power and area figure is a default (28 nm, 0.9 V";
+  EXPECT_NE(r.output.find("warning: " + arch.string() + ": The config " + says), std::string::npos) << r.output;
+  EXPECT_NE(slurp(dir / "a" / "summary.md").find("**The config " + says), std::string::npos);
+  // A node below the tables' 7 nm is refused, naming the key and why.
+  std::string five = slurp(fs::path(kSrc) / "configs/tpu-v1.yaml");
+  five.replace(five.find("technology_nm: 28"), 17, "technology_nm: 5 ");
+  const fs::path arch5 = write_text(dir / "five.yaml", five);
+  r = tessera("run -q -a " + arch5.string() + " -w workloads/tpu/mlp0.yaml -o " + (dir / "b").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("energy.technology_nm: 5 nm is below the 7 nm that the node scaling tables reach"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(dir / "b" / "report.json"));
 }

@@ -111,3 +111,85 @@ TEST(PrecisionErrors, UnknownNameKeyAndUnmatchedRule) {
               std::string::npos);
   }
 }
+
+// ---- Which precision runs (issue 33 item 1): the workload's declared dtypes, else int8;
+// --precision overrides them and says so.
+namespace {
+graph::Graph declared(const std::string& header, const std::string& fc2_extra = "") {
+  return graph::parse_graph_yaml(YamlNode::load_string("name: decl\n" + header + R"(
+inputs: [{name: x, shape: [16]}]
+layers:
+  - {name: fc1, op: fc, units: 8}
+  - {name: relu1, op: relu}
+  - {name: fc2, op: fc, units: 4)" + fc2_extra + R"(}
+)",
+                                                       "decl.yaml"));
+}
+}  // namespace
+
+TEST(PrecisionSource, YamlGraphDtypeIsTheDefaultPolicy) {
+  graph::Graph g = declared("dtype: bf16");
+  ASSERT_TRUE(g.declared_dtype.has_value());
+  const ChosenPolicy c = choose_policy(g, "");
+  EXPECT_EQ(c.source, PolicySource::kWorkload);
+  EXPECT_EQ(c.name, "bf16");
+  EXPECT_EQ(c.label(), "bf16 (from the workload)");
+  EXPECT_EQ(override_note(g, c), "");
+  const auto a = assign(g, c.policy);
+  for (size_t i : {0u, 2u}) {
+    ASSERT_TRUE(a[i]) << i;
+    EXPECT_EQ(a[i]->activations, Dtype::kBf16);
+    EXPECT_EQ(a[i]->weights, Dtype::kBf16);  // weights follow the graph's dtype too
+  }
+  apply(g, a, c.policy.defaults.activations);
+  for (const auto& t : g.tensors) EXPECT_EQ(t.dtype, Dtype::kBf16) << t.name;
+}
+
+TEST(PrecisionSource, PerLayerWeightDtypeMakesAMixedPolicy) {
+  const graph::Graph g = declared("dtype: int8", ", weight_dtype: int16");
+  const ChosenPolicy c = choose_policy(g, "");
+  EXPECT_EQ(c.name, "mixed");
+  const auto a = assign(g, c.policy);
+  EXPECT_EQ(a[0]->weights, Dtype::kInt8);
+  EXPECT_EQ(a[2]->weights, Dtype::kInt16);
+  EXPECT_EQ(a[2]->activations, Dtype::kInt8);
+}
+
+TEST(PrecisionSource, NothingDeclaredIsInt8ByDefault) {
+  const graph::Graph g = declared("");
+  EXPECT_FALSE(g.declared_dtype.has_value());
+  const ChosenPolicy c = choose_policy(g, "");
+  EXPECT_EQ(c.source, PolicySource::kDefault);
+  EXPECT_EQ(c.label(), "int8 (default: the workload declares no dtypes)");
+  EXPECT_EQ(assign(g, c.policy)[2]->weights, Dtype::kInt8);
+}
+
+TEST(PrecisionSource, OptionOverridesTheWorkloadAndSaysSo) {
+  const graph::Graph g = declared("dtype: bf16");
+  const ChosenPolicy c = choose_policy(g, "int8");
+  EXPECT_EQ(c.source, PolicySource::kOption);
+  EXPECT_EQ(c.label(), "int8 (--precision)");
+  EXPECT_EQ(override_note(g, c),
+            "note: --precision int8 overrides the dtypes workload 'decl' declares (bf16xbf16 on 2 matrix layer(s)): 2 "
+            "matrix layer(s) run at int8xint8 on 2 matrix layer(s) instead");
+  // The option naming what the workload declares changes nothing, so it says nothing.
+  EXPECT_EQ(override_note(g, choose_policy(g, "bf16")), "");
+}
+
+TEST(PrecisionSource, QuantizedModelKeepsItsCodesUnderTheOption) {
+  // As the ONNX importer marks a quantized model (tests/sim/graph/test_onnx_quantized.cpp):
+  // uint8 codes into fc1, int8 weights.
+  graph::Graph g = declared("");
+  g.tensors[static_cast<size_t>(g.layers[0].inputs[0])].quantized = Dtype::kUint8;
+  g.layers[0].quantized_weights = Dtype::kInt8;
+  const ChosenPolicy none = choose_policy(g, "");
+  EXPECT_EQ(none.source, PolicySource::kDefault);
+  EXPECT_EQ(assign(g, none.policy)[0]->activations, Dtype::kUint8);
+  const ChosenPolicy wide = choose_policy(g, "int16");
+  const auto a = assign(g, wide.policy);
+  EXPECT_EQ(a[0]->activations, Dtype::kUint8);  // the model's codes
+  EXPECT_EQ(a[2]->activations, Dtype::kInt16);  // the layer the model leaves in float
+  EXPECT_EQ(override_note(g, wide),
+            "note: --precision int16: 1 matrix layer(s) of 'decl' keep the model's own quantized types (uint8xint8 on 1 "
+            "matrix layer(s)); the policy sets the layers the model leaves in float (docs/precision.md)");
+}

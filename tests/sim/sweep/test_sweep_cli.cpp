@@ -106,8 +106,14 @@ std::vector<std::string> sorted_lines(const fs::path& p, bool skip_header = fals
 TEST(SweepCli, SmokeRecordsFailedPointAndFinishes) {
   const fs::path out = scratch("smoke");
   const Result r = sh(kBin + " sweep experiments/smoke.yaml -j 2 --out " + out.string());
-  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // Failed points end the sweep with exit 4 and a summary of the distinct errors (issue 33).
+  ASSERT_EQ(r.exit_code, 4) << r.output;
   EXPECT_NE(r.output.find("10/10 done, 2 failed"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("sweep smoke: 2 of 10 points failed (exit 4); 1 distinct error(s), each in full in "
+                          "results.jsonl:\n  2 x exit 2: tessera: error: points/<point>/config.yaml:"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("array.dataflow: 'diagonal' is not one of: ws, os, is"), std::string::npos) << r.output;
   const auto rows = text_lines(slurp(out / "results.jsonl"));
   ASSERT_EQ(rows.size(), 10u);
   std::set<std::string> ids;
@@ -168,8 +174,8 @@ TEST(SweepCli, SmokeRecordsFailedPointAndFinishes) {
 
 TEST(SweepCli, SameRowsForOneAndTwoJobs) {
   const fs::path a = scratch("j1"), b = scratch("j2");
-  ASSERT_EQ(sh(kBin + " sweep experiments/smoke.yaml -j 1 -q --out " + a.string()).exit_code, 0);
-  ASSERT_EQ(sh(kBin + " sweep experiments/smoke.yaml -j 2 -q --out " + b.string()).exit_code, 0);
+  ASSERT_EQ(sh(kBin + " sweep experiments/smoke.yaml -j 1 -q --out " + a.string()).exit_code, 4);  // 2 points fail
+  ASSERT_EQ(sh(kBin + " sweep experiments/smoke.yaml -j 2 -q --out " + b.string()).exit_code, 4);
   const auto ra = sorted_lines(a / "results.jsonl"), rb = sorted_lines(b / "results.jsonl");
   ASSERT_EQ(ra.size(), 10u);
   EXPECT_EQ(ra, rb);
@@ -181,10 +187,10 @@ TEST(SweepCli, MpiRowsMatchLocal) {
   GTEST_SKIP() << "tessera-mpi not built (install libboost-mpi-dev openmpi-bin)";
 #else
   const fs::path local = scratch("mpi-local"), mpi = scratch("mpi");
-  ASSERT_EQ(sh(kBin + " sweep experiments/smoke.yaml -j 2 -q --out " + local.string()).exit_code, 0);
+  ASSERT_EQ(sh(kBin + " sweep experiments/smoke.yaml -j 2 -q --out " + local.string()).exit_code, 4);  // 2 points fail
   const std::string launcher = tessera_test::mpi_launcher(2);
   const Result r = sh(launcher + " " + kBin + " sweep experiments/smoke.yaml --mpi --out " + mpi.string());
-  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(r.exit_code, 4) << r.output;
   EXPECT_NE(r.output.find("MPI: 2 ranks x 1 at a time"), std::string::npos) << r.output;
   const auto rl = sorted_lines(local / "results.jsonl"), rm = sorted_lines(mpi / "results.jsonl");
   ASSERT_EQ(rm.size(), 10u);
@@ -296,7 +302,7 @@ TEST(SweepCli, PrecisionSweepInt16SlowerAndInvalidPrecisionFailsOnePoint) {
                                         "          workload.precision]\n");
   const fs::path out = dir / "out";
   const Result r = sh(kBin + " sweep " + exp.string() + " -j 2 --out " + out.string());
-  ASSERT_EQ(r.exit_code, 0) << r.output;  // the failed point does not stop the sweep
+  ASSERT_EQ(r.exit_code, 4) << r.output;  // the failed point does not stop the sweep; it sets the exit code
   EXPECT_NE(r.output.find("4/4 done, 1 failed"), std::string::npos) << r.output;
   const auto rows = rows_by_index(out);
   ASSERT_EQ(rows.size(), 4u);
@@ -344,7 +350,7 @@ TEST(SweepCli, OnnxWorkloadWithSweptInputShape) {
                                         "metrics: [summary.latency_s, summary.macs]\n");
   const fs::path out = dir / "out";
   const Result r = sh(kBin + " sweep " + exp.string() + " -j 2 --out " + out.string());
-  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(r.exit_code, 4) << r.output;  // some bindings fail by design
   const auto rows = rows_by_index(out);
   // tiny32: its own binding and the swept sequence disagree (16, 64) or the input is unknown (nope);
   // tiny at batch 1 and 2: sequence 16 and 64 run, nope fails.
@@ -371,4 +377,31 @@ TEST(SweepCli, OnnxWorkloadWithSweptInputShape) {
   // The point's command line is in its generated config's header.
   const std::string cfg = slurp(out / "points" / rows[3]["point"].get<std::string>() / "config.yaml");
   EXPECT_NE(cfg.find("run with: --input-shape sequence="), std::string::npos) << cfg;
+}
+
+// A metric path the report does not have is exit 2 before any point runs, naming the closest
+// paths (issue 33 item 3).
+TEST(SweepCli, UnknownMetricPathIsExit2BeforeAnyPoint) {
+  const fs::path dir = scratch("metric-typo");
+  fs::create_directories(dir);
+  const fs::path exp = write_experiment(dir, "name: typo\nworkloads:\n  - path: " + kSrc +
+                                                 "/workloads/tpu/mlp1.yaml\n    batch: [8]\n"
+                                                 "parameters:\n  grid:\n    array.rows: [128, 256]\n"
+                                                 "metrics: [summary.latency_s, summary.inferences_per_sec]\n");
+  const Result r = sh(kBin + " sweep " + exp.string() + " --out " + (dir / "out").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("metric 'summary.inferences_per_sec': report.json has no 'summary.inferences_per_sec'; "
+                          "closest: summary.inferences_per_s"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(dir / "out" / "results.jsonl"));
+  // Computed metrics' names are checked too; list indices are numbers.
+  const fs::path exp2 = write_experiment(dir, "name: typo2\nworkloads:\n  - path: " + kSrc +
+                                                  "/workloads/tpu/mlp1.yaml\n    batch: [8]\n"
+                                                  "parameters:\n  grid:\n    array.rows: [128]\n"
+                                                  "metrics:\n  - layers.0.latency_s\n"
+                                                  "  - {name: x, expr: \"summary.latency_s * summary.tokens_per_s\"}\n");
+  const Result r2 = sh(kBin + " sweep " + exp2.string() + " --out " + (dir / "out2").string());
+  EXPECT_EQ(r2.exit_code, 2) << r2.output;
+  EXPECT_NE(r2.output.find("metric 'x': report.json has no 'summary.tokens_per_s'"), std::string::npos) << r2.output;
 }
