@@ -22,8 +22,10 @@ class YamlComposer {
 
   // One file of the chain and everything below it. `chain` holds the files that named their way
   // here (top file first): (as written, canonical).
-  static Composed compose(const fs::path& path, std::vector<std::pair<std::string, fs::path>>& chain) {
+  static Composed compose(const fs::path& path, std::vector<std::pair<std::string, fs::path>>& chain,
+                          std::vector<fs::path>* files) {
     const YamlNode own = YamlNode::load_file(path);
+    if (files) files->push_back(path);
     Composed out{own.raw(), {{"", own.file_}}};
     if (!own.is_map() || !own.has("base")) return out;
 
@@ -44,7 +46,7 @@ class YamlComposer {
     if (!fs::is_regular_file(base_path, ec)) base.fail("'" + base_path.string() + "' is not a file");
 
     chain.emplace_back(base_path.string(), canonical);
-    Composed below = compose(base_path, chain);
+    Composed below = compose(base_path, chain, files);
     chain.pop_back();
     if (!below.root.IsMap()) {
       YamlNode(below.root, below.origins.at(""), "").fail("a base config must be a mapping of keys");
@@ -139,10 +141,11 @@ class YamlComposer {
   }
 };
 
-YamlNode YamlNode::load_composed(const fs::path& path) {
+YamlNode YamlNode::load_composed(const fs::path& path, std::vector<fs::path>* files) {
   std::error_code ec;
   std::vector<std::pair<std::string, fs::path>> chain{{path.string(), fs::weakly_canonical(path, ec)}};
-  YamlComposer::Composed c = YamlComposer::compose(path, chain);
+  if (files) files->clear();
+  YamlComposer::Composed c = YamlComposer::compose(path, chain, files);
   auto origins = std::make_shared<const Origins>(std::move(c.origins));
   return YamlNode(c.root, origins->at(""), "", origins);
 }

@@ -28,7 +28,8 @@ class YamlNode {
   // `base` itself is dropped (docs/configs.md, "Composition"). Every node keeps the file that wrote
   // it, so errors name that file and its line. A missing base, a cycle or a chain of more than
   // kMaxBaseChain files is an InputError located at the `base:` line. Without `base:`, load_file.
-  static YamlNode load_composed(const std::filesystem::path& path);
+  // `files`, if given, receives the chain: `path` first, then its base, its base's base, ...
+  static YamlNode load_composed(const std::filesystem::path& path, std::vector<std::filesystem::path>* files = nullptr);
   static constexpr int kMaxBaseChain = 16;
 
   // The file that wrote this node (in a composed config, the one in the chain that set it).

@@ -130,7 +130,10 @@ TEST_F(Compose, ChainOfThreeWithRelativePaths) {
   write("chips/a.yaml", kFull);
   write("chips/b.yaml", "base: a.yaml\nclock_mhz: 940\nweight_memory:\n  bandwidth_gb_per_s: 20\n");
   write("variants/c.yaml", "# c\nbase: ../chips/b.yaml\nname: c\nweight_memory:\n  capacity: 2 MiB\n");
-  const auto top = YamlNode::load_composed(dir_ / "variants/c.yaml");
+  std::vector<fs::path> files;
+  const auto top = YamlNode::load_composed(dir_ / "variants/c.yaml", &files);
+  EXPECT_EQ(files, (std::vector<fs::path>{dir_ / "variants/c.yaml", dir_ / "variants/../chips/b.yaml",
+                                          dir_ / "variants/../chips/a.yaml"}));
   EXPECT_EQ(top.at("name").file(), at("variants/c.yaml"));
   EXPECT_EQ(top.at("clock_mhz").file(), (dir_ / "variants/../chips/b.yaml").string());
   EXPECT_EQ(top.at("array").at("rows").file(), (dir_ / "variants/../chips/a.yaml").string());
