@@ -107,10 +107,68 @@ def _load(path, what):
     return data
 
 
+# Config composition (docs/configs.md, "Composition"), the rules of YamlNode::load_composed in
+# sim/common/yaml_compose.cpp: `base: <path>` (relative to the file naming it) is loaded first;
+# maps merge key by key, scalars and lists replace whole, a key set to null removes the inherited
+# one, and `base` itself is dropped. At most MAX_BASE_CHAIN files in a chain.
+MAX_BASE_CHAIN = 16
+
+
+def _base_location(path):
+    """"file:line:col" of the `base:` value in `path` (for errors about it)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            root = yaml.compose(f, Loader=yaml.SafeLoader)
+        for key, value in root.value:
+            if key.value == "base":
+                return f"{path}:{value.start_mark.line + 1}:{value.start_mark.column + 1}"
+    except (OSError, yaml.YAMLError, AttributeError, TypeError):
+        pass
+    return path
+
+
+def _merge_configs(base, derived):
+    """`derived` over `base` (dicts, neither changed): maps merge key by key, anything else
+    replaces whole, a None value removes the key. Key order: the base's, then new keys."""
+    out = dict(base)
+    for key, value in derived.items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge_configs(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _load_composed(path, chain):
+    data = _load(path, "an architecture config")
+    if "base" not in data:
+        return data
+    base = data.pop("base")
+    where = f"{_base_location(path)}: base"
+    if not isinstance(base, str) or not base:
+        raise TesseraError(f"{where}: expected the path of a config file to start from")
+    base_path = base if os.path.isabs(base) else os.path.join(os.path.dirname(path), base)
+    real = os.path.realpath(base_path)
+    shown = " -> ".join([p for p, _ in chain] + [base_path])
+    if any(seen == real for _, seen in chain):
+        raise TesseraError(f"{where}: config bases form a cycle: {shown}")
+    if len(chain) >= MAX_BASE_CHAIN:
+        raise TesseraError(f"{where}: a chain of config bases may hold at most {MAX_BASE_CHAIN} files: {shown}")
+    if not os.path.exists(base_path):
+        raise TesseraError(f"{where}: no such config file '{base_path}'")
+    if not os.path.isfile(base_path):
+        raise TesseraError(f"{where}: '{base_path}' is not a file")
+    return _merge_configs(_load_composed(base_path, chain + [(base_path, real)]), data)
+
+
 def load_arch(path, overrides=None):
     """An architecture config (configs/*.yaml, docs/configs.md) as a dict to edit, with optional
-    dotted-key overrides: load_arch("configs/tpu-v1.yaml", {"array.rows": 128})."""
-    return apply_overrides(_load(path, "an architecture config"), overrides)
+    dotted-key overrides: load_arch("configs/tpu-v1.yaml", {"array.rows": 128}). A config that
+    starts with `base:` comes composed (its chain of bases merged), so the dict stands alone."""
+    path = os.fspath(path)
+    return apply_overrides(_load_composed(path, [(path, os.path.realpath(path))]), overrides)
 
 
 def load_workload(path, overrides=None):

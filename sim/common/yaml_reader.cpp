@@ -27,8 +27,21 @@ std::string join(const std::vector<std::string>& items) {
 
 }  // namespace
 
-YamlNode::YamlNode(YAML::Node node, std::shared_ptr<const std::string> file, std::string path)
-    : node_(std::move(node)), file_(std::move(file)), path_(std::move(path)) {}
+YamlNode::YamlNode(YAML::Node node, std::shared_ptr<const std::string> file, std::string path,
+                   std::shared_ptr<const Origins> origins)
+    : node_(std::move(node)), file_(std::move(file)), path_(std::move(path)), origins_(std::move(origins)) {}
+
+std::shared_ptr<const std::string> YamlNode::origin_of(const std::string& subpath) const {
+  if (!origins_) return file_;
+  // The nearest listed prefix: "energy.mac.pj.int8xint8", "energy.mac.pj", ..., "".
+  std::string at = subpath;
+  for (;;) {
+    if (const auto it = origins_->find(at); it != origins_->end()) return it->second;
+    if (at.empty()) return file_;
+    const size_t cut = at.find_last_of(".[");
+    at.resize(cut == std::string::npos ? 0 : cut);
+  }
+}
 
 YamlNode YamlNode::load_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -88,7 +101,7 @@ void YamlNode::fail(const std::string& message) const {
 }
 
 YamlNode YamlNode::child(const YAML::Node& node, const std::string& subpath) const {
-  return YamlNode(node, file_, subpath);
+  return YamlNode(node, origin_of(subpath), subpath, origins_);
 }
 
 bool YamlNode::has(std::string_view key) const {
@@ -121,16 +134,16 @@ void YamlNode::expect_keys(const std::vector<std::string>& allowed) const {
   std::vector<std::string> seen;
   for (const auto& kv : node_) {
     if (!kv.first.IsScalar()) {
-      YamlNode(kv.first, file_, path_).fail("a key must be a plain name; allowed here: " + join(allowed));
+      YamlNode(kv.first, file_, path_, origins_).fail("a key must be a plain name; allowed here: " + join(allowed));
     }
     const std::string key = kv.first.Scalar();
     const std::string sub = path_.empty() ? key : path_ + "." + key;
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-      YamlNode(kv.first, file_, sub).fail("unknown key; allowed here: " + join(allowed));
+      child(kv.first, sub).fail("unknown key; allowed here: " + join(allowed));
     }
     // yaml-cpp keeps both copies of a repeated key and lookups see the first: a silent typo.
     if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
-      YamlNode(kv.first, file_, sub).fail("duplicate key");
+      child(kv.first, sub).fail("duplicate key");
     }
     seen.push_back(key);
   }

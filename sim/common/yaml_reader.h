@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <initializer_list>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,7 +22,17 @@ class YamlNode {
   static YamlNode load_file(const std::filesystem::path& path);
   // Parses text (tests, generated experiments); `origin` stands in for the file name.
   static YamlNode load_string(const std::string& text, const std::string& origin);
+  // Parses an architecture config that may start with `base: <path>` (relative to the file that
+  // names it): the chain of bases is loaded first and each file's keys override it. Maps merge key
+  // by key; scalars and sequences replace whole; a key set to null removes the inherited one;
+  // `base` itself is dropped (docs/configs.md, "Composition"). Every node keeps the file that wrote
+  // it, so errors name that file and its line. A missing base, a cycle or a chain of more than
+  // kMaxBaseChain files is an InputError located at the `base:` line. Without `base:`, load_file.
+  // `files`, if given, receives the chain: `path` first, then its base, its base's base, ...
+  static YamlNode load_composed(const std::filesystem::path& path, std::vector<std::filesystem::path>* files = nullptr);
+  static constexpr int kMaxBaseChain = 16;
 
+  // The file that wrote this node (in a composed config, the one in the chain that set it).
   const std::string& file() const { return *file_; }
   const std::string& path() const { return path_; }  // dotted key path, "" at the root
   const YAML::Node& raw() const { return node_; }
@@ -65,12 +76,20 @@ class YamlNode {
   std::string location() const;
 
  private:
-  YamlNode(YAML::Node node, std::shared_ptr<const std::string> file, std::string path);
+  // Dotted key path -> the file of a composed chain that wrote the value there; a path not listed
+  // takes its nearest listed parent's file. Shared by every node of one composed document.
+  using Origins = std::map<std::string, std::shared_ptr<const std::string>>;
+  friend class YamlComposer;
+
+  YamlNode(YAML::Node node, std::shared_ptr<const std::string> file, std::string path,
+           std::shared_ptr<const Origins> origins = nullptr);
   YamlNode child(const YAML::Node& node, const std::string& subpath) const;
+  std::shared_ptr<const std::string> origin_of(const std::string& subpath) const;
 
   YAML::Node node_;
   std::shared_ptr<const std::string> file_;
   std::string path_;
+  std::shared_ptr<const Origins> origins_;  // null: the whole document is file_
 };
 
 }  // namespace tessera

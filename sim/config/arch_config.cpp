@@ -499,7 +499,7 @@ ArchConfig parse_arch_config(const YamlNode& root) {
 }
 
 ArchConfig load_arch_config(const std::filesystem::path& path) {
-  ArchConfig cfg = parse_arch_config(YamlNode::load_file(path));
+  ArchConfig cfg = parse_arch_config(YamlNode::load_composed(path));  // `base:` chains: docs/configs.md
   cfg.source = path.string();
   return cfg;
 }

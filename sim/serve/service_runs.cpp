@@ -70,6 +70,15 @@ uint64_t request_hash(const ServiceRequest& r) {
   f.add("tessera serve service times v" + std::to_string(kCacheVersion));
   add_file(f, r.runner_exe);
   add_file(f, r.arch);
+  // A composed config (`base:`) is also its bases: a changed base must not hit stale entries.
+  // A plain config adds nothing here, so its keys stay as they were.
+  try {
+    std::vector<fs::path> chain;
+    YamlNode::load_composed(r.arch, &chain);
+    for (size_t i = 1; i < chain.size(); ++i) add_file(f, chain[i]);
+  } catch (const InputError&) {
+    f.add("<unreadable base chain>");  // the run itself reports what is wrong
+  }
   add_file(f, r.workload);
   f.add("precision " + r.precision);
   if (fs::is_regular_file(r.precision)) add_file(f, r.precision);

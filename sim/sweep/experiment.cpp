@@ -224,8 +224,10 @@ class Loader {
     e.base_config = resolve_path(dir_, opts_, base);
     if (!regular_file(e.base_config, base)) base.fail("no such config file '" + e.base_config.string() + "'");
     e.base_text = read_file(e.base_config, base);
-    // The base must itself be a valid config: its errors are the user's to fix first.
-    const YamlNode cfg = YamlNode::load_file(e.base_config);
+    // The base must itself be a valid config: its errors are the user's to fix first. A config
+    // with `base:` is composed here, so overrides apply to the whole chain and every point's
+    // config.yaml stands alone.
+    const YamlNode cfg = YamlNode::load_composed(e.base_config);
     parse_arch_config(cfg);
     e.base_tree = YAML::Clone(cfg.raw());
   }

@@ -91,8 +91,8 @@ struct Experiment {
   std::filesystem::path file;         // the experiment file
   std::filesystem::path dir;          // its directory (absolute): precision policy files are relative to it
   std::filesystem::path base_config;  // absolute
-  std::string base_text;              // the base config file's contents
-  YAML::Node base_tree;               // parsed base config
+  std::string base_text;              // the base config file's contents (its own `base:` unresolved)
+  YAML::Node base_tree;               // parsed base config, composed (any `base:` chain merged in)
   std::vector<WorkloadSpec> workloads;
   std::vector<std::string> param_keys;  // swept keys in order of appearance, then derived keys
   std::vector<Derived> derived;

@@ -602,6 +602,27 @@ TEST(Errors, MalformedExperiment) {
   expect_no_output(dir, {"exp.yaml"});
 }
 
+// Config composition (docs/configs.md, "Composition"): a missing or cyclic `base:` is one
+// located error, exit 2, for run, compile and sweep alike.
+TEST(Errors, MissingOrCyclicBaseConfig) {
+  const fs::path dir = scratch("compose");
+  write(dir / "v.yaml", "# a variant\nbase: nope.yaml\nname: v\n");
+  CliResult r = run_into(dir, (dir / "v.yaml").string(), kMlp1);
+  expect_input_error(r, (dir / "v.yaml").string() + ":2:7: base: no such config file '" + (dir / "nope.yaml").string() + "'");
+  write(dir / "a.yaml", "base: b.yaml\n");
+  write(dir / "b.yaml", "base: a.yaml\n");
+  const std::string cycle = (dir / "b.yaml").string() + ":1:7: base: config bases form a cycle: " + (dir / "a.yaml").string() +
+                            " -> " + (dir / "b.yaml").string() + " -> " + (dir / "a.yaml").string();
+  r = run_into(dir, (dir / "a.yaml").string(), kMlp1);
+  expect_input_error(r, cycle);
+  r = run_tessera("compile -a " + (dir / "a.yaml").string() + " -w " + kMlp1 + " -o " + (dir / "out.txt").string());
+  expect_input_error(r, cycle);
+  write(dir / "exp.yaml", "name: c\nbase: a.yaml\nworkloads: [" + (kSrc / kMlp1).string() + "]\nmetrics: [summary.latency_s]\n");
+  r = run_tessera("sweep " + (dir / "exp.yaml").string() + " --out " + (dir / "sweep").string());
+  expect_input_error(r, cycle);
+  expect_no_output(dir, {"v.yaml", "a.yaml", "b.yaml", "exp.yaml"});
+}
+
 // Paths the system cannot examine (a component longer than NAME_MAX) in any path flag:
 // std::filesystem threw out of `--precision` and `--trace` checks (exit 1, internal error).
 TEST(Errors, PathsTheSystemCannotExamineAreInputErrors) {

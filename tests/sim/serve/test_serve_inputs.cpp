@@ -1,12 +1,15 @@
 // Trace files and host model files: every error names the file, the line (and the key).
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "sim/common/error.h"
 #include "sim/common/yaml_reader.h"
 #include "sim/serve/host_config.h"
 #include "sim/serve/queue_sim.h"
+#include "sim/serve/service_runs.h"
 #include "sim/serve/trace.h"
 
 namespace tessera::serve {
@@ -108,6 +111,22 @@ TEST(ServeHost, ErrorsNameTheKey) {
   EXPECT_NE(host_error("name: h\nrequest_cpu: {tail: {distribution: gauss}}\n").find("request_cpu.tail.distribution"),
             std::string::npos);
   EXPECT_NE(host_error("name: h\ncores: -1\n").find("h.yaml:2:8: cores: must be in [0, 1048576], got -1"), std::string::npos);
+}
+
+// The service-time cache key of a composed config (`base:`) covers its bases: editing the base
+// changes the key, so a shared cache never answers with the old base's times.
+TEST(ServiceCache, KeyOfAComposedConfigFollowsItsBase) {
+  const std::filesystem::path dir = std::filesystem::path(TESSERA_BINARY_DIR) / "test-out" / "serve-compose";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "base.yaml") << "name: b\nclock_mhz: 700\n";
+  std::ofstream(dir / "v.yaml") << "base: base.yaml\nname: v\n";
+  ServiceRequest r;
+  r.arch = dir / "v.yaml";
+  r.workload = dir / "v.yaml";  // any readable file: only the key is computed
+  const std::string before = service_cache_key(r, 1);
+  EXPECT_EQ(service_cache_key(r, 1), before);
+  std::ofstream(dir / "base.yaml") << "name: b\nclock_mhz: 940\n";
+  EXPECT_NE(service_cache_key(r, 1), before);
 }
 
 }  // namespace

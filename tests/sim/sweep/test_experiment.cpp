@@ -395,6 +395,27 @@ TEST(SweepRunOptions, PrecisionIsAParameterPassedToTesseraRun) {
   fs::remove_all(dir);
 }
 
+// A base config that itself starts with `base:` (docs/configs.md, "Composition"): overrides
+// apply to the composed tree, and each point's config.yaml stands alone (no `base:` left).
+TEST(SweepExpand, ComposedBaseConfigIsWhatOverridesApplyTo) {
+  const Experiment e = parse_full("base: configs/tpu-v1-hbm.yaml\nworkloads: [workloads/tpu/mlp1.yaml]\n"
+                                  "metrics: [summary.latency_s]\n"
+                                  "parameters:\n  - grid: {weight_memory.bandwidth_gb_per_s: [128, 512]}\n");
+  ASSERT_EQ(e.points.size(), 2u);
+  // Values of both files of the chain: the variant's and TPU v1's.
+  EXPECT_EQ(e.base_value("weight_memory.bandwidth_gb_per_s"), Value::of_int(256));
+  EXPECT_EQ(e.base_value("array.rows"), Value::of_int(256));
+  EXPECT_EQ(e.base_value("name"), Value::of_string("tpu-v1-hbm"));
+  const std::string cfg = e.config_yaml(e.points[1]);
+  EXPECT_EQ(cfg.find("\nbase:"), std::string::npos) << cfg;
+  const ArchConfig c = parse_arch_config(YamlNode::load_string(cfg, "gen.yaml"));
+  EXPECT_EQ(c.name, "tpu-v1-hbm");
+  EXPECT_EQ(c.weight_memory.technology, "HBM2-PC");
+  EXPECT_EQ(c.weight_memory.bandwidth_gb_per_s, 512);
+  EXPECT_EQ(c.array.rows, 256);
+  EXPECT_EQ(c.unified_buffer.capacity_bytes, 24u << 20);
+}
+
 // A workload's --input-value and --batch-axis bindings (issue 15): every point of it gets them.
 TEST(SweepRunOptions, OnnxWorkloadsWithInputValuesAndBatchAxes) {
   const fs::path dir = temp_dir("onnx-values");
