@@ -88,7 +88,7 @@ def test_smoke_three_gemms_through_tessera(tmp_path):
     assert os.path.exists(binary), f"{binary} not built"
     out = tmp_path / "pred.csv"
     done = subprocess.run([sys.executable, os.path.join(HERE, "tpu_v4_gemm.py"), "--bin", binary,
-                           "--config", STANDIN, "--extra-args", "--ideal-memory", "--files", "4096",
+                           "--config", STANDIN, "--extra-args=--ideal-memory", "--files", "4096",
                            "--limit", "3", "--out", str(out)], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     rows = list(csv.DictReader(open(out)))
