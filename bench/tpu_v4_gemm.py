@@ -198,7 +198,7 @@ def table_markdown(rows):
     return "\n".join(lines) + "\n"
 
 
-def scatter_figure(data, pred_us, out_base):
+def scatter_figure(data, pred_us, out_base, ylabel="predicted by Tessera (µs)"):
     fig, ax = style.figure(style.SINGLE_COLUMN_IN, style.SINGLE_COLUMN_IN)
     lo = min(data["measured_us"].min(), pred_us.min()) * 0.7
     hi = max(data["measured_us"].max(), pred_us.max()) * 1.4
@@ -214,7 +214,7 @@ def scatter_figure(data, pred_us, out_base):
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo, hi)
     ax.set_xlabel("measured on TPU v4 (µs)")
-    ax.set_ylabel("predicted by Tessera (µs)")
+    ax.set_ylabel(ylabel)
     ax.legend(loc="upper left", fontsize=6, frameon=False)
     fig.tight_layout()
     return style.save(fig, out_base)
