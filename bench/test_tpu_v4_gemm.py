@@ -1,6 +1,6 @@
 """Tests of bench/tpu_v4_gemm.py: the metrics on a hand-made table (values worked out by hand
 below), the measured data as checked in, and a smoke run of 3 GEMMs through the built tessera
-binary on the stand-in config (bench/tpu-v4-standin.yaml).
+binary on configs/tpu-v4.yaml.
 
 Run: /usr/bin/python3 -m pytest -q bench/test_tpu_v4_gemm.py
 """
@@ -17,7 +17,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import tpu_v4_gemm as tv  # noqa: E402
 
-STANDIN = os.path.join(HERE, "tpu-v4-standin.yaml")
+TPU_V4 = os.path.join(ROOT, "configs", "tpu-v4.yaml")
 
 
 def hand_table():
@@ -59,20 +59,24 @@ def test_error_table_rows_by_hand():
     assert rows["all"][1]["mape"] == pytest.approx(21.25)
 
 
-def test_fixed_time_fit_recovers_an_offset():
-    # predictions exactly 0.5 us short everywhere: the fitted fixed time is +0.5 us
-    measured = np.array([1.0, 2.0, 5.0])
-    assert tv.fixed_time_fit_us(measured - 0.5, measured) == pytest.approx(0.5)
-
-
 def test_operational_intensity_by_hand():
     # 128^3: 2*128^3 FLOPs over 2 bytes * 3 * 128^2 = 128/3 FLOP per byte
     assert tv.operational_intensity(128, 128, 128) == pytest.approx(128 / 3)
 
 
-def test_workload_yaml_is_one_fc_layer():
+def test_workload_yaml_is_one_matmul_of_two_inputs():
     y = tv.gemm_workload_yaml(48, 80, 112)
-    assert "batch: 48\n" in y and "shape: [112]" in y and "units: 80}" in y and "dtype: fp16\n" in y
+    assert "shape: [48, 112]" in y and "shape: [112, 80]" in y and "op: matmul" in y and "dtype: fp16\n" in y
+
+
+def test_two_constant_fit_recovers_launch_and_rate():
+    # measured = base + 0.4 us + bytes / 300 GB/s, runs at 400 and 200 GB/s with no launch
+    base = np.array([0.5, 1.0, 2.0, 3.0])
+    mb = np.array([0.1e3, 0.4e3, 1.0e3, 2.0e3])  # bytes in units where us = bytes / (GB/s) x 1e-3
+    measured = base + 0.4 + mb / 300.0
+    launch, bw = tv.two_constant_fit(measured, base + mb / 400.0, base + mb / 200.0, 400.0, 200.0)
+    assert launch == pytest.approx(0.4)
+    assert bw == pytest.approx(300.0)
 
 
 def test_measured_data_as_checked_in():
@@ -88,15 +92,15 @@ def test_smoke_three_gemms_through_tessera(tmp_path):
     assert os.path.exists(binary), f"{binary} not built"
     out = tmp_path / "pred.csv"
     done = subprocess.run([sys.executable, os.path.join(HERE, "tpu_v4_gemm.py"), "--bin", binary,
-                           "--config", STANDIN, "--extra-args=--ideal-memory", "--files", "4096",
+                           "--config", TPU_V4, "--files", "4096",
                            "--limit", "3", "--out", str(out)], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     rows = list(csv.DictReader(open(out)))
     assert len(rows) == 3
     for r in rows:
-        # a compute-only 256x512 array at 1050 MHz can never beat its own peak: at least
-        # 2*M*N*K / (256*512*2*1050e6) seconds
-        floor_us = int(r["dim_m"]) * int(r["dim_n"]) * int(r["dim_k"]) / (256 * 512 * 1050e6) * 1e6
+        # eight 128x128 MXUs at 1050 MHz can never beat their peak: at least
+        # 2*M*N*K / (8*128*128*2*1050e6) seconds
+        floor_us = int(r["dim_m"]) * int(r["dim_n"]) * int(r["dim_k"]) / (8 * 128 * 128 * 1050e6) * 1e6
         assert float(r["predicted_us"]) >= floor_us
     assert "| all | overall | 3 |" in done.stdout
 

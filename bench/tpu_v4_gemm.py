@@ -1,17 +1,19 @@
 #!/usr/bin/python3
 """TPU v4 silicon check: every measured fp16 GEMM (1,198) through `tessera run`.
 
-Each GEMM C[M,N] = A[M,K] B[K,N] becomes a one-layer YAML graph (input x of shape [K] at
-batch M, one `fc` layer with N units, dtype fp16), generated once into a temporary
-directory and run with bounded parallelism (--jobs). The prediction is the report's
+Each GEMM C[M,N] = A[M,K] B[K,N] becomes a one-layer YAML graph, as jnp.matmul of two
+arrays is: inputs a [M, K] and b [K, N] (both operands in device memory on the HBM chips),
+one `matmul` layer, dtype fp16, generated once into a temporary directory and run with
+bounded parallelism (--jobs). The prediction is the report's
 summary.latency_s; the measurement is the mean XLA fusion time (bench/measured/tpu-v4-gemm/
 README.md says what was measured). Writes the predicted-vs-measured CSV (--out), the error
 table into docs/validation.md's generated section (--doc), and a predicted-vs-measured
 scatter and a roofline of the measured points (--figures DIR).
 
 Validation rules (DESIGN.md §13): calibrated constants are fitted on the 128 file only;
-the 1024 and 4096 files are reported separately as unseen. --fit prints the least-squares
-fixed per-kernel time on the 128 file for the config; it is never applied here.
+the 1024 and 4096 files are reported separately as unseen. --fit prints the config's two
+calibrated constants (controller.launch_overhead_ns and dma.bandwidth_gb_per_s) fitted by
+least squares on the 128 file; it never applies them (put them in the config's lines).
 
     /usr/bin/python3 bench/tpu_v4_gemm.py --config configs/tpu-v4.yaml \\
         --out out/tpu-v4-gemm.csv --doc docs/validation.md --figures docs/figures
@@ -105,12 +107,17 @@ def bucket_label(e):
     return "10^%d-10^%d MACs" % (e, e + 1)
 
 
-def fixed_time_fit_us(pred_us, measured_us):
-    """The fixed per-kernel time T (us) that, added to every prediction, minimises the squared
-    relative error sum(((pred + T) - t) / t)^2: T = sum((t - pred) / t^2) / sum(1 / t^2)."""
+def two_constant_fit(measured_us, t1_us, t2_us, bw1, bw2):
+    """The launch time T (us) and DMA rate B (GB/s) that minimise the squared relative error
+    sum(((base + T + s / B) - t) / t)^2, from two runs at launch 0 and DMA rates bw1, bw2:
+    with one serial DMA engine per core the time is linear in 1/B (s, its slope, from the two
+    runs) and additive in T. Returns (T, B)."""
     t = np.asarray(measured_us, float)
-    p = np.asarray(pred_us, float)
-    return float(np.sum((t - p) / t ** 2) / np.sum(1.0 / t ** 2))
+    slope = (np.asarray(t2_us, float) - np.asarray(t1_us, float)) / (1.0 / bw2 - 1.0 / bw1)
+    base = np.asarray(t1_us, float) - slope / bw1
+    a = np.stack([1.0 / t, slope / t], axis=1)
+    (launch, inv_bw), *_ = np.linalg.lstsq(a, 1.0 - base / t, rcond=None)
+    return float(launch), float(1.0 / inv_bw)
 
 
 def error_table(data, pred_us):
@@ -132,15 +139,17 @@ def error_table(data, pred_us):
 # ----------------------------------------------------------------------------- running tessera
 
 def gemm_workload_yaml(m, n, k):
-    """One fp16 GEMM as a YAML graph: x[K] at batch M, one fc layer with N units."""
+    """One fp16 GEMM as a YAML graph: a[M, K] x b[K, N], both graph inputs (jnp.matmul of two arrays)."""
     return ("name: gemm_%dx%dx%d\n"
             "description: \"TPU v4 measured fp16 GEMM M=%d N=%d K=%d (bench/measured/tpu-v4-gemm)\"\n"
-            "batch: %d\n"
+            "batch: 1\n"
             "dtype: fp16\n"
             "inputs:\n"
-            "  - {name: x, shape: [%d]}\n"
+            "  - {name: a, shape: [%d, %d]}\n"
+            "  - {name: b, shape: [%d, %d]}\n"
             "layers:\n"
-            "  - {name: gemm, op: fc, units: %d}\n") % (m, n, k, m, n, k, m, k, n)
+            "  - {name: gemm, op: matmul, inputs: [a, b]}\n"
+            "outputs: [gemm]\n") % (m, n, k, m, n, k, m, k, k, n)
 
 
 def run_all(data, binary, config, extra_args, jobs, progress=True):
@@ -274,7 +283,8 @@ def main(argv=None):
     ap.add_argument("--doc", help="rewrite this Markdown file's generated section (docs/validation.md)")
     ap.add_argument("--figures", help="write tpu-v4-gemm-scatter and tpu-v4-gemm-roofline (.png, .pdf) here")
     ap.add_argument("--fit", action="store_true",
-                    help="print the least-squares fixed per-kernel time on the 128 file (not applied)")
+                    help="print the config's two calibrated constants (launch_overhead_ns, dma.bandwidth_gb_per_s) "
+                         "fitted on the 128 file (not applied)")
     args = ap.parse_args(argv)
 
     if args.jobs < 1:
@@ -304,9 +314,24 @@ def main(argv=None):
         dev = data["file"] == DEV_FILE
         if not dev.any():
             raise style.InputError("--fit needs the 128 file in --files")
-        t_fix = fixed_time_fit_us(pred[dev], data["measured_us"][dev])
-        print("fit on the 128 file only: a fixed per-kernel time of %+.3f us added to every prediction minimises "
-              "the squared relative error. NOT applied: put it in the config's launch time and rerun." % t_fix)
+        dev_data = {k: v[dev] for k, v in data.items()}
+        # Two runs of the 128 file with the constants replaced (a composed config: base + overrides).
+        bw1, bw2 = 400.0, 200.0
+        tmp = tempfile.mkdtemp(prefix="tpu-v4-fit-")
+        try:
+            runs = []
+            for bw in (bw1, bw2):
+                path = os.path.join(tmp, "fit-%g.yaml" % bw)
+                with open(path, "w") as fh:
+                    fh.write("base: %s\ncontroller: {launch_overhead_ns: 0}\ndma: {bandwidth_gb_per_s: %g}\n"
+                             % (os.path.abspath(args.config), bw))
+                runs.append(run_all(dev_data, args.bin, path, extra, args.jobs, progress=False))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        launch_us, bw = two_constant_fit(dev_data["measured_us"], runs[0], runs[1], bw1, bw2)
+        print("fit on the 128 file only (least squares on relative error): controller.launch_overhead_ns = %.0f, "
+              "dma.bandwidth_gb_per_s = %.0f. NOT applied: put them in the config's calibrated lines and rerun."
+              % (launch_us * 1000.0, bw))
 
     # Outputs only after every GEMM ran: a failure leaves nothing half-written.
     command = "/usr/bin/python3 bench/tpu_v4_gemm.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
