@@ -8,7 +8,7 @@ using isa::Opcode;
 
 namespace {
 
-int64_t bits(Dtype t) { return 8 * dtype_bytes(t); }
+int64_t bits(Dtype t) { return dtype_bits(t); }
 
 // Register bits one matmul tile writes in the array. Per useful MAC a PE latches what
 // streams through it and its partial sum; before the tile, the stationary operand shifts

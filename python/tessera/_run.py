@@ -109,7 +109,8 @@ def run(arch, workload, batch=None, precision=None, baselines=(), overrides=None
     arch:         a config path (configs/*.yaml) or a dict (load_arch); dicts go to a temporary YAML file
     workload:     a YAML graph or ONNX path, or a YAML graph as a dict (load_workload)
     batch:        --batch (default: the workload's own)
-    precision:    --precision: int8, int16, fp16, bf16, first-last-int16, a policy path, or a policy dict
+    precision:    --precision: int8, uint8, int16, fp8_e4m3, fp8_e5m2, fp16, bf16, first-last-int16, a policy path,
+                  or a policy dict (docs/precision.md)
     baselines:    --baseline: names ("k80", "h100-sxm", "a100:fp16", "host", "all"), a list or a comma string
     overrides:    {dotted key: value} applied to the loaded arch ({"array.rows": 128, "array.cols": 128});
                   `tessera run` has no such flag, so the config is written to a temporary file

@@ -157,7 +157,7 @@ def test_missing_workload_and_bad_option():
     assert "Run with --help" not in e.value.message
     with pytest.raises(tessera.TesseraError) as e:
         tessera.run(ARCH, MLP1, precision="int4")
-    assert e.value.returncode == 2 and e.value.message.startswith("--precision 'int4': not a policy name")
+    assert e.value.returncode == 2 and e.value.message.startswith("--precision 'int4': int4 is for weights only")
 
 
 def test_set_path_and_get_path():

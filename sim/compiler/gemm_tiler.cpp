@@ -62,7 +62,6 @@ void Lowering::emit_gemm(const GemmJob& job) {
   const int64_t rows = arch_.array.rows, cols = arch_.array.cols;
   const bool full_tile_fetch = arch_.weight_memory.fetch == WeightFetch::kTile;
   const int64_t a_bytes = dtype_bytes(job.a_dtype);
-  const int64_t b_bytes = dtype_bytes(job.b_dtype);
   const int64_t y_bytes = dtype_bytes(job.y_dtype);
   LayerInfo& info = p_.layers[static_cast<size_t>(job.li)];
   // Per (m, n) tile: per k tile, the read_weights of its B (one per array tile of B, in
@@ -99,10 +98,10 @@ void Lowering::emit_gemm(const GemmJob& job) {
           const int64_t kc1 = std::min(k1, kc + rows);
           for (int64_t nc = t.n0; nc < t.n1; nc += cols) {
             const int64_t nc1 = std::min(t.n1, nc + cols);
-            const uint64_t tile_bytes = static_cast<uint64_t>((kc1 - kc) * (nc1 - nc) * b_bytes);
+            const uint64_t tile_bytes = static_cast<uint64_t>(elements_bytes(job.b_dtype, (kc1 - kc) * (nc1 - nc)));
             // What the weight-memory path fetches for it: the real bytes, or (fetch: tile) the
             // whole rows x cols array tile, padding included.
-            const uint64_t fetch_bytes = full_tile_fetch ? static_cast<uint64_t>(rows * cols * b_bytes) : tile_bytes;
+            const uint64_t fetch_bytes = full_tile_fetch ? static_cast<uint64_t>(elements_bytes(job.b_dtype, rows * cols)) : tile_bytes;
             b_tile_bytes += tile_bytes;
             fifo_tiles++;
             Instruction rw;
@@ -119,7 +118,7 @@ void Lowering::emit_gemm(const GemmJob& job) {
               add_weight_read(std::move(rw), layer_body_start_);
             } else {
               rw.bytes = fetch_bytes;
-              rw.weight_address = job.weight_base + static_cast<uint64_t>((kc * job.weight_row_stride + nc) * b_bytes);
+              rw.weight_address = job.weight_base + static_cast<uint64_t>(elements_bytes(job.b_dtype, kc * job.weight_row_stride + nc));
               info.weight_bytes += rw.bytes;
               add_weight_read(std::move(rw), 0);
             }

@@ -41,7 +41,7 @@ void Lowering::lower_matrix(int li) {
 // Reserves weight memory for a weight layer's B matrices (every group), returning their base.
 uint64_t Lowering::reserve_weights(const Layer& layer) {
   const uint64_t base = weight_cursor_;
-  weight_cursor_ += static_cast<uint64_t>(layer.gemm_groups * layer.gemm_k * layer.gemm_n * dtype_bytes(layer.weight_dtype));
+  weight_cursor_ += static_cast<uint64_t>(elements_bytes(layer.weight_dtype, layer.gemm_groups * layer.gemm_k * layer.gemm_n));
   return base;
 }
 
@@ -56,7 +56,7 @@ GemmJob Lowering::weight_gemm(int li, int64_t m, uint64_t weights_base, int64_t 
   job.b_dtype = layer.weight_dtype;
   job.y_dtype = g_.tensors[static_cast<size_t>(layer.output)].dtype;
   job.activation = layer.activation;
-  job.weight_base = weights_base + static_cast<uint64_t>(g * job.K * job.N * dtype_bytes(layer.weight_dtype));
+  job.weight_base = weights_base + static_cast<uint64_t>(elements_bytes(layer.weight_dtype, g * job.K * job.N));
   job.weight_row_stride = job.N;
   return job;
 }

@@ -16,7 +16,8 @@ void Lowering::lower_recurrent(int li) {
   const Tensor& xt = g_.tensors[x];
   const Dtype dt = g_.tensors[y].dtype;
   const int64_t T = layer.gemm_m_per_sample, I = layer.gemm_k, H = layer.hidden, Gt = layer.gates(), D = layer.directions;
-  const int64_t wb = dtype_bytes(layer.weight_dtype), y_bytes = dtype_bytes(dt);
+  const Dtype wt = layer.weight_dtype;
+  const int64_t y_bytes = dtype_bytes(dt);
   const auto& scratch = scratch_[static_cast<size_t>(li)];
   const int xg = scratch[0];
   auto hg = [&](int64_t d) { return scratch[static_cast<size_t>(1 + 3 * d)]; };
@@ -29,9 +30,9 @@ void Lowering::lower_recurrent(int li) {
   std::vector<uint64_t> w_addr(static_cast<size_t>(D)), r_addr(static_cast<size_t>(D));
   for (int64_t d = 0; d < D; ++d) {
     w_addr[static_cast<size_t>(d)] = weight_cursor_;
-    weight_cursor_ += static_cast<uint64_t>(I * Gt * H * wb);
+    weight_cursor_ += static_cast<uint64_t>(elements_bytes(wt, I * Gt * H));
     r_addr[static_cast<size_t>(d)] = weight_cursor_;
-    weight_cursor_ += static_cast<uint64_t>(H * Gt * H * wb);
+    weight_cursor_ += static_cast<uint64_t>(elements_bytes(wt, H * Gt * H));
   }
 
   // 1. Input projections of all steps.
@@ -63,7 +64,7 @@ void Lowering::lower_recurrent(int li) {
     job.a_dtype = dt;
     job.b_dtype = layer.weight_dtype;
     job.y_dtype = dt;
-    job.weight_base = r_addr[static_cast<size_t>(d)] + static_cast<uint64_t>(n_begin * wb);
+    job.weight_base = r_addr[static_cast<size_t>(d)] + static_cast<uint64_t>(elements_bytes(wt, n_begin));
     job.weight_row_stride = Gt * H;
     job.a_region = [&, src, from_initial](int64_t m0, int64_t m1, int64_t k0, int64_t k1) {
       // The initial state input is [directions, hidden] per sample: its whole samples.

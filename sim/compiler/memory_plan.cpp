@@ -31,7 +31,7 @@ int64_t Lowering::samples_per_chunk(int t) const {
 
 uint64_t Lowering::tensor_bytes(int t, int64_t samples) const {
   const Tensor& ten = g_.tensors[static_cast<size_t>(t)];
-  return static_cast<uint64_t>(samples * graph::shape_elements(ten.shape) * dtype_bytes(ten.dtype));
+  return static_cast<uint64_t>(elements_bytes(ten.dtype, samples * graph::shape_elements(ten.shape)));
 }
 
 std::string Lowering::does_not_fit_message(const Shortfall& s) const {
@@ -158,7 +158,7 @@ int Lowering::add_scratch(int li, int64_t rows, int64_t cols, int64_t rows_per_s
   tp.rows = rows;
   tp.cols = cols;
   tp.rows_per_sample = rows_per_sample;
-  tp.bytes = static_cast<uint64_t>(rows * cols * dtype_bytes(dtype));
+  tp.bytes = static_cast<uint64_t>(elements_bytes(dtype, rows * cols));
   tp.element_bytes = dtype_bytes(dtype);
   place_.push_back(tp);
   dead_.push_back(false);
@@ -214,7 +214,7 @@ void Lowering::lay_out(int64_t batch) {
     tp.rows_per_sample = graph::shape_elements(ten.shape) / ten.shape.back();
     tp.rows = batch_ * tp.rows_per_sample;
     tp.cols = ten.shape.back();
-    tp.bytes = static_cast<uint64_t>(tp.rows * tp.cols * dtype_bytes(ten.dtype));
+    tp.bytes = static_cast<uint64_t>(elements_bytes(ten.dtype, tp.rows * tp.cols));
   }
   for (int in : g_.inputs) place_[static_cast<size_t>(in)].on_host = true;  // the host holds the inputs
   for (int li = 0; li < L; ++li) {
@@ -289,7 +289,7 @@ std::optional<Lowering::Shortfall> Lowering::first_shortfall(int64_t batch) {
     if (auto s = place(g_.layers[li].output, li)) return s;
     std::vector<uint64_t> working;
     for (const WorkingBuffer& b : working_buffers(li)) {
-      const uint64_t bytes = static_cast<uint64_t>(b.rows * b.cols * dtype_bytes(b.dtype));
+      const uint64_t bytes = static_cast<uint64_t>(elements_bytes(b.dtype, b.rows * b.cols));
       const auto at = ub.allocate(bytes);
       if (!at) return Shortfall{li, -1, bytes, ub.in_use()};
       working.push_back(*at);

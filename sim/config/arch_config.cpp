@@ -50,21 +50,23 @@ std::string join_names(const std::vector<std::string_view>& names) {
   return out;
 }
 
-// Operand types a matrix unit may multiply: every element type but int32 (an accumulator
-// type) and uint8 (multiplied by the int8 mode, as TPU v1's 8-bit MACs take both).
-std::vector<std::string_view> mac_operand_names() {
+// Operand types a matrix unit may multiply: the operand types (sim/common/dtype.h; int4 for
+// the weight operand only) but uint8, which the int8 mode multiplies (TPU v1's 8-bit MACs
+// take signed and unsigned operands).
+std::vector<std::string_view> mac_operand_names(bool weights) {
   std::vector<std::string_view> out;
-  for (Dtype t : all_dtypes()) {
-    if (t != Dtype::kInt32 && t != Dtype::kUint8) out.push_back(dtype_name(t));
+  for (Dtype t : operand_dtypes(weights)) {
+    if (t != Dtype::kUint8) out.push_back(dtype_name(t));
   }
   return out;
 }
 
-Dtype parse_mac_dtype(const YamlNode& node) {
+Dtype parse_mac_dtype(const YamlNode& node, bool weights) {
   const std::string s = node.as_string();
-  const auto names = mac_operand_names();
+  const auto names = mac_operand_names(weights);
   if (std::find(names.begin(), names.end(), s) == names.end()) {
-    node.fail("'" + s + "' is not a MAC operand type; one of: " + join_names(names));
+    node.fail("'" + s + "' is not a MAC " + (weights ? "weight" : "activation") + " operand type; one of: " +
+              join_names(names));
   }
   return *parse_dtype(s);
 }
@@ -77,8 +79,8 @@ std::string mode_name(Dtype a, Dtype b) {
 MacMode parse_mac_mode(const YamlNode& e) {
   e.expect_keys({"a", "b", "rate", "accumulator", "runs_as"});
   MacMode mode;
-  mode.a = parse_mac_dtype(e.at("a"));
-  mode.b = parse_mac_dtype(e.at("b"));
+  mode.a = parse_mac_dtype(e.at("a"), false);
+  mode.b = parse_mac_dtype(e.at("b"), true);
   // Up to 16x the reference rate: narrower modes run several MACs per PE (TPU v5e: int8 at
   // twice the bf16 rate).
   mode.rate = positive_double(e.at("rate"), 16.0);
@@ -96,7 +98,7 @@ MacMode parse_mac_mode(const YamlNode& e) {
     }
   }
   if (auto as = e.get("runs_as")) {
-    const Dtype t = parse_mac_dtype(*as);
+    const Dtype t = parse_mac_dtype(*as, false);
     if (dtype_is_float(t) != is_float) {
       as->fail("the " + mode_name(mode.a, mode.b) + " mode cannot run as " + std::string(dtype_name(t)) +
                ": a float mode runs as a float type and an integer mode as an integer type");

@@ -117,7 +117,8 @@ class Resolver {
 };
 
 [[noreturn]] void bad_pair(const YamlNode& at, const std::string& key) {
-  at.fail("'" + key + "' is not a precision pair AxB with A and B in int8, int16, fp16, bf16 (e.g. int8xint16)");
+  at.fail("'" + key + "' is not a precision pair AxB with A and B in " + dtype_names_text(operand_dtypes(true)) +
+          " (e.g. int8xint16)");
 }
 
 std::pair<Dtype, Dtype> parse_pair(const YamlNode& at, const std::string& key) {
@@ -125,6 +126,7 @@ std::pair<Dtype, Dtype> parse_pair(const YamlNode& at, const std::string& key) {
   if (x == std::string::npos) bad_pair(at, key);
   const auto a = parse_dtype(key.substr(0, x)), b = parse_dtype(key.substr(x + 1));
   if (!a || !b || *a == Dtype::kInt32 || *b == Dtype::kInt32) bad_pair(at, key);
+  if (dtype_weights_only(*a)) at.fail("'" + key + "': " + std::string(dtype_name(*a)) + " is for weights only (the B of AxB)");
   return {*a, *b};
 }
 
@@ -402,7 +404,7 @@ void parse_static(Resolver& r, const ArchConfig& arch, EnergyConfig& e, double r
     // register energy per bit.
     int64_t bits = 8;
     for (const MacMode& m : arch.array.mac_modes) {
-      if (m.rate >= 1.0) bits = std::max({bits, 8 * dtype_bytes(m.a), 8 * dtype_bytes(m.b)});
+      if (m.rate >= 1.0) bits = std::max({bits, dtype_bits(m.a), dtype_bits(m.b)});
     }
     const int64_t per_pe = bits * (arch.array.double_buffered ? 2 : 1) + bits + 32;
     e.on_w = static_cast<double>(arch.array.rows) * static_cast<double>(arch.array.cols) * static_cast<double>(per_pe) *

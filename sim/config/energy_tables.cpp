@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <stdexcept>
+#include <utility>
 
 namespace tessera::energy_tables {
 namespace {
@@ -211,6 +212,23 @@ SramFigures sram_at_table_node(uint64_t capacity_bytes, int64_t access_bytes, Sr
 }
 
 // ---------------------------------------------------------------- logic
+namespace {
+// An fp8 x fp8 pair's product of significand widths (implicit bit included: OCP FP8 E4M3 has
+// 3 stored mantissa bits, so 4; E5M2 2, so 3); nullopt for any other pair.
+std::optional<double> fp8_pair_significands(std::string_view mode) {
+  constexpr std::pair<std::string_view, double> kFp8[] = {{"fp8_e4m3", 4.0}, {"fp8_e5m2", 3.0}};
+  for (const auto& [a, pa] : kFp8) {
+    for (const auto& [b, pb] : kFp8) {
+      if (mode.size() == a.size() + 1 + b.size() && mode.substr(0, a.size()) == a && mode[a.size()] == 'x' &&
+          mode.substr(a.size() + 1) == b) {
+        return pa * pb;
+      }
+    }
+  }
+  return std::nullopt;
+}
+}  // namespace
+
 std::optional<double> native_mac_pj(std::string_view mode) {
   // Horowitz: 8-bit multiply 0.2 pJ, 32-bit add 0.1 pJ: products summed in 32-bit partial sums.
   if (mode == "int8xint8") return 0.2 + 0.1;
@@ -222,6 +240,17 @@ std::optional<double> native_mac_pj(std::string_view mode) {
   if (mode == "fp16xfp16") return 1.1 + 0.9;
   // UNCONFIRMED: no published bf16 figure; fp16's is used (bf16's 8-bit mantissa multiplier is smaller).
   if (mode == "bf16xbf16") return 1.1 + 0.9;
+  // Not on the slide: int8 x int4 by the quadratic width rule above, 0.2 x (8 x 4) / (8 x 8); plus the 32-bit add.
+  if (mode == "int8xint4") return 0.2 * 0.5 + 0.1;
+  // Not on the slide: fp8 multiplies derived from Horowitz's fp16 multiply (1.1 pJ, an 11 x 11-bit
+  // significand product) by the quadratic width rule on the significands (E4M3: 4 bits, E5M2: 3),
+  // which keeps fp16's float overhead (exponent add, normalise, round) in proportion; plus
+  // Horowitz's fp32 add (0.9 pJ), the float modes' fp32 accumulation.
+  if (auto p = fp8_pair_significands(mode)) return 1.1 * (*p) / (11.0 * 11.0) + 0.9;
+  // Not on the slide: int8 or int4 weights under 16-bit float activations (weight-only quantization)
+  // are converted to the activations' format as they load and run the float MAC: its figure.
+  if (mode == "fp16xint8" || mode == "fp16xint4") return 1.1 + 0.9;
+  if (mode == "bf16xint8" || mode == "bf16xint4") return 1.1 + 0.9;  // UNCONFIRMED as bf16xbf16: fp16's
   return std::nullopt;
 }
 
@@ -232,6 +261,10 @@ std::optional<double> mac_area_um2(std::string_view mode) {
   if (mode == "int8xint16" || mode == "int16xint8") return 282.0 * 2 + 137.0;  // quadratic width rule
   if (mode == "int16xint16") return 282.0 * 4 + 137.0;
   if (mode == "fp16xfp16" || mode == "bf16xbf16") return 1640.0 + 4184.0;  // bf16: UNCONFIRMED, fp16's
+  // The same derivations as native_mac_pj: quadratic width rule on the multiplier, the adder kept.
+  if (mode == "int8xint4") return 282.0 * 0.5 + 137.0;
+  if (auto p = fp8_pair_significands(mode)) return 1640.0 * (*p) / (11.0 * 11.0) + 4184.0;
+  if (mode == "fp16xint8" || mode == "fp16xint4" || mode == "bf16xint8" || mode == "bf16xint4") return 1640.0 + 4184.0;
   return std::nullopt;
 }
 

@@ -59,7 +59,7 @@ inline bool is_int(Dtype t) { return int_bits(t) > 0; }
 // A tensor at the assigned precision, for the evaluated batch.
 struct QTensor {
   Dtype dtype = Dtype::kInt8;
-  double scale = 0;           // integer dtypes
+  double scale = 0;           // integer dtypes: a code's step; fp8: the per-tensor scale (f already holds scaled values)
   std::vector<int32_t> q;     // integer dtypes: codes
   std::vector<float> f;       // float dtypes: values already rounded to the format
   bool integer() const { return is_int(dtype); }

@@ -112,9 +112,18 @@ void Runner::matrix_layer(int li, std::vector<uint8_t>& flags) {
   if (!(is_int(a_dt) && is_int(b_dt))) {
     // Float path: operands rounded to their formats (an integer operand enters as
     // its dequantized codes), fp32 accumulation, activation in fp32.
+    // fp8 weights: one scale for the tensor, its max onto the format's max (as the activations').
+    double w8_scale = 1.0;
+    if (dtype_is_fp8(b_dt)) {
+      double w_max = 0;
+      for (float v : w) w_max = std::max(w_max, static_cast<double>(std::abs(v)));
+      w8_scale = fp8_scale(w_max, b_dt);
+    }
     std::vector<float> wq(w.size());
     for (std::size_t i = 0; i < w.size(); ++i) {
-      if (is_int(b_dt)) {
+      if (dtype_is_fp8(b_dt)) {
+        wq[i] = round_fp8_scaled(w[i], b_dt, w8_scale);
+      } else if (is_int(b_dt)) {
         const double s = w_scale[w_channel(static_cast<int64_t>(i))];
         wq[i] = static_cast<float>(dequantize(quantize(w[i], s, int_bits(b_dt)), s));
       } else {
@@ -277,7 +286,7 @@ void Runner::matmul_layer(const Layer& l, std::vector<uint8_t>& flags) {
   });
   const double raw_max = reference_output(l, pre);
 
-  if (!(q_[xa].integer() && q_[xb].integer())) {  // fp16/bf16 operand: fp32 products and sums
+  if (!(q_[xa].integer() && q_[xb].integer())) {  // a float operand: fp32 products and sums
     const std::vector<float> av = q_[xa].dequantized(), bv = q_[xb].dequantized();
     std::vector<float> out(static_cast<std::size_t>(n_eval_ * ey));
     blocks(n_eval_, [&](int64_t oa, int64_t ob, int64_t oy) {

@@ -43,9 +43,12 @@ int int_bits(Dtype t) {
     case Dtype::kUint8: return 8;  // functional mode's own symmetric codes: the width, not the model's zero points
     case Dtype::kInt16: return 16;
     case Dtype::kInt32: return 32;
+    case Dtype::kInt4: return 4;
     case Dtype::kFp16:
     case Dtype::kBf16:
-    case Dtype::kFp32: return 0;
+    case Dtype::kFp32:
+    case Dtype::kFp8E4m3:
+    case Dtype::kFp8E5m2: return 0;
   }
   return 0;
 }
@@ -166,10 +169,90 @@ uint16_t bf16_bits(float f) {
 
 float bf16_value(uint16_t h) { return std::bit_cast<float>(static_cast<uint32_t>(h) << 16); }
 
+// ---- 8-bit floats -------------------------------------------------------------------
+
+Fp8Format fp8_format(Dtype t) {
+  // OCP 8-bit Floating Point Formats (2023) v1.0, Table 1: E4M3 bias 7, max 1.75 x 2^8 = 448
+  // (S.1111.111 is NaN, so the top exponent holds normals); E5M2 bias 15, max 1.75 x 2^15 = 57344.
+  if (t == Dtype::kFp8E5m2) return Fp8Format{2, 15, 57344.0, true};
+  return Fp8Format{3, 7, 448.0, false};
+}
+
+float round_fp8(float f, Dtype t) {
+  const Fp8Format fmt = fp8_format(t);
+  if (std::isnan(f)) return f;
+  const double a = std::fabs(static_cast<double>(f));
+  double r;
+  if (std::isinf(f)) {
+    r = fmt.has_inf ? a : fmt.max_finite;  // E4M3 has no infinity: saturate (OCP's saturating conversion)
+  } else if (a >= fmt.max_finite) {
+    r = fmt.max_finite;  // saturating: no finite input becomes inf or NaN
+  } else {
+    // Quantum of a's binade; below the smallest normal 2^(1 - bias) the subnormal quantum.
+    const int emin = 1 - fmt.bias;
+    int e = a > 0 ? std::ilogb(a) : emin;
+    if (e < emin) e = emin;
+    const double quantum = std::ldexp(1.0, e - fmt.mantissa_bits);
+    const double q = a / quantum;  // exact: a power-of-two scaling of a float in double
+    double n = std::floor(q);
+    const double rest = q - n;
+    if (rest > 0.5 || (rest == 0.5 && std::fmod(n, 2.0) != 0.0)) n += 1;  // ties to even
+    r = std::min(n * quantum, fmt.max_finite);  // the max's binade rounds up at most to the max (< max + half ulp)
+  }
+  return static_cast<float>(std::signbit(f) ? -r : r);
+}
+
+uint8_t fp8_bits(float f, Dtype t) {
+  const Fp8Format fmt = fp8_format(t);
+  if (std::isnan(f)) return fmt.has_inf ? 0x7e : 0x7f;  // E5M2: a quiet NaN, S.11111.10; E4M3: S.1111.111
+  const float r = round_fp8(f, t);
+  const uint8_t sign = std::signbit(r) ? 0x80 : 0x00;
+  const double a = std::fabs(static_cast<double>(r));
+  const int exp_bits = 7 - fmt.mantissa_bits;
+  if (std::isinf(r)) return sign | static_cast<uint8_t>(((1u << exp_bits) - 1u) << fmt.mantissa_bits);
+  if (a == 0) return sign;
+  const int emin = 1 - fmt.bias;
+  const int e = std::max(std::ilogb(a), emin);
+  const auto significand = static_cast<uint32_t>(std::ldexp(a, fmt.mantissa_bits - e));  // exact after rounding
+  const uint32_t biased = std::ilogb(a) < emin ? 0u : static_cast<uint32_t>(e + fmt.bias);
+  const uint32_t mant = significand & ((1u << fmt.mantissa_bits) - 1u);
+  return sign | static_cast<uint8_t>((biased << fmt.mantissa_bits) | mant);
+}
+
+float fp8_value(uint8_t bits, Dtype t) {
+  const Fp8Format fmt = fp8_format(t);
+  const int exp_bits = 7 - fmt.mantissa_bits;
+  const uint32_t e = (bits >> fmt.mantissa_bits) & ((1u << exp_bits) - 1u);
+  const uint32_t mant = bits & ((1u << fmt.mantissa_bits) - 1u);
+  const bool negative = (bits & 0x80) != 0;
+  const uint32_t top = (1u << exp_bits) - 1u;
+  if (fmt.has_inf && e == top) {
+    if (mant != 0) return std::numeric_limits<float>::quiet_NaN();
+    return negative ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
+  }
+  if (!fmt.has_inf && e == top && mant == (1u << fmt.mantissa_bits) - 1u) return std::numeric_limits<float>::quiet_NaN();
+  const double v = e == 0 ? std::ldexp(static_cast<double>(mant), 1 - fmt.bias - fmt.mantissa_bits)
+                          : std::ldexp(static_cast<double>(mant | (1u << fmt.mantissa_bits)),
+                                       static_cast<int>(e) - fmt.bias - fmt.mantissa_bits);
+  return static_cast<float>(negative ? -v : v);
+}
+
 float round_to_float_dtype(float f, Dtype t) {
   if (t == Dtype::kFp16) return round_fp16(f);
   if (t == Dtype::kBf16) return round_bf16(f);
+  if (dtype_is_fp8(t)) return round_fp8(f, t);
   return f;
+}
+
+float round_fp8_scaled(float f, Dtype t, double scale, bool* saturated) {
+  const double x = static_cast<double>(f) / scale;
+  if (saturated && std::fabs(x) > fp8_format(t).max_finite) *saturated = true;
+  return static_cast<float>(static_cast<double>(round_fp8(static_cast<float>(x), t)) * scale);
+}
+
+double fp8_scale(double max_abs, Dtype t) {
+  if (!(max_abs > 0) || !std::isfinite(max_abs)) return 1.0;
+  return max_abs / fp8_format(t).max_finite;
 }
 
 // ---- GEMMs --------------------------------------------------------------------------

@@ -7,7 +7,8 @@
 // through the cycle-exact PE-level reference.
 //
 // Rounding, everywhere in the integer path: round half away from zero
-// (2.5 -> 3, -2.5 -> -3, 1.5 -> 2). fp16/bf16: IEEE round to nearest, ties to even.
+// (2.5 -> 3, -2.5 -> -3, 1.5 -> 2). fp16/bf16/fp8: round to nearest, ties to even; fp8
+// saturates at its largest finite value.
 #include <cstdint>
 #include <vector>
 
@@ -23,7 +24,7 @@ namespace tessera::functional {
 
 // ---- integer ranges and rounding ----------------------------------------------------
 
-// Bits of an integer dtype (int8 8, int16 16, int32 32); 0 for float dtypes.
+// Bits of an integer dtype (int4 4, int8 8, int16 16, int32 32); 0 for float dtypes.
 int int_bits(Dtype t);
 inline int64_t int_max(int bits) { return bits >= 64 ? INT64_MAX : (int64_t{1} << (bits - 1)) - 1; }
 inline int64_t int_min(int bits) { return bits >= 64 ? INT64_MIN : -(int64_t{1} << (bits - 1)); }
@@ -83,7 +84,30 @@ uint16_t bf16_bits(float f);
 float bf16_value(uint16_t h);
 inline float round_fp16(float f) { return fp16_value(fp16_bits(f)); }
 inline float round_bf16(float f) { return bf16_value(bf16_bits(f)); }
-// fp16/bf16: rounds to that format; any other dtype: returns f unchanged.
+
+// ---- 8-bit floats (OCP 8-bit Floating Point Formats v1.0) ----------------------------
+
+struct Fp8Format {
+  int mantissa_bits = 3;     // stored; the significand has one more (implicit) bit
+  int bias = 7;
+  double max_finite = 448;   // E4M3 448, E5M2 57344
+  bool has_inf = false;      // E5M2 has infinities; E4M3 uses its top exponent for normals
+};
+Fp8Format fp8_format(Dtype t);  // fp8_e4m3 or fp8_e5m2
+// float32 -> the nearest fp8 value, ties to even, subnormals kept (E4M3 quantum 2^-9, E5M2
+// 2^-16), saturating: any finite magnitude >= the max (and E4M3's +-inf) gives +-max, so no
+// finite input becomes inf or NaN; E5M2 keeps +-inf; NaN stays NaN; the sign of zero is kept.
+float round_fp8(float f, Dtype t);
+uint8_t fp8_bits(float f, Dtype t);  // the encoding of round_fp8(f, t); NaN: E4M3 0x7f, E5M2 0x7e
+float fp8_value(uint8_t bits, Dtype t);
+// fp8 with a per-tensor scale (as FP8 training and inference keep one, e.g. NVIDIA Transformer
+// Engine's amax scaling): scale * round_fp8(f / scale); *saturated set when |f / scale| > max.
+float round_fp8_scaled(float f, Dtype t, double scale, bool* saturated = nullptr);
+// The scale that maps max_abs onto the format's largest finite value (1 when max_abs is 0 or
+// not finite).
+double fp8_scale(double max_abs, Dtype t);
+
+// fp16/bf16/fp8 (unscaled): rounds to that format; any other dtype: returns f unchanged.
 float round_to_float_dtype(float f, Dtype t);
 
 // ---- integer GEMM with the accumulator model ---------------------------------------

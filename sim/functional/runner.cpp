@@ -135,7 +135,8 @@ int64_t Runner::make_input(int t) {
 }
 
 // Converts fp32 values of the evaluated batch to tensor t's dtype (quantize with its
-// calibrated scale, or round to fp16/bf16) and stores them.
+// calibrated scale, round to fp8 with its calibrated scale, or round to fp16/bf16) and
+// stores them.
 void Runner::store(int t, const std::vector<float>& values, std::vector<uint8_t>& flags) {
   QTensor& qt = q_[t];
   qt = QTensor{};
@@ -147,6 +148,16 @@ void Runner::store(int t, const std::vector<float>& values, std::vector<uint8_t>
     for (std::size_t i = 0; i < values.size(); ++i) {
       bool sat = false;
       qt.q[i] = static_cast<int32_t>(quantize(values[i], qt.scale, bits, &sat));
+      if (sat) flags[i] |= kRequantSaturated;
+    }
+  } else if (dtype_is_fp8(qt.dtype)) {
+    // fp8 keeps a per-tensor scale (the calibrated max onto the format's max), as FP8
+    // deployments do; a value beyond it saturates at the max.
+    qt.scale = fp8_scale(calib_max_[t], qt.dtype);
+    qt.f.resize(values.size());
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      bool sat = false;
+      qt.f[i] = round_fp8_scaled(values[i], qt.dtype, qt.scale, &sat);
       if (sat) flags[i] |= kRequantSaturated;
     }
   } else {

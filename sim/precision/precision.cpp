@@ -10,16 +10,28 @@
 namespace tessera::precision {
 namespace {
 
-Dtype dtype_of(const YamlNode& node) { return *parse_dtype(node.as_choice({"int8", "int16", "fp16", "bf16"})); }
+// A dtype of a policy file: any operand dtype; int4 only for weights (docs/precision.md).
+Dtype dtype_of(const YamlNode& node, bool weights) {
+  const std::string s = node.as_string();
+  const auto t = parse_operand_dtype(s);
+  if (!t) node.fail("'" + s + "' is not a dtype; allowed: " + dtype_names_text(operand_dtypes(true)));
+  if (!weights && dtype_weights_only(*t)) {
+    node.fail("'" + s + "' is for weights only; activations may be " + dtype_names_text(operand_dtypes(false)));
+  }
+  return *t;
+}
 
 LayerPrecision pair_of(const YamlNode& node) {
   node.expect_keys({"activations", "weights"});
-  return LayerPrecision{dtype_of(node.at("activations")), dtype_of(node.at("weights"))};
+  return LayerPrecision{dtype_of(node.at("activations"), false), dtype_of(node.at("weights"), true)};
 }
+
+// The one-word policies: every dtype that activations may hold, as activations and weights.
+std::string policy_names_text() { return dtype_names_text(operand_dtypes(false)) + ", first-last-int16"; }
 
 LayerPrecision uniform(Dtype t) { return LayerPrecision{t, t}; }
 
-int width(Dtype t) { return static_cast<int>(dtype_bytes(t)); }
+int width(Dtype t) { return static_cast<int>(dtype_bits(t)); }
 
 Dtype wider(Dtype a, Dtype b) { return width(b) > width(a) ? b : a; }
 
@@ -63,11 +75,16 @@ bool glob_match(const std::string& pattern, const std::string& text) {
 PrecisionPolicy parse_policy(const std::string& spec) {
   PrecisionPolicy p;
   p.name = spec;
-  for (Dtype t : {Dtype::kInt8, Dtype::kInt16, Dtype::kFp16, Dtype::kBf16}) {
+  for (Dtype t : operand_dtypes(false)) {
     if (spec == dtype_name(t)) {
       p.defaults = uniform(t);
       return p;
     }
+  }
+  if (const auto t = parse_operand_dtype(spec); t && dtype_weights_only(*t)) {
+    throw InputError("--precision '" + spec + "': " + spec +
+                     " is for weights only, and a one-word policy puts it on activations too; give a policy file with "
+                     "weights: " + spec + " (docs/precision.md). One-word policies: " + policy_names_text());
   }
   if (spec == "first-last-int16") {
     p.first_last = uniform(Dtype::kInt16);
@@ -77,7 +94,7 @@ PrecisionPolicy parse_policy(const std::string& spec) {
   if (!std::filesystem::exists(spec, ec)) {
     // A name the system cannot examine (longer than NAME_MAX, a loop of links) says why.
     throw InputError("--precision '" + spec +
-                     "': not a policy name (int8, int16, fp16, bf16, first-last-int16) nor an existing policy file" +
+                     "': not a policy name (" + policy_names_text() + ") nor an existing policy file" +
                      (ec && ec != std::errc::no_such_file_or_directory ? " (" + ec.message() + ")" : ""));
   }
   const YamlNode root = YamlNode::load_file(spec);
@@ -90,8 +107,8 @@ PrecisionPolicy parse_policy(const std::string& spec) {
       rule.expect_keys({"match", "activations", "weights"});
       LayerRule r;
       r.match = rule.at("match").as_string();
-      if (auto a = rule.get("activations")) r.activations = dtype_of(*a);
-      if (auto w = rule.get("weights")) r.weights = dtype_of(*w);
+      if (auto a = rule.get("activations")) r.activations = dtype_of(*a, false);
+      if (auto w = rule.get("weights")) r.weights = dtype_of(*w, true);
       if (!r.activations && !r.weights) rule.fail("a layer rule needs activations, weights or both");
       p.layers.push_back(r);
     }

@@ -34,8 +34,9 @@ struct PrecisionPolicy {
   std::optional<LayerPrecision> sqnr_fallback;   // what those layers get (default int16 x int16)
 };
 
-// "int8", "int16", "fp16", "bf16", "first-last-int16", or a path to a policy YAML
-// file (docs/precision.md). Throws InputError naming the spec or file and key.
+// A dtype activations may hold ("int8", "fp8_e4m3", ... : operand_dtypes(false)) for all
+// activations and weights, "first-last-int16", or a path to a policy YAML file
+// (docs/precision.md; int4 only as weights). Throws InputError naming the spec or file and key.
 PrecisionPolicy parse_policy(const std::string& spec);
 
 // Where the precision that runs comes from (docs/precision.md, "Which precision runs").

@@ -159,7 +159,7 @@ ordered_json build_report(const RunRecord& run) {
       for (int t : h.reads) {
         const graph::Tensor& tensor = run.graph.tensors[static_cast<size_t>(t)];
         reads.push_back(tensor.name);
-        bytes += graph::shape_elements(tensor.shape) * dtype_bytes(tensor.dtype);
+        bytes += elements_bytes(tensor.dtype, graph::shape_elements(tensor.shape));
       }
       ops.push_back({{"node", h.name}, {"op", h.op}, {"reads", reads}, {"bytes_to_host", bytes * prog.batch}});
     }

@@ -92,6 +92,12 @@ struct SpatialAttrs {
 };
 
 // ONNX element types (TensorProto_DataType).
+// ONNX element types newer than the installed headers (libonnx 1.12): TensorProto.DataType
+// values of onnx.proto since 1.14 (FLOAT8E4M3FN 17, FLOAT8E5M2 19) and 1.16 (INT4 22). Their
+// data is not decoded (weights' values are never read); the codes set the dtypes.
+inline constexpr int32_t kOnnxFloat8E4m3fn = 17;
+inline constexpr int32_t kOnnxFloat8E5m2 = 19;
+inline constexpr int32_t kOnnxInt4 = 22;
 bool is_float_type(int32_t t);
 // The IR type of integer codes of ONNX type t (int8, uint8, int16); nullopt for others.
 std::optional<Dtype> code_dtype(int32_t t);

@@ -639,7 +639,9 @@ namespace tessera::graph::onnx_import {
 
 std::optional<Dtype> Importer::weight_codes(const Value& w) const {
   if (!w.constant) return std::nullopt;
-  return code_dtype(w.quant_elem ? w.quant_elem : w.elem);
+  const int32_t elem = w.quant_elem ? w.quant_elem : w.elem;
+  if (elem == kOnnxInt4) return Dtype::kInt4;  // int4 codes are weights only
+  return code_dtype(elem);
 }
 
 // QLinearConv (x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B) and QLinearMatMul

@@ -461,7 +461,7 @@ void Importer::op_quantize(const Node& n) {
   const auto codes = code_dtype(elem);
   if (!codes) {
     throw Unsupported{"QuantizeLinear to " + onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(elem)) +
-                      " (int8, uint8 and int16 are supported)"};
+                      " (int8, uint8, int16, FLOAT8E4M3FN and FLOAT8E5M2 are supported)"};
   }
   Value& o = out(n);
   o.shape = x.shape;

@@ -24,7 +24,8 @@ std::vector<float> constant_values(const Value& v) {
 
 bool is_float_type(int32_t t) {
   return t == onnx::TensorProto_DataType_FLOAT || t == onnx::TensorProto_DataType_DOUBLE ||
-         t == onnx::TensorProto_DataType_FLOAT16 || t == onnx::TensorProto_DataType_BFLOAT16;
+         t == onnx::TensorProto_DataType_FLOAT16 || t == onnx::TensorProto_DataType_BFLOAT16 ||
+         t == kOnnxFloat8E4m3fn || t == kOnnxFloat8E5m2;
 }
 
 std::optional<Dtype> code_dtype(int32_t t) {
@@ -32,7 +33,9 @@ std::optional<Dtype> code_dtype(int32_t t) {
     case onnx::TensorProto_DataType_INT8: return Dtype::kInt8;
     case onnx::TensorProto_DataType_UINT8: return Dtype::kUint8;
     case onnx::TensorProto_DataType_INT16: return Dtype::kInt16;
-    default: return std::nullopt;
+    case kOnnxFloat8E4m3fn: return Dtype::kFp8E4m3;
+    case kOnnxFloat8E5m2: return Dtype::kFp8E5m2;
+    default: return std::nullopt;  // INT4 only as weights: weight_codes
   }
 }
 

@@ -17,7 +17,7 @@ void ops::parse_matrix_extras(const YamlNode& node, Layer& layer) {
                        : act == "tanh"    ? Activation::kTanh
                                           : Activation::kNone;
   }
-  if (auto w = node.get("weight_dtype")) layer.weight_dtype = ops::dtype_of(*w);
+  if (auto w = node.get("weight_dtype")) layer.weight_dtype = ops::weight_dtype_of(*w);
 }
 
 namespace {

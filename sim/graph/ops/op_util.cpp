@@ -60,8 +60,21 @@ std::pair<int64_t, int64_t> pair_of(const YamlNode& node) {
 }
 
 Dtype dtype_of(const YamlNode& node) {
-  auto d = parse_dtype(node.as_choice({"int8", "int16", "fp16", "bf16"}));
-  return *d;
+  const std::string s = node.as_string();
+  const auto t = parse_operand_dtype(s);
+  if (t && dtype_weights_only(*t)) {
+    node.fail("'" + s + "' is for weights only (a layer's weight_dtype); a tensor's dtype may be " +
+              dtype_names_text(operand_dtypes(false)));
+  }
+  if (!t) node.fail("'" + s + "' is not a tensor dtype; allowed: " + dtype_names_text(operand_dtypes(false)));
+  return *t;
+}
+
+Dtype weight_dtype_of(const YamlNode& node) {
+  const std::string s = node.as_string();
+  const auto t = parse_operand_dtype(s);
+  if (!t) node.fail("'" + s + "' is not a weight dtype; allowed: " + dtype_names_text(operand_dtypes(true)));
+  return *t;
 }
 
 void yaml_need_rank(const YamlNode& node, const Layer& l, const Tensor& t, size_t rank, const char* hint) {

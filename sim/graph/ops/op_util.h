@@ -29,7 +29,9 @@ Shape infer_window(const Graph& g, Layer& l);
 
 // ---- YAML attributes (fail through the node: file, line, layer)
 std::pair<int64_t, int64_t> pair_of(const YamlNode& node);
+// A tensor's dtype: any operand dtype but the weights-only int4. weight_dtype_of: any operand dtype.
 Dtype dtype_of(const YamlNode& node);
+Dtype weight_dtype_of(const YamlNode& node);
 // "layer 'x': op y needs a <hint> input, but 't' is [..]" unless t has `rank` axes.
 void yaml_need_rank(const YamlNode& node, const Layer& l, const Tensor& t, size_t rank, const char* hint);
 // conv2d, conv_transpose2d, maxpool, avgpool: kernel, stride, padding, dilation, ceil_mode,

@@ -19,7 +19,7 @@ void parse_recurrent(const YamlNode& node, const Graph&, Layer& layer) {
   layer.reverse = dir == "reverse";
   if (layer.op == OpKind::kGru) layer.linear_before_reset = node.bool_or("linear_before_reset", true);
   if (layer.op == OpKind::kLstm) layer.peepholes = node.bool_or("peepholes", false);
-  if (auto w = node.get("weight_dtype")) layer.weight_dtype = dtype_of(*w);
+  if (auto w = node.get("weight_dtype")) layer.weight_dtype = weight_dtype_of(*w);
 }
 
 // Inputs: the sequence, then optional initial states (h0; lstm also c0).

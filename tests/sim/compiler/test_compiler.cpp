@@ -202,3 +202,59 @@ TEST(Compiler, ListingNamesEveryInstruction) {
   EXPECT_NE(text.find("read_weights bytes=16"), std::string::npos);
   EXPECT_NE(text.find("activate relu rows=3 cols=4"), std::string::npos);
 }
+
+TEST(Compiler, Int4WeightsTakeHalfAByteEach) {
+  // fc 3 -> 5 with int4 weights on a 4x4 array with an int8 x int4 mode: B is 3 x 5,
+  // tiled by 4 columns: 3 x 4 = 12 weights = 6 bytes, then 3 x 1 = 3 weights = 1.5 -> 2 bytes.
+  ArchConfig arch = TinyArch{}.build();
+  arch.array.mac_modes.push_back(MacMode{Dtype::kInt8, Dtype::kInt4, 1.0});
+  const Program p = compile(parse(R"(
+name: fc4
+inputs: [{name: x, shape: [3]}]
+layers:
+  - {name: fc1, op: fc, units: 5, weight_dtype: int4}
+)"),
+                            arch);
+  std::vector<uint64_t> reads;
+  for (const auto& in : p.instructions) {
+    if (in.op == Opcode::kReadWeights) reads.push_back(in.bytes);
+  }
+  EXPECT_EQ(reads, (std::vector<uint64_t>{6, 2}));
+  EXPECT_EQ(p.weight_bytes_read, 8u);  // the 3 x 5 int4 tensor: ceil(15 x 4 / 8) = 8 bytes
+  ASSERT_EQ(p.layers.size(), 1u);
+  EXPECT_EQ(p.layers[0].b_dtype, Dtype::kInt4);
+  EXPECT_EQ(p.host_input_bytes, 3u);  // the int8 activations are unchanged
+}
+
+TEST(Compiler, YamlGraphDtypesNameEveryOperandType) {
+  const graph::Graph g = parse(R"(
+name: dt
+dtype: fp8_e4m3
+inputs: [{name: x, shape: [4]}, {name: y, shape: [4], dtype: fp8_e5m2}]
+layers:
+  - {name: fc1, op: fc, input: x, units: 4, weight_dtype: int4}
+  - {name: fc2, op: fc, input: y, units: 4, dtype: bf16}
+)");
+  EXPECT_EQ(g.tensors[0].dtype, Dtype::kFp8E4m3);
+  EXPECT_EQ(g.tensors[1].dtype, Dtype::kFp8E5m2);
+  EXPECT_EQ(g.layers[0].weight_dtype, Dtype::kInt4);
+  EXPECT_EQ(g.tensors[static_cast<size_t>(g.layers[1].output)].dtype, Dtype::kBf16);
+  try {
+    parse("name: dt\ninputs: [{name: x, shape: [4], dtype: int4}]\nlayers:\n  - {name: fc1, op: fc, units: 4}\n");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("'int4' is for weights only (a layer's weight_dtype); a tensor's dtype may be "
+                                         "int8, uint8, int16, fp8_e4m3, fp8_e5m2, fp16, bf16"),
+              std::string::npos)
+        << e.what();
+  }
+  try {
+    parse("name: dt\ninputs: [{name: x, shape: [4]}]\nlayers:\n  - {name: fc1, op: fc, units: 4, weight_dtype: fp4}\n");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("'fp4' is not a weight dtype; allowed: int4, int8, uint8, int16, fp8_e4m3, "
+                                         "fp8_e5m2, fp16, bf16"),
+              std::string::npos)
+        << e.what();
+  }
+}

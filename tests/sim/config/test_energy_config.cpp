@@ -153,6 +153,47 @@ TEST(EnergyConfig, AbsentSectionIsEveryDefaultAt28nm) {
   EXPECT_FALSE(e.sources.empty());
 }
 
+TEST(EnergyConfig, FloatAndInt4ModesHaveDerivedDefaultsListedAsDefaulted) {
+  // Horowitz 45 nm: fp16 multiply 1.1 pJ (11 x 11-bit significands), fp32 add 0.9 pJ.
+  // E4M3 significands are 4 bits, E5M2 3: 1.1 x 16/121 + 0.9, 1.1 x 9/121 + 0.9, 1.1 x 12/121 + 0.9.
+  EXPECT_DOUBLE_EQ(*et::native_mac_pj("fp8_e4m3xfp8_e4m3"), 1.1 * 16 / 121 + 0.9);
+  EXPECT_DOUBLE_EQ(*et::native_mac_pj("fp8_e5m2xfp8_e5m2"), 1.1 * 9 / 121 + 0.9);
+  EXPECT_DOUBLE_EQ(*et::native_mac_pj("fp8_e4m3xfp8_e5m2"), 1.1 * 12 / 121 + 0.9);
+  EXPECT_DOUBLE_EQ(*et::native_mac_pj("int8xint4"), 0.2);  // 8x4-bit multiply 0.1 + 32-bit add 0.1
+  EXPECT_DOUBLE_EQ(*et::native_mac_pj("bf16xint4"), 2.0);  // converted to bf16: its MAC
+  // Unchanged existing figures.
+  EXPECT_DOUBLE_EQ(*et::native_mac_pj("int8xint8"), 0.3);
+  EXPECT_DOUBLE_EQ(*et::native_mac_pj("fp16xfp16"), 2.0);
+  EXPECT_DOUBLE_EQ(*et::native_mac_pj("bf16xbf16"), 2.0);
+  EXPECT_FALSE(et::native_mac_pj("int4xint8"));
+  EXPECT_DOUBLE_EQ(*et::mac_area_um2("fp8_e4m3xfp8_e4m3"), 1640.0 * 16 / 121 + 4184.0);
+  EXPECT_DOUBLE_EQ(*et::mac_area_um2("int8xint4"), 141.0 + 137.0);
+  // An array with those modes: each resolves to its default, scaled to 28 nm, and is listed.
+  ArchConfig arch = parse(kBase);
+  arch.array.mac_modes.push_back(MacMode{Dtype::kFp8E4m3, Dtype::kFp8E4m3, 2.0});
+  arch.array.mac_modes.push_back(MacMode{Dtype::kBf16, Dtype::kBf16, 1.0});
+  arch.array.mac_modes.push_back(MacMode{Dtype::kInt8, Dtype::kInt4, 2.0});
+  const EnergyConfig e = parse_energy_config(YamlNode::load_string(kBase, "e.yaml"), arch);
+  const double s = et::logic_energy_scale(45, 28, 0.9);
+  EXPECT_NEAR(e.mac_pj(Dtype::kFp8E4m3, Dtype::kFp8E4m3), (1.1 * 16 / 121 + 0.9) * s, 1e-12);
+  EXPECT_NEAR(e.mac_pj(Dtype::kInt8, Dtype::kInt4), 0.2 * s, 1e-12);
+  EXPECT_TRUE(has(e.defaulted, "energy.mac.pj.fp8_e4m3xfp8_e4m3"));
+  EXPECT_TRUE(has(e.defaulted, "energy.mac.pj.bf16xbf16"));
+  EXPECT_TRUE(has(e.defaulted, "energy.mac.pj.int8xint4"));
+  // The PE is the widest full-rate mode's MAC: bf16's 1640 + 4184 um^2 at 45 nm.
+  EXPECT_NEAR(e.pe_area_um2, (1640.0 + 4184.0) * et::logic_area_scale(45, 28), 1e-9);
+  // A pair key in the config names the new types; int4 is a weight (the B of AxB) only.
+  const EnergyConfig given = parse_energy_config(
+      YamlNode::load_string(std::string(kBase) + "energy: {technology_nm: 28, mac: {node_nm: 28, pj: {int8xint4: 0.05}}}\n", "e.yaml"),
+      arch);
+  EXPECT_NEAR(given.mac_pj(Dtype::kInt8, Dtype::kInt4), 0.05, 1e-12);
+  EXPECT_FALSE(has(given.defaulted, "energy.mac.pj.int8xint4"));
+  expect_has(error_of(std::string(kBase) + "energy: {technology_nm: 28, mac: {pj: {int4xint8: 1}}}\n"),
+             "energy.mac.pj.int4xint8: 'int4xint8': int4 is for weights only");
+  expect_has(error_of(std::string(kBase) + "energy: {technology_nm: 28, mac: {pj: {fp8xfp8: 1}}}\n"),
+             "A and B in int4, int8, uint8, int16, fp8_e4m3, fp8_e5m2, fp16, bf16");
+}
+
 TEST(EnergyConfig, OnlyTheNodeGivesSensibleValues) {
   const ArchConfig c = parse(std::string(kBase) + "energy: {technology_nm: 7}\n");
   const EnergyConfig& e = c.energy;

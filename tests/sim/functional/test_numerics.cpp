@@ -336,3 +336,115 @@ TEST(FunctionalFloatGemm, SumsInKOrder) {
   float_gemm(a2.data(), b.data(), 1, 3, 1, &c, 1);
   EXPECT_EQ(c, 1.0f);
 }
+
+// ---- fp8 (OCP 8-bit Floating Point Formats v1.0), int4, and 16-bit floats' signed zero ---
+
+TEST(FunctionalFloat8, E4m3RoundsToNearestEvenAndSaturates) {
+  constexpr Dtype t = Dtype::kFp8E4m3;
+  // 1.0 = 0.0111.000 (bias 7); the quantum in [1, 2) is 2^-3.
+  EXPECT_EQ(fp8_bits(1.0f, t), 0x38);
+  EXPECT_EQ(round_fp8(1.0625f, t), 1.0f);       // 1 + 2^-4: tie between 1.0 (mantissa 000, even) and 1.125
+  EXPECT_EQ(round_fp8(1.1875f, t), 1.25f);      // 1 + 3*2^-4: tie between 1.125 (001) and 1.25 (010, even)
+  EXPECT_EQ(round_fp8(1.07f, t), 1.125f);       // above the tie
+  EXPECT_EQ(round_fp8(-3.3f, t), -3.25f);       // quantum 0.25 in [2, 4)
+  // Largest finite 448 = 0.1111.110 (S.1111.111 is NaN); the quantum in [256, 512) is 32.
+  EXPECT_EQ(fp8_bits(448.0f, t), 0x7E);
+  EXPECT_EQ(round_fp8(449.0f, t), 448.0f);      // just above the max: saturates
+  EXPECT_EQ(round_fp8(464.0f, t), 448.0f);      // max + half a quantum: saturates, no NaN
+  EXPECT_EQ(round_fp8(1e6f, t), 448.0f);
+  EXPECT_EQ(fp8_bits(-1e6f, t), 0xFE);
+  EXPECT_EQ(round_fp8(std::numeric_limits<float>::infinity(), t), 448.0f);  // no infinity in E4M3
+  EXPECT_EQ(round_fp8(432.0f, t), 448.0f);      // 416 + 16 + 16: tie between 416 (101) and 448 (110, even)
+  // Subnormals: quantum 2^-9 below the smallest normal 2^-6 (0.0001.000).
+  EXPECT_EQ(fp8_bits(std::ldexp(1.0f, -6), t), 0x08);
+  EXPECT_EQ(fp8_bits(std::ldexp(1.0f, -9), t), 0x01);   // smallest subnormal
+  EXPECT_EQ(fp8_bits(std::ldexp(7.0f, -9), t), 0x07);   // largest subnormal
+  EXPECT_EQ(fp8_bits(std::ldexp(7.5f, -9), t), 0x08);   // tie: 8 x 2^-9 = 2^-6 is even
+  EXPECT_EQ(fp8_bits(std::ldexp(1.0f, -10), t), 0x00);  // tie between 0 and 2^-9: 0
+  EXPECT_EQ(fp8_bits(std::ldexp(3.0f, -10), t), 0x02);  // 1.5 quanta: tie to 2
+  EXPECT_EQ(round_fp8(std::ldexp(5.0f, -11), t), std::ldexp(1.0f, -9));  // 1.25 quanta -> 1
+  // Signed zero and NaN.
+  EXPECT_EQ(fp8_bits(-0.0f, t), 0x80);
+  EXPECT_TRUE(std::signbit(round_fp8(-0.0f, t)));
+  EXPECT_EQ(fp8_bits(-std::ldexp(1.0f, -11), t), 0x80);  // a tiny negative rounds to -0
+  EXPECT_EQ(fp8_bits(std::nanf(""), t), 0x7F);
+  EXPECT_TRUE(std::isnan(fp8_value(0x7F, t)));
+  EXPECT_TRUE(std::isnan(fp8_value(0xFF, t)));
+  EXPECT_EQ(fp8_value(0x7E, t), 448.0f);
+  EXPECT_EQ(fp8_value(0x01, t), std::ldexp(1.0f, -9));
+  EXPECT_EQ(round_to_float_dtype(1.1875f, t), 1.25f);
+}
+
+TEST(FunctionalFloat8, E5m2RoundsToNearestEvenAndSaturates) {
+  constexpr Dtype t = Dtype::kFp8E5m2;
+  // 1.0 = 0.01111.00 (bias 15); the quantum in [1, 2) is 2^-2.
+  EXPECT_EQ(fp8_bits(1.0f, t), 0x3C);
+  EXPECT_EQ(round_fp8(1.125f, t), 1.0f);   // tie between 1.0 (00, even) and 1.25 (01)
+  EXPECT_EQ(round_fp8(1.375f, t), 1.5f);   // tie between 1.25 (01) and 1.5 (10, even)
+  // Largest finite 57344 = 0.11110.11; 61440 (max + half a quantum of 8192) would round to
+  // inf in IEEE arithmetic: saturates instead.
+  EXPECT_EQ(fp8_bits(57344.0f, t), 0x7B);
+  EXPECT_EQ(round_fp8(57345.0f, t), 57344.0f);
+  EXPECT_EQ(round_fp8(61440.0f, t), 57344.0f);
+  EXPECT_EQ(fp8_bits(-1e9f, t), 0xFB);
+  EXPECT_EQ(fp8_bits(std::numeric_limits<float>::infinity(), t), 0x7C);  // E5M2 has inf: kept
+  EXPECT_EQ(fp8_value(0xFC, t), -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(fp8_bits(std::nanf(""), t), 0x7E);
+  EXPECT_TRUE(std::isnan(fp8_value(0x7D, t)));
+  // Subnormals: smallest normal 2^-14, quantum 2^-16.
+  EXPECT_EQ(fp8_bits(std::ldexp(1.0f, -14), t), 0x04);
+  EXPECT_EQ(fp8_bits(std::ldexp(1.0f, -16), t), 0x01);
+  EXPECT_EQ(fp8_bits(std::ldexp(1.0f, -17), t), 0x00);  // tie: 0
+  EXPECT_EQ(fp8_bits(std::ldexp(3.0f, -17), t), 0x02);  // tie: 2 quanta
+  EXPECT_EQ(fp8_bits(-0.0f, t), 0x80);
+}
+
+TEST(FunctionalFloat8, EveryCodeRoundTripsAndMidpointsGoToEven) {
+  for (Dtype t : {Dtype::kFp8E4m3, Dtype::kFp8E5m2}) {
+    for (uint32_t b = 0; b < 0x100; ++b) {
+      const float v = fp8_value(static_cast<uint8_t>(b), t);
+      if (std::isnan(v)) continue;
+      ASSERT_EQ(fp8_bits(v, t), b) << dtype_name(t) << " " << std::hex << b;
+      const float next = fp8_value(static_cast<uint8_t>(b + 1), t);
+      if ((b & 0x7F) < 0x7F && std::isfinite(v) && std::isfinite(next) && !std::isnan(next)) {
+        ASSERT_EQ(fp8_bits((v + next) / 2, t), (b & 1) ? b + 1 : b) << dtype_name(t) << " " << std::hex << b;
+      }
+    }
+  }
+}
+
+TEST(FunctionalFloat8, ScaledRoundingMapsTheMaxOntoTheFormatsMax) {
+  // max |x| = 3.5 onto 448: scale 1/128; 3.5 -> 448 exactly, 1.0 -> 128 exactly.
+  const double s = fp8_scale(3.5, Dtype::kFp8E4m3);
+  EXPECT_DOUBLE_EQ(s, 3.5 / 448.0);
+  EXPECT_EQ(round_fp8_scaled(3.5f, Dtype::kFp8E4m3, s), 3.5f);
+  EXPECT_EQ(round_fp8_scaled(1.0f, Dtype::kFp8E4m3, s), 1.0f);
+  bool sat = false;
+  EXPECT_EQ(round_fp8_scaled(4.0f, Dtype::kFp8E4m3, s, &sat), 3.5f);  // beyond the calibrated max: saturates
+  EXPECT_TRUE(sat);
+  EXPECT_EQ(fp8_scale(0.0, Dtype::kFp8E5m2), 1.0);
+}
+
+TEST(FunctionalFloat16, NegativeZeroStaysNegative) {
+  EXPECT_EQ(fp16_bits(-0.0f), 0x8000);
+  EXPECT_EQ(bf16_bits(-0.0f), 0x8000);
+  EXPECT_TRUE(std::signbit(round_bf16(-std::ldexp(1.0f, -140))));  // a float32 subnormal keeps its sign
+  EXPECT_EQ(bf16_bits(from_bits(0x00008000)), 0x0000);  // subnormal tie: even (0)
+  EXPECT_EQ(bf16_bits(from_bits(0x00018000)), 0x0002);  // subnormal tie: up to even
+}
+
+TEST(FunctionalQuantize, Int4ClampsToMinus8To7) {
+  EXPECT_EQ(int_bits(Dtype::kInt4), 4);
+  EXPECT_EQ(symmetric_scale(3.5, 4), 0.5);  // max |x| onto the largest code 7
+  bool sat = false;
+  EXPECT_EQ(quantize(3.5, 0.5, 4, &sat), 7);
+  EXPECT_FALSE(sat);
+  EXPECT_EQ(quantize(-3.75, 0.5, 4, &sat), -8);  // -7.5 rounds away to -8: in range
+  EXPECT_FALSE(sat);
+  EXPECT_EQ(quantize(3.75, 0.5, 4, &sat), 7);    // 7.5 -> 8: clamps to 7
+  EXPECT_TRUE(sat);
+  sat = false;
+  EXPECT_EQ(quantize(-5.0, 0.5, 4, &sat), -8);   // -10 clamps to -8
+  EXPECT_TRUE(sat);
+  EXPECT_EQ(quantize(1.26, 0.5, 4), 3);          // 2.52 -> 3
+}

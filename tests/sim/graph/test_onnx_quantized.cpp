@@ -454,3 +454,31 @@ TEST(OnnxQuantized, ReportNamesTheModelsQuantization) {
   EXPECT_EQ(convs, 2);
   EXPECT_EQ(report["summary"]["macs"], 8 * 8 * 27 * 4 + 8 * 8 * 4 * 2);
 }
+
+// ONNX's FLOAT8E4M3FN (17), FLOAT8E5M2 (19) and INT4 (22) element types (onnx 1.14 / 1.16;
+// the installed headers predate them, the numbers are onnx.proto's): int4 and fp8 weights
+// through DequantizeLinear set the matrix layer's weight precision; an fp8 graph input its
+// activations'. A 4 x 3 int4 initializer is 6 bytes of packed data.
+TEST(OnnxQuantized, Fp8AndInt4ElementTypesSetThePrecision) {
+  for (const auto& [elem, want] : {std::pair{22, Dtype::kInt4}, std::pair{17, Dtype::kFp8E4m3}, std::pair{19, Dtype::kFp8E5m2}}) {
+    Model m(21);
+    m.input("x", {int64_t{1}, int64_t{4}}, elem == 22 ? onnx::TensorProto_DataType_FLOAT : elem);
+    auto* w = m.g->add_initializer();
+    w->set_name("wq");
+    w->set_data_type(elem);
+    w->add_dims(4);
+    w->add_dims(3);
+    w->set_raw_data(std::string(elem == 22 ? 6 : 12, '\0'));
+    m.floats("ws", {0.5f});
+    m.node("DequantizeLinear", {"wq", "ws"}, {"w"}, "w_dq");
+    m.node("MatMul", {"x", "w"}, {"y"}, "mm");
+    m.output("y");
+    Graph g = load_onnx(m.save("q" + std::to_string(elem) + ".onnx"), {});
+    const Layer* mm = layer_named(g, "mm");
+    ASSERT_NE(mm, nullptr) << elem;
+    EXPECT_EQ(mm->quantized_weights, want) << elem;
+    apply_policy(g, "bf16");
+    EXPECT_EQ(mm->weight_dtype, want) << elem;
+    EXPECT_EQ(input_dtype(g, *mm), elem == 22 ? Dtype::kBf16 : want) << elem;
+  }
+}

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iterator>
 
 #include "sim/common/error.h"
 #include "sim/common/yaml_reader.h"
@@ -92,8 +93,10 @@ TEST(PrecisionErrors, UnknownNameKeyAndUnmatchedRule) {
     parse_policy("int12");
     FAIL();
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("not a policy name (int8, int16, fp16, bf16, first-last-int16)"),
-              std::string::npos);
+    EXPECT_NE(std::string(e.what()).find(
+                  "not a policy name (int8, uint8, int16, fp8_e4m3, fp8_e5m2, fp16, bf16, first-last-int16)"),
+              std::string::npos)
+        << e.what();
   }
   const std::string bad = write_policy("p3.yaml", "layers:\n  - {match: conv1, weight: int16}\n");
   try {
@@ -192,4 +195,90 @@ TEST(PrecisionSource, QuantizedModelKeepsItsCodesUnderTheOption) {
   EXPECT_EQ(override_note(g, wide),
             "note: --precision int16: 1 matrix layer(s) of 'decl' keep the model's own quantized types (uint8xint8 on 1 "
             "matrix layer(s)); the policy sets the layers the model leaves in float (docs/precision.md)");
+TEST(Precision, EveryOperandDtypeIsAcceptedPerTensorAndLayer) {
+  // The named policies: every dtype activations may hold.
+  for (const char* name : {"int8", "uint8", "int16", "fp8_e4m3", "fp8_e5m2", "fp16", "bf16"}) {
+    const PrecisionPolicy p = parse_policy(name);
+    EXPECT_EQ(dtype_name(p.defaults.activations), name);
+    EXPECT_EQ(dtype_name(p.defaults.weights), name);
+  }
+  const std::string path = write_policy("p_fp8.yaml", R"(
+default: {activations: fp8_e4m3, weights: fp8_e4m3}
+first_last: {activations: bf16, weights: int4}
+layers:
+  - {match: conv2, activations: fp8_e5m2, weights: int4}
+)");
+  const PrecisionPolicy p = parse_policy(path);
+  graph::Graph g = net();
+  const auto a = assign(g, p);
+  EXPECT_EQ(a[0]->activations, Dtype::kBf16);
+  EXPECT_EQ(a[0]->weights, Dtype::kInt4);
+  EXPECT_EQ(a[2]->activations, Dtype::kFp8E5m2);
+  EXPECT_EQ(a[2]->weights, Dtype::kInt4);
+  EXPECT_EQ(a[4]->activations, Dtype::kBf16);
+  apply(g, a, p.defaults.activations);
+  EXPECT_EQ(g.layers[2].weight_dtype, Dtype::kInt4);
+  EXPECT_EQ(g.tensors[static_cast<size_t>(g.layers[2].inputs[0])].dtype, Dtype::kFp8E5m2);  // through the pool
+  for (const auto& t : g.tensors) EXPECT_NE(t.dtype, Dtype::kInt4) << t.name;
+}
+
+TEST(PrecisionErrors, UnknownDtypeListsTheNamesAndInt4IsForWeightsOnly) {
+  // The list in the message is generated from all_dtypes(): every name but int32.
+  EXPECT_EQ(dtype_names_text(operand_dtypes(true)), "int4, int8, uint8, int16, fp8_e4m3, fp8_e5m2, fp16, bf16");
+  EXPECT_EQ(dtype_names_text(operand_dtypes(false)), "int8, uint8, int16, fp8_e4m3, fp8_e5m2, fp16, bf16");
+  const std::string bad = write_policy("p_int7.yaml", "default: {activations: int8, weights: int7}\n");
+  try {
+    parse_policy(bad);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("p_int7.yaml:1:39: default.weights: 'int7' is not a dtype; allowed: int4, "
+                                         "int8, uint8, int16, fp8_e4m3, fp8_e5m2, fp16, bf16"),
+              std::string::npos)
+        << e.what();
+  }
+  const std::string act4 = write_policy("p_act4.yaml", "layers:\n  - {match: conv1, activations: int4}\n");
+  try {
+    parse_policy(act4);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("p_act4.yaml:2:33: layers[0].activations: 'int4' is for weights only; "
+                                         "activations may be int8, uint8, int16, fp8_e4m3, fp8_e5m2, fp16, bf16"),
+              std::string::npos)
+        << e.what();
+  }
+  try {
+    parse_policy("int4");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--precision 'int4': int4 is for weights only"), std::string::npos) << e.what();
+  }
+}
+
+TEST(PrecisionBytes, Int4WeightsTakeHalfAByte) {
+  EXPECT_EQ(dtype_bits(Dtype::kInt4), 4);
+  EXPECT_EQ(dtype_bits(Dtype::kFp8E4m3), 8);
+  EXPECT_EQ(dtype_bits(Dtype::kFp8E5m2), 8);
+  EXPECT_EQ(dtype_bytes(Dtype::kInt4), 1);  // one element alone: a byte
+  // A 3 x 5 int4 weight tensor: 15 x 4 = 60 bits = 7.5 bytes -> 8.
+  EXPECT_EQ(elements_bytes(Dtype::kInt4, 3 * 5), 8);
+  EXPECT_EQ(elements_bytes(Dtype::kInt4, 16), 8);
+  EXPECT_EQ(elements_bytes(Dtype::kFp8E4m3, 15), 15);
+  EXPECT_EQ(elements_bytes(Dtype::kBf16, 15), 30);
+  EXPECT_EQ(elements_bytes(Dtype::kInt32, 3), 12);
+  for (Dtype t : all_dtypes()) {
+    EXPECT_EQ(parse_dtype(dtype_name(t)), t);  // every switch knows every type
+    EXPECT_EQ(elements_bytes(t, 8), dtype_bits(t));
+  }
+  EXPECT_TRUE(dtype_is_float(Dtype::kFp8E4m3));
+  EXPECT_TRUE(dtype_is_float(Dtype::kFp8E5m2));
+  EXPECT_FALSE(dtype_is_float(Dtype::kInt4));
+}
+
+TEST(PrecisionDocs, ListTheAcceptedDtypesInOrder) {
+  // docs/precision.md names the accepted dtypes in the order of all_dtypes().
+  std::ifstream in(std::string(TESSERA_SOURCE_DIR) + "/docs/precision.md");
+  const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string list;
+  for (Dtype t : operand_dtypes(true)) list += (list.empty() ? "`" : ", `") + std::string(dtype_name(t)) + "`";
+  EXPECT_NE(doc.find(list + "."), std::string::npos) << list;
 }

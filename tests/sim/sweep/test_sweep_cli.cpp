@@ -326,12 +326,12 @@ TEST(SweepCli, PrecisionSweepInt16SlowerAndInvalidPrecisionFailsOnePoint) {
   EXPECT_GT(wide_ratio, 1.75);
   EXPECT_LE(wide_ratio, 2.0);
   EXPECT_NEAR(int16["summary.peak_tops"].get<double>() / int8["summary.peak_tops"].get<double>(), 0.25, 1e-9);
-  // The unknown policy: one failed row with tessera run's message.
+  // A policy tessera run refuses (int4 is for weights only): one failed row with its message.
   EXPECT_EQ(rows[2]["status"], "failed");
   EXPECT_EQ(rows[2]["params"]["precision"], "int4");
   const std::string err = rows[2]["error"];
   EXPECT_NE(err.find("exit 2: "), std::string::npos) << err;
-  EXPECT_NE(err.find("'int4': not a policy name (int8, int16, fp16, bf16, first-last-int16)"), std::string::npos) << err;
+  EXPECT_NE(err.find("--precision 'int4': int4 is for weights only"), std::string::npos) << err;
   EXPECT_NE(slurp(out / "results.csv").find(",precision,"), std::string::npos);
 }
 
