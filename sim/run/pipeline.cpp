@@ -93,9 +93,11 @@ void apply_precision(graph::Graph& graph, const ArchConfig& arch, const std::str
   precision::apply(graph, precision::assign(graph, policy, low_sqnr), policy.defaults.activations);
 }
 
-CompiledRun compile(const CompileRequest& request) {
+CompiledRun compile(const CompileRequest& request) { return compile(request, load_arch_config(request.arch)); }
+
+CompiledRun compile(const CompileRequest& request, ArchConfig arch) {
   CompiledRun c;
-  c.arch = load_arch_config(request.arch);
+  c.arch = std::move(arch);
   if (request.ideal_memory) c.arch.ideal_memory = true;
   c.graph = load_workload(request.workload, WorkloadBindings{request.input_shapes, request.input_values, request.batch_axes});
   apply_precision(c.graph, c.arch, request.precision);
@@ -115,6 +117,12 @@ void refuse_overwriting_inputs(const std::vector<OutputFile>& outputs, const Com
       }
     }
   }
+}
+
+nlohmann::ordered_json simulate_report(const ArchConfig& arch, const graph::Graph& graph,
+                                       const compiler::Program& program, const std::string& precision) {
+  const engine::RunStats stats = engine::simulate(arch, program, {.tracks = false});
+  return report::build_report(report::RunRecord{arch, graph, program, stats, precision});
 }
 
 RunResult run(const RunRequest& request) {

@@ -100,7 +100,7 @@ struct Experiment {
   std::vector<MetricSpec> metrics;
   std::vector<ParetoAxis> pareto;
   std::string out;            // default output directory ("" = out/sweeps/<name>)
-  bool keep_reports = true;   // keep each point's report.json, layers.csv, summary.md
+  bool keep_reports = false;  // keep each point's config.yaml, report.json, layers.csv, summary.md
   double timeout_s = 0;       // per point; 0 = none
   // `tessera run` options every point gets after its own (not from the experiment file: set by
   // a program that drives the runner, e.g. `tessera serve` passing --baseline).
