@@ -112,7 +112,7 @@ std::string sharing_key(const sweep::PointJob& job, const PointRequest& r) {
     for (const auto& b : *list) key += b + '\x1f';
     key += '\n';
   }
-  for (const auto& [k, v] : job.point.params) {
+  for (const auto& [k, v] : job.experiment.params(job.point)) {
     if (!sweep::is_run_option_key(k) && compiler::compiler_reads_config_key(k)) key += k + '=' + v.json().dump() + '\n';
   }
   return key;

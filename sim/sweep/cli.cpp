@@ -105,7 +105,7 @@ int run_sweep_command(const SweepOptions& o, int argc, char** argv, MpiRunner mp
       j["workload"] = p.workload;
       j["batch"] = p.batch;
       nlohmann::ordered_json params = nlohmann::ordered_json::object();
-      for (const auto& [k, v] : p.params) params[k] = v.json();
+      for (const auto& [k, v] : e.params(p)) params[k] = v.json();
       j["params"] = params;
       std::cout << j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
     }

@@ -201,7 +201,7 @@ Row failed_row(const Experiment& e, const Point& p, const std::string& error) {
   r.index = p.index;
   r.workload = p.workload;
   r.batch = p.batch;
-  r.params = p.params;
+  r.params = e.params(p);
   r.ok = false;
   r.error = error.empty() ? "failed" : error;
   for (const auto& m : e.metrics) r.metrics.emplace_back(m.name, Value::null());

@@ -77,9 +77,12 @@ std::string cpu_usage_text() {
   ::getrusage(RUSAGE_SELF, &self);
   ::getrusage(RUSAGE_CHILDREN, &children);
   auto secs = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; };
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "cpu: sweep process %.3f s user + %.3f s sys; point processes %.3f s user + %.3f s sys",
-                secs(self.ru_utime), secs(self.ru_stime), secs(children.ru_utime), secs(children.ru_stime));
+  char buf[200];
+  std::snprintf(buf, sizeof buf,
+                "cpu: sweep process %.3f s user + %.3f s sys; point processes %.3f s user + %.3f s sys; "
+                "sweep process peak RSS %.1f MiB",
+                secs(self.ru_utime), secs(self.ru_stime), secs(children.ru_utime), secs(children.ru_stime),
+                static_cast<double>(self.ru_maxrss) / 1024.0);
   return buf;
 }
 
