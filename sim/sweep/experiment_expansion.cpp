@@ -257,7 +257,11 @@ class Expander {
     for (size_t k = 0; k < params.size(); ++k) {
       // Each distinct value once (Experiment::point_values).
       const Value& v = params[k].second;
-      const std::string text = std::to_string(static_cast<int>(v.kind)) + v.json().dump();
+      std::string text(1, static_cast<char>('0' + static_cast<int>(v.kind)));
+      if (v.kind == Value::Kind::kInt) text += std::to_string(v.i);
+      if (v.kind == Value::Kind::kReal) text.append(reinterpret_cast<const char*>(&v.d), sizeof v.d);
+      if (v.kind == Value::Kind::kBool) text += v.b ? '1' : '0';
+      if (v.kind == Value::Kind::kString) text += v.s;
       auto [it, added] = value_index_[k].emplace(text, static_cast<uint32_t>(e.param_values[k].size()));
       if (added) e.param_values[k].push_back(v);
       e.point_values.push_back(it->second);
@@ -271,7 +275,7 @@ class Expander {
   const LoadOptions& opts_;
   std::map<std::string, std::string>& key_location_;
   const std::vector<YamlNode>& constraint_nodes_;
-  std::set<std::string> checked_;
+  std::unordered_set<std::string> checked_;
   std::unordered_set<std::string> checked_values_;
 };
 

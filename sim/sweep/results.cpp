@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <unordered_set>
 
 #include "sim/common/error.h"
 #include "sim/sweep/sweep_files.h"
@@ -249,7 +250,7 @@ ExistingResults read_results(const fs::path& jsonl) {
   std::error_code ec;
   if (!fs::exists(fs::symlink_status(jsonl, ec))) return out;
   const std::string text = read_no_follow(jsonl);
-  std::set<std::string> seen;
+  std::unordered_set<std::string> seen;
   size_t start = 0;
   while (start < text.size()) {
     const size_t nl = text.find('\n', start);

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <map>
 #include <set>
+#include <unordered_set>
 
 #include "sim/common/error.h"
 
@@ -99,10 +100,11 @@ std::vector<ParetoAxis> parse_pareto_axes(const std::string& spec, const Experim
 }
 
 std::string summarize(const Experiment& e, const std::vector<Row>& rows, const std::vector<ParetoAxis>& axes) {
-  std::set<std::string> ids;
+  // Hash sets: 100,000 ids of 16 hex digits (issue 35 item 5: --summarize in under 2 s).
+  std::unordered_set<std::string> ids(e.points.size());
   for (const auto& p : e.points) ids.insert(p.id);
   size_t ok = 0, failed = 0, stale = 0;
-  std::set<std::string> have;
+  std::unordered_set<std::string> have(rows.size());
   for (const auto& r : rows) {
     if (!ids.count(r.point)) {
       ++stale;
