@@ -195,6 +195,12 @@ TEST(SweepCli, MpiRowsMatchLocal) {
   ASSERT_EQ(rm.size(), 10u);
   EXPECT_EQ(rl, rm);
   EXPECT_EQ(sorted_lines(local / "results.csv", true), sorted_lines(mpi / "results.csv", true));
+  // The ranks ran their points in process, as a local sweep does (issue 35 item 4): an ok point
+  // left no directory (`tessera run` executed per point writes its config and reports there).
+  for (const auto& l : rm) {
+    const json row = json::parse(l);
+    EXPECT_EQ(fs::exists(mpi / "points" / row["point"].get<std::string>()), row["status"] != "ok") << l;
+  }
   // Resume through MPI: nothing left, nothing duplicated.
   const Result again = sh(launcher + " " + kBin + " sweep experiments/smoke.yaml --mpi --resume --out " + mpi.string());
   ASSERT_EQ(again.exit_code, 0) << again.output;
