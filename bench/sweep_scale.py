@@ -10,10 +10,13 @@ sweep point / standalone run is measured in one run on one machine.
 
 --workload PATH swaps the experiments' ResNet-50 for another workload (same grids), e.g. a
 cheaper one so that 100,000 points fit in a session: the per-point cost of the sweep machinery
-is then a larger share of a point. Sizes are picked with --points (default 1000,10000).
+is then a larger share of a point. Sizes are picked with --points (default 1000,10000). With
+--first N only the first N points of each size run: the sweep process is that of the whole
+experiment (its memory, hence its forks, grows with the size) and its CPU is read from /proc
+before it is interrupted, so 100,000 points are measured without running them all.
 
     /usr/bin/python3 bench/sweep_scale.py --build build --points 1000,10000 --jobs 2
-    nice -n 10 /usr/bin/python3 bench/sweep_scale.py --points 1000,100000 --workload workloads/tpu/mlp1.yaml
+    nice -n 10 /usr/bin/python3 bench/sweep_scale.py --points 1000,10000,100000 --first 1000
 
 Timings are figures to record (docs/performance-sweep.md), not assertions. One line of JSON per
 measurement goes to stdout after the table, for tools.
@@ -67,14 +70,39 @@ def disk_bytes(path):
     return total
 
 
-def run_sweep(tessera, exp, out, jobs, extra):
+def proc_cpu(pid):
+    """(user, sys, reaped children's user, sys) in seconds from /proc/PID/stat, and peak RSS MiB."""
+    fields = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    hwm = [l for l in open("/proc/%d/status" % pid) if l.startswith("VmHWM")][0].split()[1]
+    return [int(fields[i]) / tick for i in (11, 12, 13, 14)] + [int(hwm) / 1024]
+
+
+def run_sweep(tessera, exp, out, jobs, extra, limit=0):
+    """The whole sweep; or, with `limit`, its first `limit` points: the sweep process of the
+    full experiment (its memory, its forks) measured from /proc before it is interrupted."""
     shutil.rmtree(out, ignore_errors=True)
     load = os.getloadavg()[0]
     t = time.perf_counter()
-    subprocess.run([tessera, "sweep", str(exp), "-j", str(jobs), "-q", "--out", str(out)] + extra, check=True)
+    cmd = [tessera, "sweep", str(exp), "-j", str(jobs), "-q", "--out", str(out)] + extra
+    if not limit:
+        subprocess.run(cmd, check=True)
+        su, ss, pu, ps, rss = cpu_line(out / "sweep.log")
+        rows = sum(1 for _ in open(out / "results.jsonl"))
+    else:
+        proc = subprocess.Popen(cmd)
+        rows = 0
+        while rows < limit:
+            time.sleep(0.2)
+            try:
+                rows = sum(1 for _ in open(out / "results.jsonl"))
+            except FileNotFoundError:
+                pass
+        su, ss, pu, ps, rss = proc_cpu(proc.pid)
+        rows = sum(1 for _ in open(out / "results.jsonl"))
+        proc.send_signal(2)
+        proc.wait()
     wall = time.perf_counter() - t
-    su, ss, pu, ps, rss = cpu_line(out / "sweep.log")
-    rows = sum(1 for _ in open(out / "results.jsonl"))
     return {"points": rows, "wall_s": wall, "load_before": load, "load_after": os.getloadavg()[0],
             "sweep_cpu_s": su + ss, "point_cpu_s": pu + ps, "cpu_per_point_ms": 1000 * (su + ss + pu + ps) / rows,
             "sweep_cpu_per_point_ms": 1000 * (su + ss) / rows, "point_cpu_per_point_ms": 1000 * (pu + ps) / rows,
@@ -125,6 +153,9 @@ def main():
     ap.add_argument("--sample", type=int, default=20, help="standalone runs (points of the 1k experiment); 0: none")
     ap.add_argument("--tmp", default="/tmp/sweep-scale")
     ap.add_argument("--sweep-args", default="", help="extra `tessera sweep` arguments, e.g. --no-shared-programs")
+    ap.add_argument("--first", type=int, default=0,
+                    help="measure only the first N points of each size (the sweep process of the whole experiment, "
+                         "interrupted after N rows): per-point cost at 100,000 points without running them all")
     a = ap.parse_args()
     tessera = str((pathlib.Path(a.build) / "tessera").resolve())
     tmp = pathlib.Path(a.tmp)
@@ -133,12 +164,13 @@ def main():
     for n in [int(x) for x in a.points.split(",")]:
         if n not in EXPERIMENTS:
             sys.exit("--points: %d is not one of %s" % (n, ", ".join(map(str, EXPERIMENTS))))
-        r = run_sweep(tessera, experiment_for(n, a.workload, tmp), tmp / ("sweep-%d" % n), a.jobs, a.sweep_args.split())
+        r = run_sweep(tessera, experiment_for(n, a.workload, tmp), tmp / ("sweep-%d" % n), a.jobs, a.sweep_args.split(),
+                      a.first if a.first < n else 0)
         r["size"] = n
         results.append(r)
-        print("%7d points: wall %8.1f s (%6.0f points/min), CPU per point %6.2f ms (sweep process %5.2f, point processes "
+        print("%7d points (%s): wall %8.1f s (%6.0f points/min), CPU per point %6.2f ms (sweep process %5.2f, point processes "
               "%6.2f), sweep process peak RSS %6.1f MiB, disk %8.2f MiB, load %.1f -> %.1f" % (
-                  r["points"], r["wall_s"], r["points_per_min"], r["cpu_per_point_ms"], r["sweep_cpu_per_point_ms"],
+                  n, "all" if r["points"] == n else "first %d" % r["points"], r["wall_s"], r["points_per_min"], r["cpu_per_point_ms"], r["sweep_cpu_per_point_ms"],
                   r["point_cpu_per_point_ms"], r["sweep_peak_rss_mib"], r["disk_mib"], r["load_before"], r["load_after"]),
               flush=True)
     if len(results) > 1:
