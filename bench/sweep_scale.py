@@ -11,12 +11,14 @@ sweep point / standalone run is measured in one run on one machine.
 --workload PATH swaps the experiments' ResNet-50 for another workload (same grids), e.g. a
 cheaper one so that 100,000 points fit in a session: the per-point cost of the sweep machinery
 is then a larger share of a point. Sizes are picked with --points (default 1000,10000). With
---first N only the first N points of each size run: the sweep process is that of the whole
-experiment (its memory, hence its forks, grows with the size) and its CPU is read from /proc
-before it is interrupted, so 100,000 points are measured without running them all.
+--same-points the larger sizes run only the 1k experiment's 1,000 points (the 10k and 100k grids
+contain them: same ids), in a sweep process of the whole experiment holding the rows of all the
+others (written first, synthetic; then --resume): the same points at each size, and 100,000
+points measured without running them all. The resume's one-time cost of reading and rewriting
+the rows is measured by a second --resume with nothing to run, and subtracted.
 
     /usr/bin/python3 bench/sweep_scale.py --build build --points 1000,10000 --jobs 2
-    nice -n 10 /usr/bin/python3 bench/sweep_scale.py --points 1000,10000,100000 --first 1000
+    nice -n 10 /usr/bin/python3 bench/sweep_scale.py --points 1000,10000,100000 --same-points
 
 Timings are figures to record (docs/performance-sweep.md), not assertions. One line of JSON per
 measurement goes to stdout after the table, for tools.
@@ -70,39 +72,35 @@ def disk_bytes(path):
     return total
 
 
-def proc_cpu(pid):
-    """(user, sys, reaped children's user, sys) in seconds from /proc/PID/stat, and peak RSS MiB."""
-    fields = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
-    tick = os.sysconf("SC_CLK_TCK")
-    hwm = [l for l in open("/proc/%d/status" % pid) if l.startswith("VmHWM")][0].split()[1]
-    return [int(fields[i]) / tick for i in (11, 12, 13, 14)] + [int(hwm) / 1024]
-
-
-def run_sweep(tessera, exp, out, jobs, extra, limit=0):
-    """The whole sweep; or, with `limit`, its first `limit` points: the sweep process of the
-    full experiment (its memory, its forks) measured from /proc before it is interrupted."""
+def run_sweep(tessera, exp, out, jobs, extra, subset=None):
+    """The whole sweep; or, with `subset` (point ids), only those points of it: the other rows
+    are written first (synthetic, status ok) and `--resume` runs the subset in a sweep process
+    that holds the whole experiment and its rows. The resume's fixed cost (reading and
+    rewriting the rows) is measured by a second `--resume` with nothing left, and subtracted."""
     shutil.rmtree(out, ignore_errors=True)
+    if subset is not None:
+        out.mkdir(parents=True)
+        listed = subprocess.run([tessera, "sweep", str(exp), "--list"], capture_output=True, text=True, check=True).stdout
+        metrics = [l.strip()[2:] for l in exp.read_text().split("metrics:")[1].splitlines() if l.strip().startswith("- ")]
+        with open(out / "results.jsonl", "w") as f:
+            for line in listed.splitlines():
+                p = json.loads(line)
+                if p["point"] in subset:
+                    continue
+                row = dict(p, status="ok", error=None, metrics={m: 0 for m in metrics})
+                f.write(json.dumps(row, separators=(",", ":")) + "\n")
+        extra = extra + ["--resume"]
     load = os.getloadavg()[0]
     t = time.perf_counter()
-    cmd = [tessera, "sweep", str(exp), "-j", str(jobs), "-q", "--out", str(out)] + extra
-    if not limit:
-        subprocess.run(cmd, check=True)
-        su, ss, pu, ps, rss = cpu_line(out / "sweep.log")
-        rows = sum(1 for _ in open(out / "results.jsonl"))
-    else:
-        proc = subprocess.Popen(cmd)
-        rows = 0
-        while rows < limit:
-            time.sleep(0.2)
-            try:
-                rows = sum(1 for _ in open(out / "results.jsonl"))
-            except FileNotFoundError:
-                pass
-        su, ss, pu, ps, rss = proc_cpu(proc.pid)
-        rows = sum(1 for _ in open(out / "results.jsonl"))
-        proc.send_signal(2)
-        proc.wait()
+    subprocess.run([tessera, "sweep", str(exp), "-j", str(jobs), "-q", "--out", str(out)] + extra, check=True)
     wall = time.perf_counter() - t
+    su, ss, pu, ps, rss = cpu_line(out / "sweep.log")
+    rows = sum(1 for _ in open(out / "results.jsonl"))
+    if subset is not None:
+        subprocess.run([tessera, "sweep", str(exp), "-q", "--out", str(out)] + extra, check=True)
+        fu, fs_, _, _, _ = cpu_line(out / "sweep.log")
+        su, ss = max(0.0, su - fu), max(0.0, ss - fs_)
+        rows = len(subset)
     return {"points": rows, "wall_s": wall, "load_before": load, "load_after": os.getloadavg()[0],
             "sweep_cpu_s": su + ss, "point_cpu_s": pu + ps, "cpu_per_point_ms": 1000 * (su + ss + pu + ps) / rows,
             "sweep_cpu_per_point_ms": 1000 * (su + ss) / rows, "point_cpu_per_point_ms": 1000 * (pu + ps) / rows,
@@ -153,24 +151,30 @@ def main():
     ap.add_argument("--sample", type=int, default=20, help="standalone runs (points of the 1k experiment); 0: none")
     ap.add_argument("--tmp", default="/tmp/sweep-scale")
     ap.add_argument("--sweep-args", default="", help="extra `tessera sweep` arguments, e.g. --no-shared-programs")
-    ap.add_argument("--first", type=int, default=0,
-                    help="measure only the first N points of each size (the sweep process of the whole experiment, "
-                         "interrupted after N rows): per-point cost at 100,000 points without running them all")
+    ap.add_argument("--same-points", action="store_true",
+                    help="larger sizes run only the 1k experiment's points, inside a sweep of the whole experiment "
+                         "(--resume over synthetic rows of the others): the same points at every size, and 100,000 "
+                         "points measured without running them all")
     a = ap.parse_args()
     tessera = str((pathlib.Path(a.build) / "tessera").resolve())
     tmp = pathlib.Path(a.tmp)
     tmp.mkdir(parents=True, exist_ok=True)
     results = []
+    subset = None
+    if a.same_points:
+        listed = subprocess.run([tessera, "sweep", str(experiment_for(1000, a.workload, tmp)), "--list"],
+                                capture_output=True, text=True, check=True).stdout
+        subset = {json.loads(l)["point"] for l in listed.splitlines()}
     for n in [int(x) for x in a.points.split(",")]:
         if n not in EXPERIMENTS:
             sys.exit("--points: %d is not one of %s" % (n, ", ".join(map(str, EXPERIMENTS))))
         r = run_sweep(tessera, experiment_for(n, a.workload, tmp), tmp / ("sweep-%d" % n), a.jobs, a.sweep_args.split(),
-                      a.first if a.first < n else 0)
+                      subset if n > 1000 else None)
         r["size"] = n
         results.append(r)
         print("%7d points (%s): wall %8.1f s (%6.0f points/min), CPU per point %6.2f ms (sweep process %5.2f, point processes "
               "%6.2f), sweep process peak RSS %6.1f MiB, disk %8.2f MiB, load %.1f -> %.1f" % (
-                  n, "all" if r["points"] == n else "first %d" % r["points"], r["wall_s"], r["points_per_min"], r["cpu_per_point_ms"], r["sweep_cpu_per_point_ms"],
+                  n, "all" if r["points"] == n else "the 1k points", r["wall_s"], r["points_per_min"], r["cpu_per_point_ms"], r["sweep_cpu_per_point_ms"],
                   r["point_cpu_per_point_ms"], r["sweep_peak_rss_mib"], r["disk_mib"], r["load_before"], r["load_after"]),
               flush=True)
     if len(results) > 1:

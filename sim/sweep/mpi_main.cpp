@@ -205,6 +205,7 @@ int run_mpi(const Experiment& e, const RunSettings& s, const SweepOptions& o) {
     if (world.rank() == 0) std::cerr << "tessera: " << (code == 2 ? "error: " : "internal error: ") << error << "\n";
     return code;
   }
+  compact_heap_before_forking();
   try {
     return world.rank() == 0 ? coordinator(world, e, s, o, *store) : worker(world, e, s);
   } catch (const InputError& err) {

@@ -349,8 +349,10 @@ void ResultStore::open(bool resume, bool retry_failed) {
     }
   }
   torn_ = existing.torn + existing.unreadable;
-  std::set<std::string> ids;
+  std::unordered_set<std::string> ids(e.points.size());
   for (const auto& p : e.points) ids.insert(p.id);
+  // Only for rewriting the files: the rows are not kept (a sweep process forks once per point).
+  std::vector<Row> kept;
   for (auto& row : existing.rows) {
     if (retry_failed && !row.ok) continue;
     if (resume && !row.ok && is_environment_failure(row.error)) {
@@ -359,11 +361,11 @@ void ResultStore::open(bool resume, bool retry_failed) {
     }
     if (!ids.count(row.point)) ++stale_;
     done_.insert(row.point);
-    kept_.push_back(std::move(row));
+    kept.push_back(std::move(row));
   }
   // Rewrite both files from the kept rows (drops a torn line, brings the CSV in line).
   std::string jsonl_text, csv_text = csv_header(e);
-  for (const auto& row : kept_) {
+  for (const auto& row : kept) {
     jsonl_text += row_to_jsonl(row);
     csv_text += row_to_csv(e, row);
   }

@@ -81,7 +81,6 @@ class ResultStore {
   ResultStore& operator=(const ResultStore&) = delete;
 
   const std::set<std::string>& done() const { return done_; }
-  const std::vector<Row>& kept() const { return kept_; }
   size_t dropped_torn() const { return torn_; }
   size_t stale() const { return stale_; }  // rows of points no longer in the experiment
   size_t retried_environment() const { return retried_environment_; }  // such rows dropped on resume
@@ -102,7 +101,6 @@ class ResultStore {
   int csv_fd_ = -1;
   int lock_fd_ = -1;
   std::set<std::string> done_;
-  std::vector<Row> kept_;
   size_t torn_ = 0;
   size_t stale_ = 0;
   size_t removed_temporaries_ = 0;

@@ -1,6 +1,7 @@
 #include "sim/sweep/runner.h"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -209,6 +210,11 @@ void LocalPool::start(const Point& p) {
     ::dup2(fds[1], 1);
     ::dup2(fds[1], 2);
     if (::chdir(cwd.c_str()) != 0) ::_exit(126);
+    // Nothing else of the sweep's: above all not DIR/.lock, whose flock a child that outlived
+    // a kill -9 of the sweep would hold against the --resume that follows.
+    int row_fd = -1;
+    if (in_process != nullptr) row_fd = row_fds[1] == 3 ? 3 : ::dup2(row_fds[1], 3);
+    ::close_range(row_fd == 3 ? 4 : 3, ~0U, 0);
     if (in_process != nullptr) {
       // The fork server: run the point here, in the copy of the sweep process, and send its
       // row (a few hundred bytes) instead of leaving a report for the sweep to read back.
@@ -226,7 +232,7 @@ void LocalPool::start(const Point& p) {
       if (code) {
         size_t done = 0;
         while (done < row.size()) {
-          const ssize_t n = ::write(row_fds[1], row.data() + done, row.size() - done);
+          const ssize_t n = ::write(row_fd, row.data() + done, row.size() - done);
           if (n < 0 && errno == EINTR) continue;
           if (n <= 0) ::_exit(1);
           done += static_cast<size_t>(n);
@@ -467,7 +473,16 @@ void Progress::finish(const fs::path& out_dir) {
 
 // ---------------------------------------------------------------------------------------
 
+void compact_heap_before_forking() {
+  // Loading the experiment and a resume's rows leave the heap full of small free chunks; a
+  // child whose allocator later consolidates them writes to (and so copies) pages all over the
+  // parent's heap, a cost per point that grows with the sweep (issue 35). Returned to the
+  // system once here, they are not the children's to touch.
+  ::malloc_trim(0);
+}
+
 int run_local(const Experiment& e, const RunSettings& settings, ResultStore& store, bool quiet) {
+  compact_heap_before_forking();
   std::vector<const Point*> pending;
   for (const auto& p : e.points) {
     if (!store.done().count(p.id)) pending.push_back(&p);

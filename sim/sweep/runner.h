@@ -148,6 +148,9 @@ void install_interrupt_handlers();
 // are recorded and `--resume` runs them again.
 inline constexpr int kExitEnvironmentFailures = 3;
 
+// Releases the heap's free memory to the system before the first fork (runners call it once).
+void compact_heap_before_forking();
+
 // The local runner: all pending points of `e`, `settings.jobs` at a time; returns the exit code.
 int run_local(const Experiment& e, const RunSettings& settings, ResultStore& store, bool quiet);
 
