@@ -9,12 +9,12 @@
 
 #include "sim/common/atomic_file.h"
 #include "sim/common/exit_code.h"
+#include "sim/cli/sweep_point.h"
 #include "sim/report/energy_report.h"
 #include "sim/report/report_schema.h"
 #include "sim/run/pipeline.h"
 #include "sim/serve/cli.h"
 #include "sim/sweep/cli.h"
-#include "sim/sweep/runner.h"
 
 namespace {
 
@@ -55,33 +55,6 @@ void add_common(CLI::App& cmd, tessera::run::CompileRequest& o) {
 }
 
 int tessera_cli(int argc, char** argv);
-
-// `tessera sweep`'s fork server (sim/sweep/runner.h): the sweep process imports each
-// workload once (with the point's input bindings) before forking; the forked child runs the
-// point's `tessera run` command line through this same command-line entry, so a point's
-// files, messages and exit code are those of `tessera run`.
-void preload_point_workload(const std::vector<std::string>& args) {
-  std::string workload;
-  tessera::run::WorkloadBindings bindings;
-  for (size_t i = 0; i + 1 < args.size(); ++i) {
-    const std::string& flag = args[i];
-    if (flag == "--workload") workload = args[++i];
-    else if (flag == "--input-shape") bindings.input_shapes.push_back(args[++i]);
-    else if (flag == "--input-value") bindings.input_values.push_back(args[++i]);
-    else if (flag == "--batch-axis") bindings.batch_axes.push_back(args[++i]);
-  }
-  if (!workload.empty()) tessera::run::preload_workload(workload, bindings);
-}
-
-int run_point(const std::vector<std::string>& args) {
-  std::vector<std::string> copy = args;
-  std::vector<char*> argv;
-  for (auto& a : copy) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  return tessera_cli(static_cast<int>(copy.size()), argv.data());
-}
-
-const tessera::sweep::InProcessRunner kSweepForkServer{preload_point_workload, run_point};
 
 }  // namespace
 
@@ -161,7 +134,7 @@ int tessera_cli(int argc, char** argv) {
 
   tessera::sweep::SweepOptions sweep_opts;
   auto* sweep = tessera::sweep::add_sweep_command(app, sweep_opts);
-  sweep_opts.in_process = &kSweepForkServer;
+  sweep_opts.in_process = &tessera::cli::sweep_point_runner();  // fork server (sim/cli/sweep_point.h)
   sweep_opts.report_paths = [](const std::string& config) {
     return tessera::report::report_paths(tessera::load_arch_config(config));
   };

@@ -96,9 +96,11 @@ PrecisionRan apply_precision(graph::Graph& graph, const ArchConfig& arch, const 
   return ran;
 }
 
-CompiledRun compile(const CompileRequest& request) {
+CompiledRun compile(const CompileRequest& request) { return compile(request, load_arch_config(request.arch)); }
+
+CompiledRun compile(const CompileRequest& request, ArchConfig arch) {
   CompiledRun c;
-  c.arch = load_arch_config(request.arch);
+  c.arch = std::move(arch);
   if (request.ideal_memory) c.arch.ideal_memory = true;
   if (!request.residency.empty()) {
     apply_residency_override(c.arch.residency, request.residency);
@@ -127,6 +129,12 @@ void refuse_overwriting_inputs(const std::vector<OutputFile>& outputs, const Com
       }
     }
   }
+}
+
+nlohmann::ordered_json simulate_report(const ArchConfig& arch, const graph::Graph& graph,
+                                       const compiler::Program& program, const std::string& precision) {
+  const engine::RunStats stats = engine::simulate(arch, program, {.tracks = false});
+  return report::build_report(report::RunRecord{arch, graph, program, stats, precision});
 }
 
 RunResult run(const RunRequest& request) {

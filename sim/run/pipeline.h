@@ -74,6 +74,15 @@ PrecisionRan apply_precision(graph::Graph& graph, const ArchConfig& arch, const 
 
 // Loads the config and the workload, applies the precision policy, compiles.
 CompiledRun compile(const CompileRequest& request);
+// The same with the config already loaded (`request.arch` is not read): a sweep point's,
+// parsed from the text the sweep generated.
+CompiledRun compile(const CompileRequest& request, ArchConfig arch);
+
+// Simulates a compiled program on `arch` and builds its report: `tessera run` without
+// baselines, functional mode or a trace. `arch` may differ from the config `program` was
+// compiled for in keys the compiler does not read (sim/compiler/config_keys.h) only.
+nlohmann::ordered_json simulate_report(const ArchConfig& arch, const graph::Graph& graph,
+                                       const compiler::Program& program, const std::string& precision);
 
 struct RunRequest {
   CompileRequest inputs;

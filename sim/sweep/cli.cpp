@@ -42,8 +42,19 @@ CLI::App* add_sweep_command(CLI::App& app, SweepOptions& o) {
                   "else 3600)")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--quiet,-q", o.quiet, "No progress on stderr");
+  cmd->add_flag("--keep-reports", o.keep_reports,
+                "Keep every point's report.json, layers.csv and summary.md in DIR/points/<id>/ (the experiment key "
+                "keep_reports: true does the same); by default an ok point leaves only its results row");
+  cmd->add_flag("--no-shared-programs", o.no_shared_programs,
+                "Compile every point's program itself instead of sharing one between points that differ only in "
+                "config keys the compiler does not read (same results; for checking)");
+  cmd->add_option("--sync-interval", o.sync_interval_s,
+                  "Seconds a finished row may wait before results.jsonl is fsync'd (rows are synced in groups; "
+                  "default 1; 0: after every row). A killed sweep loses no finished row either way")
+      ->check(CLI::Range(0.0, 3600.0));
   cmd->footer(
-      "Each point runs `tessera run` in its own process with a generated config in DIR/points/<id>/.\n"
+      "Each point runs as `tessera run` would, in its own process; its config and reports are kept in\n"
+      "DIR/points/<id>/ with --keep-reports (a failed point keeps its config).\n"
       "Rows stream to DIR/results.jsonl and DIR/results.csv (one complete line per point); a killed sweep\n"
       "continues with --resume and ends with every point exactly once. MPI: mpirun -n N tessera sweep EXP --mpi.\n"
       "Metric paths are checked against report.json's before the first point runs (exit 2, naming the closest).\n"
@@ -117,7 +128,7 @@ int run_sweep_command(const SweepOptions& o, int argc, char** argv, MpiRunner mp
       j["workload"] = p.workload;
       j["batch"] = p.batch;
       nlohmann::ordered_json params = nlohmann::ordered_json::object();
-      for (const auto& [k, v] : p.params) params[k] = v.json();
+      for (const auto& [k, v] : e.params(p)) params[k] = v.json();
       j["params"] = params;
       std::cout << j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
     }
@@ -151,12 +162,14 @@ int run_sweep_command(const SweepOptions& o, int argc, char** argv, MpiRunner mp
     s.runner_exe = self_exe().parent_path() / "tessera";
   } else {
     s.runner_exe = self_exe();
-    s.in_process = o.in_process;
   }
+  s.in_process = o.in_process;  // MPI ranks too (issue 35 item 4); runner_exe only for what it cannot run
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   s.jobs = o.jobs > 0 ? o.jobs : (mpi ? 1 : cores);
   s.timeout_s = o.timeout_s > 0 ? o.timeout_s : e.timeout_s;
-  s.keep_reports = e.keep_reports;
+  s.keep_reports = o.keep_reports || e.keep_reports;
+  s.share_programs = !o.no_shared_programs;
+  s.sync_interval_s = o.sync_interval_s >= 0 ? o.sync_interval_s : kDefaultSyncIntervalS;
   s.rank_timeout_s = o.rank_timeout_s > 0  ? o.rank_timeout_s
                      : s.timeout_s > 0     ? s.timeout_s + kRankTimeoutMarginS
                                            : kDefaultRankTimeoutS;
@@ -168,7 +181,7 @@ int run_sweep_command(const SweepOptions& o, int argc, char** argv, MpiRunner mp
               << " pruned by constraints, " << e.stats.duplicates << " duplicates dropped\n";
   }
   install_interrupt_handlers();
-  ResultStore store(e, out, o.resume, o.retry_failed);
+  ResultStore store(e, out, o.resume, o.retry_failed, s.sync_interval_s);
   if (!o.quiet && store.dropped_torn()) {
     std::cerr << "sweep " << e.name << ": dropped " << store.dropped_torn()
               << " incomplete line(s) of results.jsonl (a killed write); those points run again\n";

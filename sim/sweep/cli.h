@@ -22,6 +22,9 @@ struct SweepOptions {
   bool summarize = false;
   bool list = false;
   bool quiet = false;
+  bool keep_reports = false;   // --keep-reports: every point's report files, whatever the experiment says
+  bool no_shared_programs = false;  // --no-shared-programs: every point compiles its own program (for checking)
+  double sync_interval_s = -1;  // --sync-interval; < 0: kDefaultSyncIntervalS
   double timeout_s = 0;
   double rank_timeout_s = 0;  // --mpi: 0 = the default (kDefaultRankTimeout... in runner.h)
   std::string pareto;

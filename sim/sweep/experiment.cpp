@@ -184,7 +184,7 @@ class Loader {
                            "': an experiment file may only name an output directory below the working directory "
                            "(a relative path without '..'); pass --out for any other place");
     }
-    e.keep_reports = root_.bool_or("keep_reports", true);
+    e.keep_reports = root_.bool_or("keep_reports", false);
     e.timeout_s = root_.double_or("timeout_s", 0, 0, 1e7);
 
     load_base(e);

@@ -59,7 +59,10 @@ struct Point {
   std::string workload;
   uint32_t workload_index = 0;  // in Experiment::workloads (its path is there, not copied per point)
   int64_t batch = 0;
-  Params params;       // every key of Experiment::param_keys; null where neither set nor in the base
+  // Its parameter values (every key of Experiment::param_keys; null where neither set nor in
+  // the base) are Experiment::params(point): stored once per distinct value, not per point,
+  // because a sweep process forks once per point and a fork costs in proportion to the
+  // process's memory (issue 35: 100,000 points held 72 MB as key-value lists).
 };
 
 struct ExpansionStats {
@@ -100,7 +103,7 @@ struct Experiment {
   std::vector<MetricSpec> metrics;
   std::vector<ParetoAxis> pareto;
   std::string out;            // default output directory ("" = out/sweeps/<name>)
-  bool keep_reports = true;   // keep each point's report.json, layers.csv, summary.md
+  bool keep_reports = false;  // keep each point's config.yaml, report.json, layers.csv, summary.md
   double timeout_s = 0;       // per point; 0 = none
   // `tessera run` options every point gets after its own (not from the experiment file: set by
   // a program that drives the runner, e.g. `tessera serve` passing --baseline).
@@ -109,6 +112,14 @@ struct Experiment {
   std::vector<ParamBlock> blocks;
   std::vector<Point> points;
   ExpansionStats stats;
+  std::vector<std::vector<Value>> param_values;  // per param key: its distinct values
+  std::vector<uint32_t> point_values;  // point i's value of key k: param_values[k][point_values[i * keys + k]]
+
+  // The point's values of param_keys, in that order.
+  Params params(const Point& p) const;
+  const Value& param(const Point& p, size_t key) const {
+    return param_values[key][point_values[p.index * param_keys.size() + key]];
+  }
 
   // The point's full config as YAML text: the base tree with the point's values set.
   std::string config_yaml(const Point& p) const;

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "sim/common/error.h"
@@ -246,15 +247,35 @@ class Expander {
     p.workload = w.name;
     p.workload_index = static_cast<uint32_t>(&w - e.workloads.data());
     p.batch = batch;
-    p.params = std::move(params);
+    for (size_t k = 0; k < params.size(); ++k) {
+      if (params.size() != e.param_keys.size() || params[k].first != e.param_keys[k]) {
+        throw std::logic_error("a point's parameters are not the experiment's keys in order");
+      }
+    }
+    if (value_index_.size() < params.size()) value_index_.resize(params.size());
+    e.param_values.resize(params.size());
+    for (size_t k = 0; k < params.size(); ++k) {
+      // Each distinct value once (Experiment::point_values).
+      const Value& v = params[k].second;
+      std::string text(1, static_cast<char>('0' + static_cast<int>(v.kind)));
+      if (v.kind == Value::Kind::kInt) text += std::to_string(v.i);
+      if (v.kind == Value::Kind::kReal) text.append(reinterpret_cast<const char*>(&v.d), sizeof v.d);
+      if (v.kind == Value::Kind::kBool) text += v.b ? '1' : '0';
+      if (v.kind == Value::Kind::kString) text += v.s;
+      auto [it, added] = value_index_[k].emplace(text, static_cast<uint32_t>(e.param_values[k].size()));
+      if (added) e.param_values[k].push_back(v);
+      e.point_values.push_back(it->second);
+    }
     e.points.push_back(std::move(p));
   }
+
+  std::vector<std::unordered_map<std::string, uint32_t>> value_index_;  // per key: value text -> param_values index
 
   const YamlNode& root_;
   const LoadOptions& opts_;
   std::map<std::string, std::string>& key_location_;
   const std::vector<YamlNode>& constraint_nodes_;
-  std::set<std::string> checked_;
+  std::unordered_set<std::string> checked_;
   std::unordered_set<std::string> checked_values_;
 };
 
@@ -328,10 +349,17 @@ std::optional<Value> Experiment::base_value(const std::string& key) const {
   return value_from_yaml(*n);
 }
 
+Params Experiment::params(const Point& p) const {
+  Params out;
+  out.reserve(param_keys.size());
+  for (size_t k = 0; k < param_keys.size(); ++k) out.emplace_back(param_keys[k], param(p, k));
+  return out;
+}
+
 std::string Experiment::config_yaml(const Point& p) const {
   YAML::Node tree = YAML::Clone(base_tree);
   Params config_params;
-  for (const auto& [k, v] : p.params) {
+  for (const auto& [k, v] : params(p)) {
     if (is_run_option_key(k)) continue;  // tessera run options (run_arguments), not config keys
     config_params.emplace_back(k, v);
     if (!v.is_null()) set_dotted(tree, k, v);
@@ -352,7 +380,7 @@ std::vector<std::string> Experiment::run_arguments(const Point& p) const {
   }
   std::vector<std::pair<std::string, std::string>> shapes;
   if (w) shapes = w->input_shapes;
-  for (const auto& [k, v] : p.params) {
+  for (const auto& [k, v] : params(p)) {
     if (v.is_null()) continue;
     if (k == kPrecisionKey) {
       // Invalid values are passed on as written: tessera run rejects them, and the point

@@ -1,8 +1,10 @@
-// tessera-mpi: the MPI runner of `tessera sweep --mpi` (Boost.MPI over OpenMPI).
+// tessera-mpi: the MPI runner of `tessera sweep --mpi` (Boost.MPI over OpenMPI); its main()
+// is sim/cli/mpi_main.cpp, which hands in the fork server (sim/cli/sweep_point.h): each rank
+// runs its points in forked children as a local sweep does, the workload imported once per
+// rank (issue 35 item 4).
 // `tessera sweep EXP --mpi` re-executes itself as this program, so
 //   mpirun -n 8 build/tessera sweep experiments/tpu-bandwidth.yaml --mpi
-// works without linking MPI into `tessera` (whose per-point child processes then start
-// without loading the MPI libraries). Running build/tessera-mpi sweep ... directly works too.
+// works without linking MPI into `tessera`. Running build/tessera-mpi sweep ... directly works too.
 //
 // Protocol: every rank expands the experiment itself (deterministic). Rank 0 holds the result
 // files and the list of pending points; each rank, rank 0 included, runs up to -j points at a
@@ -25,6 +27,7 @@
 #include "sim/sweep/experiment.h"
 #include "sim/sweep/results.h"
 #include "sim/sweep/metric_check.h"
+#include "sim/sweep/mpi_runner.h"
 #include "sim/sweep/runner.h"
 
 namespace mpi = boost::mpi;
@@ -78,6 +81,7 @@ int coordinator(mpi::communicator& world, const Experiment& e, const RunSettings
     progress.add(row);
     failures.add(row);
   };
+  store.sync_if_due();
   auto give_up_on = [&](int rank, const std::string& why) {
     if (!stalled.insert(rank).second) return;
     log_line(s.out_dir, "rank " + std::to_string(rank) + " stalled: " + why);
@@ -115,6 +119,7 @@ int coordinator(mpi::communicator& world, const Experiment& e, const RunSettings
       }
     }
     for (const Row& row : pool.poll(any ? 0 : 5)) record(row);
+    store.sync_if_due();
     const auto now = Clock::now();
     for (auto it = outstanding.begin(); it != outstanding.end();) {
       if (now - it->second.since < deadline) {
@@ -148,11 +153,12 @@ int coordinator(mpi::communicator& world, const Experiment& e, const RunSettings
       if (!waiting) break;
     }
   }
+  store.sync();
   log_line(s.out_dir, "done (rank 0); " + cpu_usage_text());
   progress.finish(s.out_dir);
   if (!stalled.empty()) {
     // A stalled rank would block MPI_Finalize: end the job (mpirun stops every rank). The
-    // results are complete on disk: results.jsonl is fsync'd after each row.
+    // results are complete on disk: results.jsonl was just fsync'd.
     std::cerr << "sweep " << e.name << ": ending the MPI job because of " << stalled.size()
               << " stalled rank(s); rerun with --resume to run their points again\n";
     std::cerr.flush();
@@ -189,7 +195,7 @@ int run_mpi(const Experiment& e, const RunSettings& s, const SweepOptions& o) {
   std::string error;
   if (world.rank() == 0) {
     try {
-      store = std::make_unique<ResultStore>(e, s.out_dir, o.resume, o.retry_failed);
+      store = std::make_unique<ResultStore>(e, s.out_dir, o.resume, o.retry_failed, s.sync_interval_s);
     } catch (const InputError& err) {
       code = 2;
       error = err.what();
@@ -204,6 +210,7 @@ int run_mpi(const Experiment& e, const RunSettings& s, const SweepOptions& o) {
     if (world.rank() == 0) std::cerr << "tessera: " << (code == 2 ? "error: " : "internal error: ") << error << "\n";
     return code;
   }
+  compact_heap_before_forking();
   try {
     return world.rank() == 0 ? coordinator(world, e, s, o, *store) : worker(world, e, s);
   } catch (const InputError& err) {
@@ -220,14 +227,13 @@ int run_mpi(const Experiment& e, const RunSettings& s, const SweepOptions& o) {
 }
 
 }  // namespace
-}  // namespace tessera::sweep
 
-int main(int argc, char** argv) {
+int mpi_sweep_main(int argc, char** argv, const InProcessRunner* in_process) {
   mpi::environment env(argc, argv);
   CLI::App app{"tessera-mpi: the MPI runner of `tessera sweep --mpi` (docs/experiments.md)", "tessera-mpi"};
   app.require_subcommand(1);
-  tessera::sweep::SweepOptions o;
-  tessera::sweep::add_sweep_command(app, o);
+  SweepOptions o;
+  add_sweep_command(app, o);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -235,5 +241,8 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : 2;
   }
   o.mpi = true;
-  return tessera::exit_code_of([&] { return tessera::sweep::run_sweep_command(o, argc, argv, &tessera::sweep::run_mpi); });
+  o.in_process = in_process;
+  return exit_code_of([&] { return run_sweep_command(o, argc, argv, &run_mpi); });
 }
+
+}  // namespace tessera::sweep

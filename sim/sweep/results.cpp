@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <unordered_set>
 
 #include "sim/common/error.h"
 #include "sim/sweep/sweep_files.h"
@@ -201,7 +202,7 @@ Row failed_row(const Experiment& e, const Point& p, const std::string& error) {
   r.index = p.index;
   r.workload = p.workload;
   r.batch = p.batch;
-  r.params = p.params;
+  r.params = e.params(p);
   r.ok = false;
   r.error = error.empty() ? "failed" : error;
   for (const auto& m : e.metrics) r.metrics.emplace_back(m.name, Value::null());
@@ -249,7 +250,7 @@ ExistingResults read_results(const fs::path& jsonl) {
   std::error_code ec;
   if (!fs::exists(fs::symlink_status(jsonl, ec))) return out;
   const std::string text = read_no_follow(jsonl);
-  std::set<std::string> seen;
+  std::unordered_set<std::string> seen;
   size_t start = 0;
   while (start < text.size()) {
     const size_t nl = text.find('\n', start);
@@ -287,7 +288,8 @@ void append_line(int fd, const std::string& line, const fs::path& path, bool syn
   if (sync && ::fsync(fd) != 0) throw InputError(path.string() + ": fsync failed: " + std::strerror(errno));
 }
 
-ResultStore::ResultStore(const Experiment& e, const fs::path& dir, bool resume, bool retry_failed) : e_(e), dir_(dir) {
+ResultStore::ResultStore(const Experiment& e, const fs::path& dir, bool resume, bool retry_failed, double sync_interval_s)
+    : e_(e), dir_(dir), sync_interval_s_(sync_interval_s) {
   try {
     open(resume, retry_failed);
   } catch (...) {
@@ -347,8 +349,10 @@ void ResultStore::open(bool resume, bool retry_failed) {
     }
   }
   torn_ = existing.torn + existing.unreadable;
-  std::set<std::string> ids;
+  std::unordered_set<std::string> ids(e.points.size());
   for (const auto& p : e.points) ids.insert(p.id);
+  // Only for rewriting the files: the rows are not kept (a sweep process forks once per point).
+  std::vector<Row> kept;
   for (auto& row : existing.rows) {
     if (retry_failed && !row.ok) continue;
     if (resume && !row.ok && is_environment_failure(row.error)) {
@@ -357,11 +361,11 @@ void ResultStore::open(bool resume, bool retry_failed) {
     }
     if (!ids.count(row.point)) ++stale_;
     done_.insert(row.point);
-    kept_.push_back(std::move(row));
+    kept.push_back(std::move(row));
   }
   // Rewrite both files from the kept rows (drops a torn line, brings the CSV in line).
   std::string jsonl_text, csv_text = csv_header(e);
-  for (const auto& row : kept_) {
+  for (const auto& row : kept) {
     jsonl_text += row_to_jsonl(row);
     csv_text += row_to_csv(e, row);
   }
@@ -372,16 +376,41 @@ void ResultStore::open(bool resume, bool retry_failed) {
   csv_fd_ = open_append(csv);
 }
 
-ResultStore::~ResultStore() { close_all(); }
+ResultStore::~ResultStore() {
+  try {
+    sync();
+  } catch (const std::exception&) {
+  }
+  close_all();
+}
 
 void ResultStore::append(const Row& row) {
   if (done_.count(row.point)) return;  // never twice
-  // results.jsonl first: it is the record, fsync'd so that even a machine crash keeps it.
-  // The CSV gets the same single-write append without the fsync (a killed process loses
-  // nothing from the page cache either way); a resume rebuilds it from results.jsonl.
-  append_line(jsonl_fd_, row_to_jsonl(row), dir_ / "results.jsonl", true);
+  // results.jsonl first: it is the record, fsync'd in groups (sync_if_due) so that even a
+  // machine crash keeps all but the last sync_interval_s of it. The CSV gets the same
+  // single-write append without an fsync (a killed process loses nothing from the page cache
+  // either way); a resume rebuilds it from results.jsonl.
+  append_line(jsonl_fd_, row_to_jsonl(row), dir_ / "results.jsonl", false);
   append_line(csv_fd_, row_to_csv(e_, row), dir_ / "results.csv", false);
   done_.insert(row.point);
+  if (!unsynced_) {
+    unsynced_ = true;
+    first_unsynced_ = std::chrono::steady_clock::now();
+  }
+  sync_if_due();
+}
+
+void ResultStore::sync_if_due() {
+  if (unsynced_ && std::chrono::duration<double>(std::chrono::steady_clock::now() - first_unsynced_).count() >= sync_interval_s_) {
+    sync();
+  }
+}
+
+void ResultStore::sync() {
+  if (!unsynced_ || jsonl_fd_ < 0) return;
+  if (::fsync(jsonl_fd_) != 0) throw InputError((dir_ / "results.jsonl").string() + ": fsync failed: " + std::strerror(errno));
+  unsynced_ = false;
+  ++syncs_;
 }
 
 }  // namespace tessera::sweep

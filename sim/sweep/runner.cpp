@@ -1,6 +1,7 @@
 #include "sim/sweep/runner.h"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -78,9 +79,12 @@ std::string cpu_usage_text() {
   ::getrusage(RUSAGE_SELF, &self);
   ::getrusage(RUSAGE_CHILDREN, &children);
   auto secs = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; };
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "cpu: sweep process %.3f s user + %.3f s sys; point processes %.3f s user + %.3f s sys",
-                secs(self.ru_utime), secs(self.ru_stime), secs(children.ru_utime), secs(children.ru_stime));
+  char buf[200];
+  std::snprintf(buf, sizeof buf,
+                "cpu: sweep process %.3f s user + %.3f s sys; point processes %.3f s user + %.3f s sys; "
+                "sweep process peak RSS %.1f MiB",
+                secs(self.ru_utime), secs(self.ru_stime), secs(children.ru_utime), secs(children.ru_stime),
+                static_cast<double>(self.ru_maxrss) / 1024.0);
   return buf;
 }
 
@@ -118,25 +122,37 @@ void LocalPool::kill_all() {
     while (::waitpid(c.pid, &st, 0) < 0 && errno == EINTR) {
     }
     if (c.fd >= 0) ::close(c.fd);
+    if (c.row_fd >= 0) ::close(c.row_fd);
   }
   children_.clear();
+}
+
+void LocalPool::write_config(const Point& p) const {
+  const fs::path dir = settings_.out_dir / "points" / p.id;
+  make_real_dir(dir);
+  remove_stale_temporaries(dir);  // of a killed earlier run of this point
+  // Replaced, not written in place: a link planted at config.yaml is replaced, never followed.
+  replace_file(dir / "config.yaml", e_.config_yaml(p));
 }
 
 void LocalPool::start(const Point& p) {
   const std::string rel = "points/" + p.id;
   const fs::path dir = settings_.out_dir / rel;
-  try {
-    make_real_dir(dir);
-    remove_stale_temporaries(dir);  // of a killed earlier run of this point
-    std::error_code ec;
-    fs::remove(dir / "report.json", ec);  // never read a stale report of an earlier, killed run
-    // Replaced, not written in place: a link planted at config.yaml is replaced, never followed.
-    replace_file(dir / "config.yaml", e_.config_yaml(p));
-  } catch (const UnsafeOutputPath&) {
-    throw;
-  } catch (const std::exception& err) {
-    ready_.push_back(failed_row(e_, p, std::string("cannot prepare the point: ") + err.what()));
-    return;
+  const InProcessRunner* in_process = settings_.in_process;
+  // In process without reports, an ok point leaves nothing but its row: no directory, no
+  // config file (issue 35: 10,000 points left 2.2 GB). Otherwise the child reads or writes there.
+  const bool point_dir = in_process == nullptr || settings_.keep_reports;
+  if (point_dir) {
+    try {
+      write_config(p);
+      std::error_code ec;
+      fs::remove(dir / "report.json", ec);  // never read a stale report of an earlier, killed run
+    } catch (const UnsafeOutputPath&) {
+      throw;
+    } catch (const std::exception& err) {
+      ready_.push_back(failed_row(e_, p, std::string("cannot prepare the point: ") + err.what()));
+      return;
+    }
   }
   // Everything the child needs, built before fork().
   std::vector<std::string> args = {settings_.runner_exe.string(), "run", "--arch", rel + "/config.yaml", "--workload",
@@ -147,10 +163,10 @@ void LocalPool::start(const Point& p) {
   argv.push_back(nullptr);
   const std::string cwd = settings_.out_dir.string();
   const std::string exe = settings_.runner_exe.string();
-  const InProcessRunner* in_process = settings_.in_process;
+  const PointJob job{e_, p, args, rel + "/config.yaml", settings_.keep_reports, settings_.share_programs};
   if (in_process != nullptr && in_process->prepare) {
     try {
-      in_process->prepare(args);  // shared work; a failure is the child's to report, as `tessera run` would
+      in_process->prepare(job);  // shared work; a failure is the child's to report, as `tessera run` would
     } catch (...) {
     }
   }
@@ -160,15 +176,23 @@ void LocalPool::start(const Point& p) {
   std::fflush(nullptr);
 
   int fds[2];
+  int row_fds[2] = {-1, -1};
   if (::pipe2(fds, O_CLOEXEC) != 0) {
+    ready_.push_back(failed_row(e_, p, std::string("cannot create a pipe: ") + std::strerror(errno)));
+    return;
+  }
+  if (in_process != nullptr && ::pipe2(row_fds, O_CLOEXEC) != 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
     ready_.push_back(failed_row(e_, p, std::string("cannot create a pipe: ") + std::strerror(errno)));
     return;
   }
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
-    ::close(fds[0]);
-    ::close(fds[1]);
+    for (int fd : {fds[0], fds[1], row_fds[0], row_fds[1]}) {
+      if (fd >= 0) ::close(fd);
+    }
     ready_.push_back(failed_row(e_, p, std::string("cannot fork: ") + std::strerror(errno)));
     return;
   }
@@ -187,17 +211,43 @@ void LocalPool::start(const Point& p) {
     ::dup2(fds[1], 1);
     ::dup2(fds[1], 2);
     if (::chdir(cwd.c_str()) != 0) ::_exit(126);
+    // Nothing else of the sweep's: above all not DIR/.lock, whose flock a child that outlived
+    // a kill -9 of the sweep would hold against the --resume that follows.
+    int row_fd = -1;
+    if (in_process != nullptr) row_fd = row_fds[1] == 3 ? 3 : ::dup2(row_fds[1], 3);
+    ::close_range(row_fd == 3 ? 4 : 3, ~0U, 0);
     if (in_process != nullptr) {
-      // The fork server: run the point here, in the copy of the sweep process.
-      int code = 1;
+      // The fork server: run the point here, in the copy of the sweep process, and send its
+      // row (a few hundred bytes) instead of leaving a report for the sweep to read back.
+      std::optional<int> code = 1;
+      std::string row;
       try {
-        code = in_process->run(args);
+        nlohmann::json report;
+        code = in_process->run(job, report);
+        if (code && *code == 0 && !report.is_null()) row = row_to_jsonl(row_from_report(e_, p, report));
       } catch (...) {
       }
       std::cout.flush();
       std::cerr.flush();
       std::fflush(nullptr);
-      ::_exit(code);
+      if (code) {
+        size_t done = 0;
+        while (done < row.size()) {
+          const ssize_t n = ::write(row_fd, row.data() + done, row.size() - done);
+          if (n < 0 && errno == EINTR) continue;
+          if (n <= 0) ::_exit(1);
+          done += static_cast<size_t>(n);
+        }
+        ::_exit(*code);
+      }
+      // Not runnable in process: `tessera run` itself, which reads the config from its file.
+      if (!point_dir) {
+        try {
+          write_config(p);
+        } catch (...) {
+          ::_exit(126);
+        }
+      }
     }
     ::execv(exe.c_str(), argv.data());
     // Tell the parent this is not the point failing but the runner missing.
@@ -216,9 +266,11 @@ void LocalPool::start(const Point& p) {
     ::_exit(127);
   }
   ::close(fds[1]);
+  if (row_fds[1] >= 0) ::close(row_fds[1]);
   Child c;
   c.pid = pid;
   c.fd = fds[0];
+  c.row_fd = row_fds[0];
   c.point = &p;
   c.started = Clock::now();
   children_.push_back(std::move(c));
@@ -233,6 +285,10 @@ Row LocalPool::finish(Child& c, int st) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "timed out after %g s (the per-point timeout)", settings_.timeout_s);
     row = failed_row(e_, p, buf);
+  } else if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && !c.row.empty()) {
+    if (!c.row.empty() && c.row.back() == '\n') c.row.pop_back();
+    auto sent = row_from_jsonl(c.row);
+    row = sent ? std::move(*sent) : failed_row(e_, p, "tessera run exited 0 but its report is unreadable: the row it sent is not a row");
   } else if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
     try {
       const auto report = nlohmann::json::parse(read_no_follow(dir / "report.json"));
@@ -259,6 +315,16 @@ Row LocalPool::finish(Child& c, int st) {
   if (!settings_.keep_reports) {
     std::error_code ec;
     for (const char* f : {"report.json", "layers.csv", "summary.md"}) fs::remove(dir / f, ec);
+    // A failed point's error names its config file (points/<id>/config.yaml:12:3: ...): it
+    // stays, as does the error in its row. An ok point in process left nothing to remove.
+    if (!row.ok && settings_.in_process != nullptr && !fs::exists(dir / "config.yaml", ec)) {
+      try {
+        write_config(p);
+      } catch (const UnsafeOutputPath&) {
+        throw;
+      } catch (const std::exception&) {
+      }
+    }
   }
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.3f", secs);
@@ -281,11 +347,15 @@ std::vector<Row> LocalPool::poll(int timeout_ms) {
     }
   }
   std::vector<pollfd> fds;
-  std::vector<size_t> which;
+  std::vector<std::pair<size_t, bool>> which;  // (child, its row pipe)
   for (size_t k = 0; k < children_.size(); ++k) {
     if (!children_[k].eof) {
       fds.push_back({children_[k].fd, POLLIN, 0});
-      which.push_back(k);
+      which.emplace_back(k, false);
+    }
+    if (children_[k].row_fd >= 0) {
+      fds.push_back({children_[k].row_fd, POLLIN, 0});
+      which.emplace_back(k, true);
     }
   }
   // With every pipe closed, a short sleep stands in for waiting on the exits.
@@ -293,8 +363,18 @@ std::vector<Row> LocalPool::poll(int timeout_ms) {
   if (rc > 0) {
     for (size_t f = 0; f < fds.size(); ++f) {
       if (!(fds[f].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      Child& c = children_[which[f]];
+      Child& c = children_[which[f].first];
       char buf[65536];
+      if (which[f].second) {
+        const ssize_t n = ::read(c.row_fd, buf, sizeof buf);
+        if (n > 0) {
+          c.row.append(buf, static_cast<size_t>(n));
+        } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+          ::close(c.row_fd);
+          c.row_fd = -1;
+        }
+        continue;
+      }
       const ssize_t n = ::read(c.fd, buf, sizeof buf);
       if (n > 0) {
         c.output.append(buf, static_cast<size_t>(n));
@@ -316,11 +396,11 @@ std::vector<Row> LocalPool::poll(int timeout_ms) {
   for (size_t k = 0; k < children_.size();) {
     Child& c = children_[k];
     int st = 0;
-    if ((c.eof || c.timed_out) && ::waitpid(c.pid, &st, WNOHANG) == c.pid) {
-      if (c.fd >= 0) {
+    if ((c.eof || c.timed_out) && (c.row_fd < 0 || c.timed_out) && ::waitpid(c.pid, &st, WNOHANG) == c.pid) {
+      for (int* fd : {&c.fd, &c.row_fd}) {
         // Drain what is left (a timed-out child).
-        ::close(c.fd);
-        c.fd = -1;
+        if (*fd >= 0) ::close(*fd);
+        *fd = -1;
       }
       if (c.output.size() > kMaxOutput) c.output.erase(0, c.output.size() - kMaxOutput);
       out.push_back(finish(c, st));
@@ -394,7 +474,16 @@ void Progress::finish(const fs::path& out_dir) {
 
 // ---------------------------------------------------------------------------------------
 
+void compact_heap_before_forking() {
+  // Loading the experiment and a resume's rows leave the heap full of small free chunks; a
+  // child whose allocator later consolidates them writes to (and so copies) pages all over the
+  // parent's heap, a cost per point that grows with the sweep (issue 35). Returned to the
+  // system once here, they are not the children's to touch.
+  ::malloc_trim(0);
+}
+
 int run_local(const Experiment& e, const RunSettings& settings, ResultStore& store, bool quiet) {
+  compact_heap_before_forking();
   std::vector<const Point*> pending;
   for (const auto& p : e.points) {
     if (!store.done().count(p.id)) pending.push_back(&p);
@@ -418,6 +507,12 @@ int run_local(const Experiment& e, const RunSettings& settings, ResultStore& sto
       progress.add(row);
       failures.add(row);
     }
+    store.sync_if_due();
+  }
+  store.sync();
+  if (settings.in_process != nullptr && settings.in_process->programs_compiled) {
+    log_line(settings.out_dir, "programs compiled in the sweep process (shared by its points): " +
+                                   std::to_string(settings.in_process->programs_compiled()));
   }
   if (interrupted()) {
     pool.kill_all();

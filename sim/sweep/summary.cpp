@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <map>
 #include <set>
+#include <unordered_set>
 
 #include "sim/common/error.h"
 
@@ -36,23 +37,38 @@ std::optional<Value> axis_value(const Row& r, const std::string& name) {
 }  // namespace
 
 std::vector<size_t> pareto_front(const std::vector<std::vector<double>>& values, const std::vector<bool>& minimize) {
-  std::vector<size_t> front;
+  // In lexicographic order, best first, a point can only be dominated by points before it,
+  // and if one of those dominates it, so does one already on the front (domination is
+  // transitive): each point is compared with the front so far, not with every other point
+  // (100,000 rows: O(n log n + n x front) instead of O(n^2), issue 35 item 5).
   const size_t axes = minimize.size();
-  auto better_or_equal = [&](double a, double b, size_t k) { return minimize[k] ? a <= b : a >= b; };
-  auto strictly_better = [&](double a, double b, size_t k) { return minimize[k] ? a < b : a > b; };
-  for (size_t i = 0; i < values.size(); ++i) {
+  auto better = [&](double a, double b, size_t k) { return minimize[k] ? a < b : a > b; };
+  std::vector<size_t> order(values.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t i, size_t j) {
+    for (size_t k = 0; k < axes; ++k) {
+      if (better(values[i][k], values[j][k], k)) return true;
+      if (better(values[j][k], values[i][k], k)) return false;
+    }
+    return false;
+  });
+  std::vector<size_t> front;
+  for (size_t i : order) {
     bool dominated = false;
-    for (size_t j = 0; j < values.size() && !dominated; ++j) {
-      if (i == j) continue;
+    for (size_t j : front) {
       bool all = true, some = false;
       for (size_t k = 0; k < axes && all; ++k) {
-        all = better_or_equal(values[j][k], values[i][k], k);
-        some = some || strictly_better(values[j][k], values[i][k], k);
+        all = !better(values[i][k], values[j][k], k);
+        some = some || better(values[j][k], values[i][k], k);
       }
-      dominated = all && some;
+      if (all && some) {
+        dominated = true;
+        break;
+      }
     }
     if (!dominated) front.push_back(i);
   }
+  std::sort(front.begin(), front.end());  // input order
   return front;
 }
 
@@ -84,10 +100,11 @@ std::vector<ParetoAxis> parse_pareto_axes(const std::string& spec, const Experim
 }
 
 std::string summarize(const Experiment& e, const std::vector<Row>& rows, const std::vector<ParetoAxis>& axes) {
-  std::set<std::string> ids;
+  // Hash sets: 100,000 ids of 16 hex digits (issue 35 item 5: --summarize in under 2 s).
+  std::unordered_set<std::string> ids(e.points.size());
   for (const auto& p : e.points) ids.insert(p.id);
   size_t ok = 0, failed = 0, stale = 0;
-  std::set<std::string> have;
+  std::unordered_set<std::string> have(rows.size());
   for (const auto& r : rows) {
     if (!ids.count(r.point)) {
       ++stale;
@@ -149,7 +166,10 @@ std::string summarize(const Experiment& e, const std::vector<Row>& rows, const s
       if (std::any_of(axes.begin(), axes.end(), [&](const auto& a) { return a.name == k; })) continue;
       if (std::any_of(e.derived.begin(), e.derived.end(), [&](const Derived& d) { return d.key == k; })) continue;
       std::set<std::string> distinct;
-      for (const Row* r : usable) distinct.insert(axis_value(*r, k).value_or(Value::null()).json().dump());
+      for (const Row* r : usable) {
+        distinct.insert(axis_value(*r, k).value_or(Value::null()).json().dump());
+        if (distinct.size() > 1) break;
+      }
       if (distinct.size() > 1) shown.push_back(k);
     }
     out += "| point |";

@@ -52,8 +52,8 @@ Value eval(const std::string& text, const std::map<std::string, Value>& names = 
   });
 }
 
-Value param(const Point& p, const std::string& key) {
-  for (const auto& [k, v] : p.params) {
+Value param(const Experiment& e, const Point& p, const std::string& key) {
+  for (const auto& [k, v] : e.params(p)) {
     if (k == key) return v;
   }
   ADD_FAILURE() << "no param " << key;
@@ -151,10 +151,10 @@ TEST(SweepExpand, GridIsCartesianInOrder) {
   ASSERT_EQ(e.points.size(), 12u);
   EXPECT_EQ((std::vector<std::string>{"array.rows", "weight_memory.bandwidth_gb_per_s", "clock_mhz"}), e.param_keys);
   // Last axis fastest.
-  EXPECT_EQ(param(e.points[0], "clock_mhz"), Value::of_int(700));
-  EXPECT_EQ(param(e.points[1], "clock_mhz"), Value::of_int(1050));
-  EXPECT_EQ(param(e.points[2], "weight_memory.bandwidth_gb_per_s"), Value::of_int(68));
-  EXPECT_EQ(param(e.points[11], "array.rows"), Value::of_int(256));
+  EXPECT_EQ(param(e, e.points[0], "clock_mhz"), Value::of_int(700));
+  EXPECT_EQ(param(e, e.points[1], "clock_mhz"), Value::of_int(1050));
+  EXPECT_EQ(param(e, e.points[2], "weight_memory.bandwidth_gb_per_s"), Value::of_int(68));
+  EXPECT_EQ(param(e, e.points[11], "array.rows"), Value::of_int(256));
   for (size_t i = 0; i < e.points.size(); ++i) EXPECT_EQ(e.points[i].index, i);
   EXPECT_EQ(e.points[0].batch, 168);  // the workload's own batch
   EXPECT_EQ(e.points[0].workload, "mlp1");
@@ -169,9 +169,9 @@ TEST(SweepExpand, ZipAdvancesTogetherAndMultipliesWithGrid) {
       "  grid:\n"
       "    array.dataflow: [ws, os]\n");
   ASSERT_EQ(e.points.size(), 6u);
-  for (const auto& p : e.points) EXPECT_EQ(param(p, "array.rows").i * param(p, "array.cols").i, 16384);
-  EXPECT_EQ(param(e.points[0], "array.dataflow"), Value::of_string("ws"));
-  EXPECT_EQ(param(e.points[1], "array.dataflow"), Value::of_string("os"));
+  for (const auto& p : e.points) EXPECT_EQ(param(e, p, "array.rows").i * param(e, p, "array.cols").i, 16384);
+  EXPECT_EQ(param(e, e.points[0], "array.dataflow"), Value::of_string("ws"));
+  EXPECT_EQ(param(e, e.points[1], "array.dataflow"), Value::of_string("os"));
 
   const std::string err = error_of([] {
     parse("parameters:\n  zip:\n    array.rows: [64, 128]\n    array.cols: [64]\n");
@@ -198,8 +198,8 @@ TEST(SweepExpand, PointsBlocksAndBatches) {
   EXPECT_EQ(e.stats.duplicates, 4u);
   ASSERT_EQ(e.points.size(), 16u);
   // Keys a block does not set take the base config's value.
-  EXPECT_EQ(param(e.points[0], "clock_mhz"), Value::of_int(700));
-  EXPECT_EQ(param(e.points[3], "array.rows"), Value::of_int(256));
+  EXPECT_EQ(param(e, e.points[0], "clock_mhz"), Value::of_int(700));
+  EXPECT_EQ(param(e, e.points[3], "array.rows"), Value::of_int(256));
   EXPECT_EQ(e.points[0].batch, 1);
   EXPECT_EQ(e.points[12].workload, "mlp0");
   EXPECT_EQ(e.points[12].batch, 200);
@@ -230,16 +230,16 @@ TEST(SweepExpand, RandomSamplesAreSeededAndInRange) {
   EXPECT_NE(a.points[0].id, c.points[0].id);
   std::set<std::string> flows;
   for (const auto& p : a.points) {
-    const int64_t rows = param(p, "array.rows").i;
+    const int64_t rows = param(a, p, "array.rows").i;
     EXPECT_TRUE(rows >= 16 && rows <= 512 && (rows & (rows - 1)) == 0) << rows;
-    const Value bw = param(p, "weight_memory.bandwidth_gb_per_s");
+    const Value bw = param(a, p, "weight_memory.bandwidth_gb_per_s");
     EXPECT_EQ(bw.kind, Value::Kind::kReal);
     EXPECT_TRUE(bw.d >= 10 && bw.d < 200);
-    const int64_t clock = param(p, "clock_mhz").i;
+    const int64_t clock = param(a, p, "clock_mhz").i;
     EXPECT_TRUE(clock >= 500 && clock <= 1000 && clock % 100 == 0) << clock;
-    const int64_t entries = param(p, "accumulators.entries").i;
+    const int64_t entries = param(a, p, "accumulators.entries").i;
     EXPECT_TRUE(entries >= 1024 && entries <= 8192);
-    flows.insert(param(p, "array.dataflow").s);
+    flows.insert(param(a, p, "array.dataflow").s);
   }
   EXPECT_EQ(flows.size(), 3u);
   // The generator itself is pinned: the same numbers on every platform.
@@ -260,12 +260,12 @@ TEST(SweepExpand, DerivedKeys) {
       "  weight_memory.channels: ${if(batch > 100, 4, 2)}\n");
   ASSERT_EQ(e.points.size(), 2u);
   const Point& p = e.points[1];
-  EXPECT_EQ(param(p, "array.cols"), Value::of_int(128));
-  EXPECT_EQ(param(p, "accumulators.entries"), Value::of_int(2048));
-  EXPECT_EQ(param(p, "unified_buffer.read_bytes_per_cycle"), Value::of_int(64));
-  EXPECT_EQ(param(p, "weight_memory.technology"), Value::of_string("LPDDR5"));
-  EXPECT_EQ(param(p, "controller.queue_depth"), Value::of_int(4));
-  EXPECT_EQ(param(p, "weight_memory.channels"), Value::of_int(4));  // mlp1 batch 168
+  EXPECT_EQ(param(e, p, "array.cols"), Value::of_int(128));
+  EXPECT_EQ(param(e, p, "accumulators.entries"), Value::of_int(2048));
+  EXPECT_EQ(param(e, p, "unified_buffer.read_bytes_per_cycle"), Value::of_int(64));
+  EXPECT_EQ(param(e, p, "weight_memory.technology"), Value::of_string("LPDDR5"));
+  EXPECT_EQ(param(e, p, "controller.queue_depth"), Value::of_int(4));
+  EXPECT_EQ(param(e, p, "weight_memory.channels"), Value::of_int(4));  // mlp1 batch 168
   EXPECT_EQ(e.param_keys.back(), "weight_memory.channels");
 
   // The generated config is a valid config with those values.
@@ -297,8 +297,8 @@ TEST(SweepExpand, ConstraintsPrune) {
   EXPECT_EQ(e.points.size(), 5u);
   EXPECT_EQ(e.stats.pruned, 4u);
   for (const auto& p : e.points) {
-    EXPECT_LE(param(p, "array.rows").i * param(p, "array.cols").i, 65536);
-    EXPECT_LT(param(p, "array.cols").i, 512);
+    EXPECT_LE(param(e, p, "array.rows").i * param(e, p, "array.cols").i, 65536);
+    EXPECT_LT(param(e, p, "array.cols").i, 512);
   }
   const std::string err = error_of([] { parse("constraints:\n  - array.rows + 1\n"); });
   EXPECT_NE(err.find("test.yaml:5:"), std::string::npos) << err;
@@ -334,10 +334,10 @@ TEST(SweepExpand, PointIdsAreStableAndContentDerived) {
   // The point (rows 128, clock 700) has one id however the experiment enumerates it.
   std::string id_a, id_b;
   for (const auto& p : a.points) {
-    if (param(p, "array.rows").i == 128) id_a = p.id;
+    if (param(a, p, "array.rows").i == 128) id_a = p.id;
   }
   for (const auto& p : b.points) {
-    if (param(p, "array.rows").i == 128 && param(p, "clock_mhz").i == 700) id_b = p.id;
+    if (param(b, p, "array.rows").i == 128 && param(b, p, "clock_mhz").i == 700) id_b = p.id;
   }
   EXPECT_EQ(id_a, id_b);
   EXPECT_EQ(id_a.size(), 16u);
@@ -370,17 +370,17 @@ TEST(SweepRunOptions, PrecisionIsAParameterPassedToTesseraRun) {
   ASSERT_EQ(e.points.size(), 10u);
   EXPECT_EQ(e.param_keys, (std::vector<std::string>{"precision", "array.rows", "clock_mhz", "vector_unit.lanes"}));
   auto args_of = [&](size_t i) { return e.run_arguments(e.points[i]); };
-  EXPECT_EQ(param(e.points[2], "precision"), Value::of_string("int16"));
-  EXPECT_EQ(param(e.points[2], "vector_unit.lanes"), Value::of_int(128));  // derived from precision
+  EXPECT_EQ(param(e, e.points[2], "precision"), Value::of_string("int16"));
+  EXPECT_EQ(param(e, e.points[2], "vector_unit.lanes"), Value::of_int(128));  // derived from precision
   EXPECT_EQ(args_of(2), (std::vector<std::string>{"--precision", "int16"}));
   // A policy file is relative to the experiment file; the row keeps the text as written.
-  EXPECT_EQ(param(e.points[5], "precision"), Value::of_string("wide.yaml"));
+  EXPECT_EQ(param(e, e.points[5], "precision"), Value::of_string("wide.yaml"));
   EXPECT_EQ(args_of(5), (std::vector<std::string>{"--precision", (dir / "wide.yaml").string()}));
   // Unknown names go to tessera run as written: the point fails there, not the experiment.
   EXPECT_EQ(args_of(7), (std::vector<std::string>{"--precision", "int4"}));
   // A point that does not set it runs at tessera run's default, and says so.
-  EXPECT_EQ(param(e.points[9], "precision"), Value::of_string("int8"));
-  EXPECT_EQ(param(e.points[9], "clock_mhz"), Value::of_int(940));
+  EXPECT_EQ(param(e, e.points[9], "precision"), Value::of_string("int8"));
+  EXPECT_EQ(param(e, e.points[9], "clock_mhz"), Value::of_int(940));
   // Not a config key: the generated config is valid and does not mention it, except in the comment.
   const std::string cfg = e.config_yaml(e.points[2]);
   EXPECT_NO_THROW(parse_arch_config(YamlNode::load_string(cfg, "gen.yaml")));
@@ -470,7 +470,7 @@ TEST(SweepRunOptions, OnnxWorkloadsWithInputShapes) {
   EXPECT_EQ(e.workloads[2].path, dir / "build/workloads/onnx/resnet.onnx");
   EXPECT_EQ(e.workloads[2].name, "resnet");
   EXPECT_TRUE(e.workloads[0].onnx);
-  EXPECT_EQ(param(e.points[1], "input_shape.input_ids"), Value::of_string("1,256"));
+  EXPECT_EQ(param(e, e.points[1], "input_shape.input_ids"), Value::of_string("1,256"));
   // The swept binding replaces the workload's own one of the same input; the others stay.
   EXPECT_EQ(e.run_arguments(e.points[1]),
             (std::vector<std::string>{"--input-shape", "input_ids=1,256", "--input-shape", "token_type_ids=1,64",
@@ -484,7 +484,7 @@ TEST(SweepRunOptions, OnnxWorkloadsWithInputShapes) {
       "workloads: [{path: bert.onnx, batch: 1}]\n"
       "parameters: {grid: {input_shape.sequence: [64, 128]}}\n"
       "derived: {unified_buffer.capacity: '${input_shape.sequence} * 64 KiB'}\n");
-  EXPECT_EQ(param(d.points[1], "unified_buffer.capacity"), Value::of_int(8 << 20));
+  EXPECT_EQ(param(d, d.points[1], "unified_buffer.capacity"), Value::of_int(8 << 20));
   EXPECT_EQ(d.run_arguments(d.points[1]), (std::vector<std::string>{"--input-shape", "sequence=128"}));
 
   std::string err = error_of([&] { load("workloads: [{path: bert.onnx, batch: 1, input_shape: 'input_ids=1,x'}]\n"); });

@@ -130,7 +130,8 @@ TEST(SweepCli, SmokeRecordsFailedPointAndFinishes) {
       EXPECT_GT(row["metrics"]["summary.latency_s"].get<double>(), 0);
       const int64_t cols = row["params"]["array.cols"];
       EXPECT_EQ(row["metrics"]["sram_bytes"].get<int64_t>(), (24 << 20) + 4096 * cols * 4);
-      EXPECT_TRUE(fs::exists(out / "points" / row["point"].get<std::string>() / "report.json"));
+      // Without --keep-reports an ok point leaves its row and nothing else (issue 35).
+      EXPECT_FALSE(fs::exists(out / "points" / row["point"].get<std::string>()));
     } else {
       ++failed;
       EXPECT_EQ(row["params"]["array.dataflow"], "diagonal");
@@ -140,6 +141,10 @@ TEST(SweepCli, SmokeRecordsFailedPointAndFinishes) {
           << err;
       EXPECT_NE(err.find("array.dataflow: 'diagonal' is not one of: ws, os, is"), std::string::npos) << err;
       EXPECT_TRUE(row["metrics"]["summary.latency_s"].is_null());
+      // The config its error names is there, and nothing else.
+      const fs::path dir = out / "points" / row["point"].get<std::string>();
+      EXPECT_TRUE(fs::exists(dir / "config.yaml"));
+      EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);
     }
   }
   EXPECT_EQ(ok, 8);
@@ -196,6 +201,12 @@ TEST(SweepCli, MpiRowsMatchLocal) {
   ASSERT_EQ(rm.size(), 10u);
   EXPECT_EQ(rl, rm);
   EXPECT_EQ(sorted_lines(local / "results.csv", true), sorted_lines(mpi / "results.csv", true));
+  // The ranks ran their points in process, as a local sweep does (issue 35 item 4): an ok point
+  // left no directory (`tessera run` executed per point writes its config and reports there).
+  for (const auto& l : rm) {
+    const json row = json::parse(l);
+    EXPECT_EQ(fs::exists(mpi / "points" / row["point"].get<std::string>()), row["status"] != "ok") << l;
+  }
   // Resume through MPI: nothing left, nothing duplicated.
   const Result again = sh(launcher + " " + kBin + " sweep experiments/smoke.yaml --mpi --resume --out " + mpi.string());
   ASSERT_EQ(again.exit_code, 0) << again.output;
@@ -347,7 +358,8 @@ TEST(SweepCli, OnnxWorkloadWithSweptInputShape) {
                                         "      input_shape.sequence: [16, 64]\n"
                                         "  - points:\n"
                                         "      - {input_shape.nope: 3}\n"
-                                        "metrics: [summary.latency_s, summary.macs]\n");
+                                        "metrics: [summary.latency_s, summary.macs]\n"
+                                        "keep_reports: true\n");
   const fs::path out = dir / "out";
   const Result r = sh(kBin + " sweep " + exp.string() + " -j 2 --out " + out.string());
   ASSERT_EQ(r.exit_code, 4) << r.output;  // some bindings fail by design
@@ -404,4 +416,91 @@ TEST(SweepCli, UnknownMetricPathIsExit2BeforeAnyPoint) {
   const Result r2 = sh(kBin + " sweep " + exp2.string() + " --out " + (dir / "out2").string());
   EXPECT_EQ(r2.exit_code, 2) << r2.output;
   EXPECT_NE(r2.output.find("metric 'x': report.json has no 'summary.tokens_per_s'"), std::string::npos) << r2.output;
+}
+
+// The 36 points of the kill test: 3 array sizes x 4 weight bandwidths x 3 clocks of MLP0.
+const char* const kThirtySixPoints =
+    "parameters:\n"
+    "  grid:\n"
+    "    array.rows: [64, 128, 256]\n"
+    "    weight_memory.bandwidth_gb_per_s: [20, 34, 68, 136]\n"
+    "    clock_mhz: [500, 700, 1050]\n"
+    "derived: {array.cols: '${array.rows}'}\n"
+    "metrics: [summary.latency_s, summary.cycles.total, summary.utilization, arch.clock_mhz]\n";
+
+TEST(SweepCli, SharedProgramsKeptReportsAndOwnProgramsGiveTheSameRows) {
+  // Bandwidth and clock are keys the compiler does not read (sim/compiler/config_keys.h): the
+  // 36 points run 3 programs, compiled once each in the sweep process. Rows are the same with
+  // every point compiling its own program, and with the reports kept.
+  const fs::path dir = scratch("sharing");
+  const fs::path exp = write_experiment(dir, "workloads: [" + kSrc + "/workloads/tpu/mlp0.yaml]\n" + kThirtySixPoints);
+  const fs::path shared = dir / "shared", own = dir / "own", kept = dir / "kept";
+  ASSERT_EQ(sh(kBin + " sweep " + exp.string() + " -j 2 -q --out " + shared.string()).exit_code, 0);
+  ASSERT_EQ(sh(kBin + " sweep " + exp.string() + " -j 2 -q --no-shared-programs --out " + own.string()).exit_code, 0);
+  ASSERT_EQ(sh(kBin + " sweep " + exp.string() + " -j 1 -q --keep-reports --out " + kept.string()).exit_code, 0);
+  const auto rows = sorted_lines(shared / "results.csv", true);
+  ASSERT_EQ(rows.size(), 36u);
+  EXPECT_EQ(rows, sorted_lines(own / "results.csv", true));
+  EXPECT_EQ(rows, sorted_lines(kept / "results.csv", true));
+  EXPECT_EQ(sorted_lines(shared / "results.jsonl"), sorted_lines(own / "results.jsonl"));
+  EXPECT_NE(slurp(shared / "sweep.log").find("programs compiled in the sweep process (shared by its points): 3\n"),
+            std::string::npos) << slurp(shared / "sweep.log");
+  EXPECT_NE(slurp(own / "sweep.log").find("programs compiled in the sweep process (shared by its points): 0\n"),
+            std::string::npos);
+  // Only the rows without --keep-reports; every report with it, the same as `tessera run` writes.
+  EXPECT_TRUE(fs::is_empty(shared / "points"));
+  const json row = json::parse(text_lines(slurp(kept / "results.jsonl"))[5]);
+  const std::string id = row["point"];
+  for (const char* f : {"config.yaml", "report.json", "layers.csv", "summary.md"}) {
+    EXPECT_TRUE(fs::exists(kept / "points" / id / f)) << f;
+  }
+  const fs::path alone = dir / "alone";
+  const Result run = sh("cd " + kept.string() + " && " + kBin + " run -a points/" + id + "/config.yaml -w " + kSrc +
+                        "/workloads/tpu/mlp0.yaml --batch " + std::to_string(row["batch"].get<int64_t>()) + " -q -o " + alone.string());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(slurp(alone / "report.json"), slurp(kept / "points" / id / "report.json"));
+}
+
+TEST(SweepCli, GroupSyncedResultsSurviveKill9) {
+  // No fsync at all before the kill (--sync-interval 3600): the rows a killed sweep wrote
+  // are all there, none torn or doubled, and the resume runs exactly the rest.
+  const fs::path dir = scratch("kill-group");
+  const fs::path exp = write_experiment(dir, "workloads: [" + kSrc + "/workloads/tpu/mlp0.yaml]\n" + kThirtySixPoints);
+  const fs::path out = dir / "out";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const std::string e = exp.string(), o = out.string();
+    execl(kBin.c_str(), kBin.c_str(), "sweep", e.c_str(), "-j", "2", "-q", "--sync-interval", "3600", "--out", o.c_str(),
+          (char*)nullptr);
+    _exit(127);
+  }
+  size_t before = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    before = text_lines(slurp(out / "results.jsonl")).size();
+    if (before >= 6) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ::kill(pid, SIGKILL);
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  ASSERT_TRUE(WIFSIGNALED(st)) << "the sweep finished before it could be killed";
+  const auto at_kill = text_lines(slurp(out / "results.jsonl"));
+  ASSERT_GE(at_kill.size(), before);
+  ASSERT_LT(at_kill.size(), 36u) << "the sweep finished before it could be killed";
+  std::set<std::string> done_at_kill;
+  for (const auto& l : at_kill) done_at_kill.insert(json::parse(l)["point"].get<std::string>());  // every line complete
+  EXPECT_EQ(done_at_kill.size(), at_kill.size());
+
+  const Result r = sh(kBin + " sweep " + exp.string() + " -j 2 --resume --out " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("(" + std::to_string(at_kill.size()) + " already done)"), std::string::npos) << r.output;
+  const auto all = text_lines(slurp(out / "results.jsonl"));
+  std::multiset<std::string> got;
+  for (const auto& l : all) got.insert(json::parse(l)["point"].get<std::string>());
+  EXPECT_EQ(got.size(), 36u);
+  EXPECT_EQ(std::set<std::string>(got.begin(), got.end()).size(), 36u);  // none twice
+  // The rows written before the kill are kept as they were, first.
+  for (size_t i = 0; i < at_kill.size(); ++i) EXPECT_EQ(all[i], at_kill[i]);
 }

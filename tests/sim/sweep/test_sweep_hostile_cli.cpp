@@ -35,12 +35,14 @@ Result sh(const std::string& cmd) { return tessera_test::run_shell(cmd); }
 fs::path scratch_dir(const std::string& name) { return tessera_test::scratch_dir("sweep-hostile", name); }
 
 // Two quick MLP1 points.
+// With its points' reports kept (keep_reports: true): the files a point writes are what these
+// tests attack (without it, an ok point writes none, issue 35).
 fs::path tiny_experiment(const fs::path& dir, const std::string& extra = "") {
   const fs::path p = dir / "exp.yaml";
   std::ofstream(p) << "base: " << kSrc << "/configs/tpu-v1.yaml\nworkloads: [" << kSrc
                    << "/workloads/tpu/mlp1.yaml]\nmetrics: [summary.latency_s]\n"
                       "parameters: {grid: {array.rows: [64, 128]}}\n"
-                   << extra;
+                   << extra << "keep_reports: true\n";
   return p;
 }
 
