@@ -35,10 +35,11 @@ std::string run_args(int batch, const fs::path& out) {
 void run_concurrently(const std::vector<std::string>& commands) {
   std::string script;
   for (size_t i = 0; i < commands.size(); ++i) {
-    script += "( " + commands[i] + " >/dev/null 2>&1; echo \"rc" + std::to_string(i) + "=$?\" ) & ";
+    script += "( out=$(" + commands[i] + " 2>&1); echo \"rc" + std::to_string(i) + "=$? $out\" ) & ";
   }
   script += "wait";
-  const CliResult r = tessera_test::run_shell(script);
+  // One subshell: run_shell's `cd SOURCE &&` must hold for every background writer.
+  const CliResult r = tessera_test::run_shell("( " + script + " )");
   for (size_t i = 0; i < commands.size(); ++i) {
     EXPECT_TRUE(contains(r.output, "rc" + std::to_string(i) + "=0")) << commands[i] << "\n" << r.output;
   }
