@@ -36,6 +36,11 @@ CASES = {
     "llama2_7b_512": (TPU, f"{LLAMA}/llama2_7b_prefill.onnx", ["--input-shape", "input_ids=1,512"], 0.5, 200),
     "llama2_7b_2048": (TPU, f"{LLAMA}/llama2_7b_prefill.onnx", ["--input-shape", "input_ids=1,2048"], 1.5, 200),
     "llama2_7b_4096": (TPU, f"{LLAMA}/llama2_7b_prefill.onnx", ["--input-shape", "input_ids=1,4096"], None, None),
+    # The chip template (issue 30): TPU v6e, bf16, tensors in HBM.
+    "llama2_7b_2048_v6e": ("configs/tpu-v6e.yaml", f"{LLAMA}/llama2_7b_prefill.onnx",
+                           ["--input-shape", "input_ids=1,2048", "--precision", "bf16"], 2.0, 200),
+    # One TPU v4 GEMM of the silicon set (bench/tpu_v4_gemm.py), 1024^3 fp16 on eight MXUs.
+    "gemm_1024_v4": ("configs/tpu-v4.yaml", "bench/gemm_1024.yaml", [], 0.05, None),
     "resnet50_b1": (TPU, f"{ONNX}/resnet50.onnx", [], 0.05, None),
     "resnet50_b64": (TPU, f"{ONNX}/resnet50.onnx", ["--input-shape", "input=64,3,224,224"], None, None),
     "bert_base_b32": (TPU, f"{ONNX}/bert_base.onnx", ["--input-shape", "input_ids=32,128"], None, None),

@@ -21,18 +21,16 @@ std::string num(double v) {
   return out.str();
 }
 
-// A number in (0, hi].
-double positive(const YamlNode& node, double hi = 1e12) {
+// Every number of a spec has a finite range with a positive floor (issue 34 item 1: a peak or
+// a bandwidth of 1e-300 passed "> 0" and made times infinite): "must be in [lo, hi], got X".
+double in_range(const YamlNode& node, double lo, double hi) {
   const double v = node.as_double();
-  if (!(v > 0.0) || v > hi) node.fail("must be in (0, " + num(hi) + "], got " + node.raw().Scalar());
+  if (!(v >= lo) || v > hi) node.fail("must be in [" + num(lo) + ", " + num(hi) + "], got " + node.raw().Scalar());
   return v;
 }
-
-double non_negative(const YamlNode& node) {
-  const double v = node.as_double();
-  if (v < 0.0) node.fail("must be >= 0, got " + node.raw().Scalar());
-  return v;
-}
+constexpr double kMinRate = 1e-6;   // TOPS, GB/s, efficiencies: a millionth of the unit
+constexpr double kMaxTimeUs = 1e9;  // launch and link latencies, k_half: 1000 s, far above any device
+constexpr double kMinW = 1e-3, kMaxW = 1e5;
 
 std::string precision_list() {
   std::string out;
@@ -123,7 +121,7 @@ BaselineSpec parse_baseline_spec(const YamlNode& root, const std::string& id) {
   for (Precision p : kAllPrecisions) allowed.emplace_back(precision_name(p));
   peaks.expect_keys(allowed);
   for (Precision p : kAllPrecisions) {
-    if (auto v = peaks.get(precision_name(p))) s.peak_tops[p] = positive(*v, 1e6);
+    if (auto v = peaks.get(precision_name(p))) s.peak_tops[p] = in_range(*v, kMinRate, 1e6);
   }
   if (s.peak_tops.empty()) peaks.fail("must give at least one of: " + precision_list());
 
@@ -142,36 +140,36 @@ BaselineSpec parse_baseline_spec(const YamlNode& root, const std::string& id) {
   mem.expect_keys({"technology", "capacity", "bandwidth_gb_per_s", "efficiency"});
   s.memory_technology = mem.string_or("technology", "DRAM");
   s.memory_capacity_bytes = mem.at("capacity").as_bytes(1);
-  s.memory_bandwidth_gb_per_s = positive(mem.at("bandwidth_gb_per_s"), 1e6);
-  s.memory_efficiency = mem.get("efficiency") ? positive(mem.at("efficiency"), 1.0) : 1.0;
+  s.memory_bandwidth_gb_per_s = in_range(mem.at("bandwidth_gb_per_s"), kMinRate, 1e6);
+  s.memory_efficiency = mem.get("efficiency") ? in_range(mem.at("efficiency"), kMinRate, 1.0) : 1.0;
 
   const YamlNode chip = root.at("on_chip");
   chip.expect_keys({"capacity", "bandwidth_gb_per_s"});
   s.on_chip_bytes = chip.at("capacity").as_bytes();
-  s.on_chip_bandwidth_gb_per_s = positive(chip.at("bandwidth_gb_per_s"), 1e7);
+  s.on_chip_bandwidth_gb_per_s = in_range(chip.at("bandwidth_gb_per_s"), kMinRate, 1e7);
 
   const YamlNode eff = root.at("efficiency");
   eff.expect_keys({"parallel_units", "k_half", "tiles"});
   s.efficiency.parallel_units = eff.at("parallel_units").as_int(1, 1 << 20);
-  s.efficiency.k_half = non_negative(eff.at("k_half"));
+  s.efficiency.k_half = in_range(eff.at("k_half"), 0, kMaxTimeUs);
   const YamlNode tiles = eff.at("tiles");
   for (const YamlNode& t : tiles.elements()) {
     t.expect_keys({"m", "n", "max"});
     s.efficiency.tiles.push_back(GemmTileShape{t.at("m").as_int(1, 1 << 16), t.at("n").as_int(1, 1 << 16),
-                                               positive(t.at("max"), 1.0)});
+                                               in_range(t.at("max"), kMinRate, 1.0)});
   }
   if (s.efficiency.tiles.empty()) tiles.fail("must list at least one kernel tile {m, n, max}");
 
   const YamlNode over = root.at("overheads");
   over.expect_keys({"launch_us"});
-  s.launch_us = non_negative(over.at("launch_us"));
+  s.launch_us = in_range(over.at("launch_us"), 0, kMaxTimeUs);
 
   if (auto link = root.get("host_link")) {
     if (s.kind == Kind::kCpu) {
       link->fail("a CPU baseline has no host link (its inputs are in its own memory); remove host_link or set kind: gpu");
     }
     link->expect_keys({"bandwidth_gb_per_s", "latency_us"});
-    s.host_link = HostLink{positive(link->at("bandwidth_gb_per_s"), 1e6), non_negative(link->at("latency_us"))};
+    s.host_link = HostLink{in_range(link->at("bandwidth_gb_per_s"), kMinRate, 1e6), in_range(link->at("latency_us"), 0, kMaxTimeUs)};
   } else if (s.kind == Kind::kGpu) {
     root.fail("missing required key 'host_link' (a GPU baseline moves inputs and outputs over PCIe: "
               "{bandwidth_gb_per_s, latency_us})");
@@ -179,17 +177,22 @@ BaselineSpec parse_baseline_spec(const YamlNode& root, const std::string& id) {
   if (auto power = root.get("power")) {
     power->expect_keys({"idle_w", "busy_w", "tdp_w", "host_w"});
     PowerSpec p;
-    if (auto v = power->get("idle_w")) p.idle_w = positive(*v, 1e5);
-    if (auto v = power->get("tdp_w")) p.tdp_w = positive(*v, 1e5);
-    if (auto v = power->get("host_w")) p.host_w = non_negative(*v);
+    if (auto v = power->get("idle_w")) p.idle_w = in_range(*v, kMinW, kMaxW);
+    if (auto v = power->get("tdp_w")) p.tdp_w = in_range(*v, kMinW, kMaxW);
+    if (auto v = power->get("host_w")) p.host_w = in_range(*v, 0, kMaxW);
     if (auto v = power->get("busy_w")) {
-      p.busy_w = positive(*v, 1e5);
+      p.busy_w = in_range(*v, kMinW, kMaxW);
       p.basis = "measured";
     } else if (p.tdp_w > 0) {
       p.busy_w = p.tdp_w;
       p.basis = "tdp";
     } else {
       power->fail("needs busy_w (measured power while running) or tdp_w (used as the running power, labelled as TDP)");
+    }
+    // Running power below idle power would give a negative dynamic energy (issue 34 item 7).
+    if (p.idle_w > 0 && p.busy_w < p.idle_w) {
+      power->fail(std::string(p.basis == "tdp" ? "tdp_w (the running power)" : "busy_w") + " " + num(p.busy_w) +
+                  " W is below idle_w " + num(p.idle_w) + " W; the running power must be at least the idle power");
     }
     s.power = p;
   }

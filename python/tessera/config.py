@@ -18,12 +18,23 @@ def _parts(key):
 
 
 def _index(container, part, key):
-    """The list index a key component names (a numeric component indexes a list)."""
-    try:
+    """The list index a key component names: a numeric component indexes an existing entry,
+    counted from 0. Negative indices (Python's from-the-end), signs, spaces and underscores
+    are refused with KeyError, as docs/python.md promises (issue 34 item 6)."""
+    if isinstance(part, bool):
+        raise KeyError(f"{key}: {part!r} indexes a list, so it must be a number")
+    if isinstance(part, int):
+        i = part
+    elif isinstance(part, str) and part.isascii() and part.isdigit():
         i = int(part)
-    except (TypeError, ValueError):
-        raise KeyError(f"{key}: '{part}' indexes a list, so it must be a number") from None
-    if not -len(container) <= i < len(container):
+    elif isinstance(part, str) and part[:1] == "-" and part[1:].isascii() and part[1:].isdigit():
+        i = -1  # "-0" too: a sign is never an index
+    else:
+        raise KeyError(f"{key}: '{part}' indexes a list, so it must be a number")
+    if i < 0:
+        raise KeyError(f"{key}: index {part} is negative; a numeric component indexes an existing entry, "
+                       f"counted from 0 (the list has {len(container)} entries)")
+    if i >= len(container):
         raise KeyError(f"{key}: index {i} is out of range (the list has {len(container)} entries)")
     return i
 

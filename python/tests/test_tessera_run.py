@@ -180,6 +180,32 @@ def test_set_path_and_get_path():
     assert copy["array"]["rows"] == 8 and d["array"]["rows"] == 64
 
 
+def test_negative_and_malformed_indices_raise_keyerror():
+    """Issue 34 item 6: 'array.mac_modes.-1.rate' silently changed the last mode (Python's
+    indexing); docs/python.md promises a numeric component indexes an existing entry."""
+    arch = tessera.load_arch(os.path.join(ROOT, "configs", "tpu-v1.yaml"))
+    modes = arch["array"]["mac_modes"]
+    with pytest.raises(KeyError, match="index -1 is negative"):
+        tessera.load_arch(os.path.join(ROOT, "configs", "tpu-v1.yaml"), {"array.mac_modes.-1.rate": 0.5})
+    d = {"array": {"mac_modes": [{"rate": 1.0}, {"rate": 0.5}]}}
+    # Variants: every negative spelling, get_path too, and components int() accepted loosely.
+    for part in ["-1", "-2", "-0", "-3"]:
+        with pytest.raises(KeyError):
+            tessera.set_path(d, f"array.mac_modes.{part}.rate", 9)
+    for part in [" 1", "+1", "1_0", "١", "0x1"]:
+        with pytest.raises(KeyError, match="must be a number"):
+            tessera.set_path(d, f"array.mac_modes.{part}.rate", 9)
+    with pytest.raises(KeyError, match="negative"):
+        tessera.get_path(d, "array.mac_modes.-1.rate")
+    with pytest.raises(KeyError, match="negative"):
+        tessera.set_path(d, ["array", "mac_modes", -1, "rate"], 9)
+    with pytest.raises(KeyError):
+        tessera.set_path(d, ["array", "mac_modes", True, "rate"], 9)
+    assert d == {"array": {"mac_modes": [{"rate": 1.0}, {"rate": 0.5}]}}  # nothing changed
+    assert tessera.get_path(d, "array.mac_modes.-1.rate", "absent") == "absent"
+    assert tessera.load_arch(os.path.join(ROOT, "configs", "tpu-v1.yaml"))["array"]["mac_modes"] == modes
+
+
 def test_bad_yaml_file(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("array: [1, 2\n")

@@ -2,14 +2,18 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cctype>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <map>
+#include <thread>
 
 #include "sim/common/error.h"
 
@@ -149,9 +153,77 @@ void roll_back(std::vector<Staged>& staged) {
   }
 }
 
+std::string role_of(const OutputFile& f) { return f.role.empty() ? f.path.string() : f.role; }
+
+// The path a target will have: symlinks of the existing part resolved, never throwing.
+std::string resolved(const std::filesystem::path& p) {
+  std::error_code ec;
+  std::filesystem::path abs = std::filesystem::absolute(p, ec);
+  if (ec) return p.lexically_normal().string();
+  // A symlink at the target itself is replaced, not followed: resolve only its directory.
+  std::filesystem::path dir = std::filesystem::weakly_canonical(abs.parent_path(), ec);
+  if (ec) dir = abs.parent_path().lexically_normal();
+  return (dir / abs.filename()).lexically_normal().string();
+}
+
+// Exclusive flocks on the target directories, in path order (no deadlock between two
+// writers of overlapping sets), released when the publish ends.
+class DirectoryLocks {
+ public:
+  explicit DirectoryLocks(const std::vector<OutputFile>& files) {
+    std::map<std::string, std::string> dirs;  // resolved -> as given
+    for (const OutputFile& f : files) {
+      std::filesystem::path dir = f.path.parent_path();
+      if (dir.empty()) dir = ".";
+      dirs.emplace(resolved(dir / "x"), dir.string());
+    }
+    for (const auto& [key, dir] : dirs) {
+      const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (fd < 0) continue;  // the write itself reports a missing or unreadable directory
+      fds_.push_back(fd);
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno != EWOULDBLOCK && errno != EINTR) break;  // no locks on this filesystem: publish unlocked
+        if (std::chrono::steady_clock::now() > deadline) {
+          throw InputError(dir + ": another process has been writing its outputs into this directory for 60 s "
+                                 "(it holds the directory's lock); try again when it is done");
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    }
+  }
+  ~DirectoryLocks() {
+    for (int fd : fds_) ::close(fd);
+  }
+  DirectoryLocks(const DirectoryLocks&) = delete;
+  DirectoryLocks& operator=(const DirectoryLocks&) = delete;
+
+ private:
+  std::vector<int> fds_;
+};
+
 }  // namespace
 
+void refuse_outputs_naming_one_file(const std::vector<OutputFile>& files) {
+  std::map<std::string, const OutputFile*> seen;
+  for (const OutputFile& f : files) {
+    std::string key = resolved(f.path);
+    // An existing file reached by two names (a hard link, a symlinked directory).
+    for (const auto& [other_key, other] : seen) {
+      std::error_code ec;
+      if (other_key == key || (std::filesystem::equivalent(other->path, f.path, ec) && !ec)) {
+        throw InputError(f.path.string() + ": is both the " + role_of(*other) + " output and the " + role_of(f) +
+                         " output of this run; refusing to write one over the other (give them different paths)");
+      }
+    }
+    seen.emplace(std::move(key), &f);
+  }
+}
+
 void write_files_atomically(const std::vector<OutputFile>& files) {
+  refuse_outputs_naming_one_file(files);
+  // Held until the set is in place: no other writer's file lands between ours.
+  const DirectoryLocks locks(files);
   // 1. Every target is checked before any byte is written.
   std::vector<Target> kinds;
   for (const OutputFile& f : files) kinds.push_back(check_target(f));

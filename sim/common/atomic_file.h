@@ -13,6 +13,8 @@ struct OutputFile {
   // A character device (/dev/null, /dev/full, a terminal) is written directly instead
   // of replaced. Only for outputs the user names as a file (a listing, a trace).
   bool allow_device = false;
+  // Which output this is, for messages: "--trace", "--out (report.json)". Empty: the path.
+  std::string role = "";
 };
 
 // Writes every file or none. Each target must be a regular file, a symlink to one (the
@@ -23,7 +25,17 @@ struct OutputFile {
 // removes those a killed process left behind; then all are renamed into place. A failed
 // write or rename removes the temporaries and puts back every target already replaced,
 // so no partial set and no lost previous file is left. Throws InputError naming the path.
+//
+// Two outputs of one set naming the same file (`--trace D/report.json` with `--out D`) are
+// refused, naming both (one would silently replace the other). The publish holds an
+// exclusive lock (flock) on each target directory, taken in path order, so concurrent
+// writers of the same directory publish one whole set after another and every set on disk
+// comes from one process (issue 34 item 2); a writer that cannot get the lock in 60 s
+// gives up with an InputError naming the directory.
 void write_files_atomically(const std::vector<OutputFile>& files);
+
+// The check above on its own, for a set before anything is computed: InputError naming both roles.
+void refuse_outputs_naming_one_file(const std::vector<OutputFile>& files);
 
 // One file (a listing, a trace, a sweep file); a character device is written directly.
 void write_file_atomically(const std::filesystem::path& path, const std::string& contents);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include <yaml-cpp/depthguard.h>
 
 #include "sim/common/error.h"
+#include "sim/common/text_file.h"
 #include "sim/common/utf8.h"
 
 namespace tessera {
@@ -44,14 +46,8 @@ std::shared_ptr<const std::string> YamlNode::origin_of(const std::string& subpat
 }
 
 YamlNode YamlNode::load_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw InputError(path.string() + ": cannot open file: " + std::strerror(errno));
-  }
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) throw InputError(path.string() + ": cannot read file");
-  return load_string(buffer.str(), path.string());
+  // Bounded (kYamlLimits): /dev/zero or an endless pipe is an error naming the bound.
+  return load_string(read_text_file(path, kYamlLimits), path.string());
 }
 
 namespace {
@@ -200,14 +196,21 @@ int64_t YamlNode::as_int(int64_t min, int64_t max) const {
 double YamlNode::as_double(double min, double max) const {
   if (!node_.IsScalar()) fail("expected a number");
   const std::string& text = node_.Scalar();
-  size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    fail("expected a number, got '" + text + "'");
+  // strtod, not stod: a subnormal such as 1e-320 sets ERANGE but is a valid number (issue 34
+  // item 7); a literal beyond the double range is "at most", not "expected a number".
+  char* end = nullptr;
+  errno = 0;
+  const double value = text.empty() ? 0 : std::strtod(text.c_str(), &end);
+  const bool parsed = !text.empty() && end == text.c_str() + text.size() &&
+                      !std::isspace(static_cast<unsigned char>(text[0]));
+  if (!parsed || std::isnan(value)) fail("expected a number, got '" + text + "'");
+  if (std::isinf(value)) {
+    const bool literal_inf = text.find_first_of("iI") != std::string::npos;
+    if (literal_inf) fail("expected a number, got '" + text + "'");
+    std::ostringstream bound;
+    bound << (value > 0 ? "at most " : "at least ") << (value > 0 ? max : min);
+    fail("must be " + bound.str() + ", got " + text);
   }
-  if (used != text.size() || !std::isfinite(value)) fail("expected a number, got '" + text + "'");
   if (value < min || value > max) {
     std::ostringstream range;
     range << "in [" << min << ", " << max << "]";

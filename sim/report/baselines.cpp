@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "sim/common/error.h"
+#include "sim/common/text_file.h"
 #include "sim/report/format.h"
 
 #ifndef TESSERA_SOURCE_DIR
@@ -479,8 +480,10 @@ ordered_json baselines_json(const std::vector<std::string>& names, const RunReco
     std::filesystem::path file;
     if (looks_like_path(stem)) {
       file = stem;
-      std::error_code ec;
-      if (!std::filesystem::is_regular_file(file, ec)) throw InputError(stem + ": baseline spec file not found");
+      if (const std::string why = not_a_regular_file(file); !why.empty()) {
+        throw InputError("--baseline " + stem + ": cannot read the baseline spec file: " + why +
+                         " (a spec file must be a regular YAML file)");
+      }
     } else {
       if (std::find(available.begin(), available.end(), stem) == available.end()) unknown(n);
       file = dir / (stem + ".yaml");

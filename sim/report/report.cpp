@@ -7,6 +7,7 @@
 
 #include "sim/common/atomic_file.h"
 #include "sim/common/error.h"
+#include "sim/common/output_dir.h"
 #include "sim/report/baselines.h"
 #include "sim/report/energy_report.h"
 #include "sim/report/format.h"
@@ -405,17 +406,19 @@ std::string console_summary(const ordered_json& r, const std::string& precision_
 
 std::vector<OutputFile> report_files(const std::filesystem::path& dir, const ordered_json& report,
                                      const std::string& precision_label) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec || !std::filesystem::is_directory(dir, ec)) {
-    throw InputError(dir.string() + ": cannot create output directory" + (ec ? ": " + ec.message() : ""));
-  }
+  prepare_output_directory(dir, "");  // the one routine of every command (sim/common/output_dir.h)
+  std::vector<OutputFile> files = report_file_targets(dir);
   // Render everything before writing anything, so a failure leaves no partial set.
-  std::vector<OutputFile> files;
-  files.push_back({dir / "report.json", report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"});
-  files.push_back({dir / "layers.csv", layers_csv(report)});
-  files.push_back({dir / "summary.md", summary_markdown(report, precision_label)});
+  files[0].contents = report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  files[1].contents = layers_csv(report);
+  files[2].contents = summary_markdown(report, precision_label);
   return files;
+}
+
+std::vector<OutputFile> report_file_targets(const std::filesystem::path& dir) {
+  return {{dir / "report.json", "", false, "--out (report.json)"},
+          {dir / "layers.csv", "", false, "--out (layers.csv)"},
+          {dir / "summary.md", "", false, "--out (summary.md)"}};
 }
 
 void write_report_files(const std::filesystem::path& dir, const ordered_json& report) {

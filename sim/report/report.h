@@ -43,6 +43,9 @@ std::string console_summary(const nlohmann::ordered_json& report, const std::str
 // any other output of the run (the trace), so they appear as one set or not at all.
 std::vector<OutputFile> report_files(const std::filesystem::path& dir, const nlohmann::ordered_json& report,
                                      const std::string& precision_label = "");
+// The same files' paths and roles, empty, without creating anything: to refuse another output
+// over one of them before the run is simulated.
+std::vector<OutputFile> report_file_targets(const std::filesystem::path& dir);
 // report_files written as one set.
 void write_report_files(const std::filesystem::path& dir, const nlohmann::ordered_json& report);
 

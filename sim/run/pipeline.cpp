@@ -6,6 +6,8 @@
 #include <utility>
 
 #include "sim/common/error.h"
+#include "sim/common/finite_check.h"
+#include "sim/common/output_dir.h"
 #include "sim/compiler/compiler.h"
 #include "sim/graph/onnx_importer.h"
 #include "sim/precision/precision.h"
@@ -139,6 +141,13 @@ nlohmann::ordered_json simulate_report(const ArchConfig& arch, const graph::Grap
 
 RunResult run(const RunRequest& request) {
   RunResult r;
+  if (!request.trace_file.empty()) {
+    // An output over another output (--trace D/report.json with --out D), refused before
+    // anything is simulated, naming both (issue 34 item 3); checked again on the rendered set.
+    std::vector<OutputFile> targets = report::report_file_targets(request.out_dir);
+    targets.insert(targets.begin(), OutputFile{request.trace_file, "", true, "--trace"});
+    refuse_outputs_naming_one_file(targets);
+  }
   r.compiled = compile(request.inputs);
   const ArchConfig& arch = r.compiled.arch;
   const compiler::Program& program = r.compiled.program;
@@ -155,24 +164,20 @@ RunResult run(const RunRequest& request) {
     r.report["functional"] = functional::to_json(fr);
     r.functional_line = functional::summary_line(fr);
   }
+  // The simulation checks its own figures: a NaN or an infinity is a bug, never a result (issue 34).
+  require_finite("run: report.json", first_non_finite(r.report));
   // Render the trace and check where it goes before writing anything: no partial set of outputs.
   std::string trace_json;
   if (!request.trace_file.empty()) {
-    // The trace's directory is created as --out's is (report_files), once the run has succeeded.
-    const auto parent = std::filesystem::absolute(request.trace_file).parent_path();
-    std::error_code ec;
-    std::filesystem::create_directories(parent, ec);
-    if (ec || !std::filesystem::is_directory(parent, ec)) {
-      throw InputError("--trace " + request.trace_file + ": cannot create directory " + parent.string() +
-                       (ec ? ": " + ec.message() : ""));
-    }
+    prepare_output_file_directory(request.trace_file, "--trace");
     trace_json = report::chrome_trace_json(r.stats, program, arch.clock_mhz);
   }
   // The trace and the report files are one set: all of them appear, or none does and
   // every file that was there before (an earlier trace, earlier reports) is kept.
   r.outputs = report::report_files(request.out_dir, r.report, r.compiled.precision.label);
-  if (!request.trace_file.empty()) r.outputs.insert(r.outputs.begin(), OutputFile{request.trace_file, trace_json, true});
+  if (!request.trace_file.empty()) r.outputs.insert(r.outputs.begin(), OutputFile{request.trace_file, trace_json, true, "--trace"});
   refuse_overwriting_inputs(r.outputs, request.inputs);
+  refuse_outputs_naming_one_file(r.outputs);  // --trace D/report.json with --out D (issue 34 item 3)
   return r;
 }
 

@@ -7,12 +7,17 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <new>
 #include <set>
 #include <sstream>
 #include <thread>
 
 #include "sim/common/atomic_file.h"
 #include "sim/common/error.h"
+#include "sim/common/finite_check.h"
+#include "sim/common/memory_limit.h"
+#include "sim/common/output_dir.h"
+#include "sim/common/text_file.h"
 #include "sim/config/arch_config.h"
 #include "sim/graph/onnx_importer.h"
 #include "sim/serve/host_config.h"
@@ -28,23 +33,31 @@ namespace tessera::serve {
 
 namespace {
 
-// "--rate: must be a number > 0, got -1" (CLI11's own range message prints DBL_MAX in full).
-CLI::Validator number_above(double lo, bool inclusive) {
+// Every numeric option of serve has a finite range, checked here at the edge in the configs'
+// message style: "--rate: must be in [0.001, 1e+12] requests/s, got '1e-305'". The bounds keep
+// every time and rate the queueing simulation derives finite (issue 34 item 1; docs/serving.md
+// lists them). CLI11's own range message prints DBL_MAX in full, hence this validator.
+CLI::Validator number_in(double lo, double hi, const char* unit) {
   return CLI::Validator(
-      [lo, inclusive](std::string& text) -> std::string {
+      [lo, hi, unit](std::string& text) -> std::string {
         char* end = nullptr;
         const double v = std::strtod(text.c_str(), &end);
-        const bool ok = !text.empty() && end == text.c_str() + text.size() && std::isfinite(v) && (inclusive ? v >= lo : v > lo);
-        if (ok) return "";
-        char bound[32];
-        std::snprintf(bound, sizeof bound, "%g", lo);
-        return std::string("must be a number ") + (inclusive ? ">= " : "> ") + bound + ", got '" + text + "'";
+        const bool number = !text.empty() && end == text.c_str() + text.size() && !std::isspace(static_cast<unsigned char>(text[0]));
+        if (number && std::isfinite(v) && v >= lo && v <= hi) return "";
+        char range[96];
+        std::snprintf(range, sizeof range, "[%g, %g]", lo, hi);
+        return std::string(number ? "must be in " : "must be a number in ") + range + (*unit ? " " : "") + unit + ", got '" + text + "'";
       },
-      inclusive ? "NUMBER>=0" : "NUMBER>0");
+      "NUMBER");
 }
-const CLI::Validator kPositive = number_above(0, false);
-const CLI::Validator kNonNegative = number_above(0, true);
 
+}  // namespace
+
+// The ranges (docs/serving.md, "Ranges of the options").
+const ServeRanges kServeRanges{};
+
+namespace {
+const ServeRanges& R = kServeRanges;
 }  // namespace
 
 CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
@@ -65,22 +78,25 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
                   "its oldest request has waited --timeout-ms), deadline (close when waiting longer would break the "
                   "oldest request's --deadline-ms). Default fixed")
       ->type_name("LIST");
-  cmd->add_option("--timeout-ms", o.timeout_ms, "The timeout policy's longest queue delay (default 1 ms)")
-      ->check(kNonNegative);
-  cmd->add_option("--deadline-ms", o.deadline_ms, "The deadline policy's response-time limit (default: --latency-bound-ms)")
-      ->check(kPositive);
+  cmd->add_option("--timeout-ms", o.timeout_ms, "The timeout policy's longest queue delay (default 1 ms; [0, 1e6])")
+      ->check(number_in(0, R.max_ms, "ms"));
+  cmd->add_option("--deadline-ms", o.deadline_ms,
+                  "The deadline policy's response-time limit (default: --latency-bound-ms; [1e-6, 1e6])")
+      ->check(number_in(R.min_ms, R.max_ms, "ms"));
   cmd->add_option("--percentile", o.percentile, "Latency percentile the bound applies to (default 99; SingleStream 90)")
-      ->check(CLI::Range(1.0, 99.999));
+      ->check(number_in(1, 99.999, ""));
   cmd->add_option("--latency-bound-ms", o.bound_ms,
-                  "Find the maximum throughput whose --percentile latency stays at most this (TPU paper Table 4: 7)")
-      ->check(kPositive);
-  cmd->add_option("--rate", o.rate, "Also (or instead) report the latency at this arrival rate, requests/s for the whole host")
-      ->check(kPositive);
+                  "Find the maximum throughput whose --percentile latency stays at most this (TPU paper Table 4: 7; "
+                  "[1e-6, 1e6])")
+      ->check(number_in(R.min_ms, R.max_ms, "ms"));
+  cmd->add_option("--rate", o.rate,
+                  "Also (or instead) report the latency at this arrival rate, requests/s for the whole host ([1e-3, 1e12])")
+      ->check(number_in(R.min_rate_per_s, R.max_rate_per_s, "requests/s"));
   cmd->add_option("--arrivals", o.arrivals,
                   "Arrival process: poisson (default), constant, gamma or hyperexp (bursty: give --cv), trace (give --trace)")
       ->check(CLI::IsMember({"poisson", "constant", "gamma", "hyperexp", "trace"}));
-  cmd->add_option("--cv", o.cv, "Coefficient of variation of the gaps between arrivals (gamma: > 0; hyperexp: >= 1)")
-      ->check(kPositive);
+  cmd->add_option("--cv", o.cv, "Coefficient of variation of the gaps between arrivals (gamma: [0.01, 100]; hyperexp: [1, 100])")
+      ->check(number_in(R.min_cv, R.max_cv, ""));
   cmd->add_option("--trace", o.trace,
                   "Request trace: CSV rows arrival_s[,size] (seconds from the start, samples per request); time-scaled "
                   "to --rate or the searched rate, at its own rate otherwise")
@@ -92,14 +108,15 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
                   "Host model: a file or a name in configs/hosts (haswell-tpu-server, ...), or none (default): host CPU "
                   "time per request and per batch, cores, PCIe root complex")
       ->type_name("FILE|NAME");
-  cmd->add_option("--host-scale", o.host_scale, "Multiply every host CPU time by this")->check(kPositive);
+  cmd->add_option("--host-scale", o.host_scale, "Multiply every host CPU time by this ([1e-6, 1e6], as a host file's scale)")
+      ->check(number_in(R.min_host_scale, R.max_host_scale, ""));
   cmd->add_option("--calibrate-rate", o.calibrate_rate,
                   "Calibrate the host: the rate (requests/s, whole host) of a published measurement of the accelerator "
-                  "at --calibrate-batch")
-      ->check(kPositive);
+                  "at --calibrate-batch ([1e-3, 1e12])")
+      ->check(number_in(R.min_rate_per_s, R.max_rate_per_s, "requests/s"));
   cmd->add_option("--calibrate-latency-ms", o.calibrate_latency_ms,
-                  "... and its --percentile latency: the host scale is set so the simulation gives it")
-      ->check(kPositive);
+                  "... and its --percentile latency: the host scale is set so the simulation gives it ([1e-6, 1e6])")
+      ->check(number_in(R.min_ms, R.max_ms, "ms"));
   cmd->add_option("--calibrate-batch", o.calibrate_batch, "... and its fixed batch (default: the first --batch)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   cmd->add_option("--replicas", o.replicas,
@@ -116,8 +133,8 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
                   "MLPerf Inference scenario: server (highest Poisson rate passing early stopping under "
                   "--latency-bound-ms), single-stream (one query at a time, p90 estimate), offline (all samples at once)")
       ->check(CLI::IsMember({"server", "single-stream", "offline"}));
-  cmd->add_option("--min-duration-s", o.min_duration_s, "MLPerf: simulated time a run must cover (rules: 600)")
-      ->check(kPositive);
+  cmd->add_option("--min-duration-s", o.min_duration_s, "MLPerf: simulated time a run must cover (rules: 600; [1e-3, 1e7])")
+      ->check(number_in(R.min_duration_s, R.max_duration_s, "s"));
   cmd->add_option("--max-requests", o.max_requests,
                   "MLPerf: the most requests one simulation may use; a run cut short is flagged (default 10000000)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 31));
@@ -240,10 +257,35 @@ std::string resolve_host(const std::string& spec) {
   if (spec == "none") return "";
   std::error_code ec;
   if (fs::is_regular_file(spec, ec)) return spec;
+  if (looks_like_path(spec) || fs::exists(spec, ec)) {
+    // A path that exists but is no file (a directory, /dev/zero, a FIFO): say what it is.
+    if (const std::string why = not_a_regular_file(spec); why != "it does not exist") {
+      throw InputError("--host " + spec + ": cannot read the host model: " + why + " (a host model must be a regular YAML file)");
+    }
+  }
   const fs::path dir = source_or_local("configs/hosts");
   if (!looks_like_path(spec) && fs::is_regular_file(dir / (spec + ".yaml"), ec)) return (dir / (spec + ".yaml")).string();
   throw InputError("--host: no host model '" + spec + "'; give a file, none, or one of " + join(yaml_stems(dir)) + " (in " +
                    dir.string() + ")");
+}
+
+}  // namespace
+
+namespace {
+
+// The queueing simulation holds every request of a run: refuse a count this process cannot
+// hold before anything runs, naming the option (issue 34 item 5).
+void check_request_memory(const ServeOptions& o, const StudySpec& spec) {
+  const bool mlperf = spec.scenario != Scenario::kNone;
+  const int64_t n = mlperf ? std::max(o.requests, o.max_requests) : o.requests;
+  const double need = static_cast<double>(n) * kServeRanges.bytes_per_request;
+  const double limit = memory_limit_bytes();
+  if (need > limit) {
+    const std::string flag = mlperf && o.max_requests >= o.requests ? "--max-requests" : "--requests";
+    throw InputError(flag + " " + std::to_string(n) + ": a simulation of " + std::to_string(n) + " requests needs about " +
+                     gib_text(need) + " (" + std::to_string(static_cast<int>(kServeRanges.bytes_per_request)) +
+                     " bytes a request), more than this process may use (" + gib_text(limit) + "); use fewer " + flag);
+  }
 }
 
 }  // namespace
@@ -314,7 +356,11 @@ int run_serve_command(const ServeOptions& o) {
   if (arrivals == "hyperexp") spec.arrivals.kind = ArrivalKind::kHyperExponential;
   if (arrivals == "gamma" || arrivals == "hyperexp") {
     if (o.cv <= 0) throw InputError("--arrivals " + arrivals + ": give the coefficient of variation with --cv (e.g. 3)");
-    if (arrivals == "hyperexp" && o.cv < 1) throw InputError("--cv: hyperexp arrivals need a coefficient of variation >= 1, got " + std::to_string(o.cv));
+    if (arrivals == "hyperexp" && o.cv < 1) {
+      char got[32];
+      std::snprintf(got, sizeof got, "%g", o.cv);
+      throw InputError(std::string("--cv: hyperexp arrivals need a coefficient of variation in [1, 100], got ") + got);
+    }
     spec.arrivals.cv = o.cv;
   } else if (o.cv > 0) {
     throw InputError("--cv: only gamma and hyperexp arrivals take a coefficient of variation (--arrivals gamma --cv 3)");
@@ -397,7 +443,10 @@ int run_serve_command(const ServeOptions& o) {
       std::string entry = b;
       const std::string spec_part = b.substr(0, b.find(':'));
       if (looks_like_path(spec_part)) {
-        if (!fs::is_regular_file(spec_part)) throw InputError("--baseline: no such baseline spec file '" + spec_part + "'");
+        if (const std::string why = not_a_regular_file(spec_part); !why.empty()) {
+          throw InputError("--baseline " + spec_part + ": cannot read the baseline spec file: " + why +
+                           " (a spec file must be a regular YAML file)");
+        }
         entry = fs::absolute(spec_part).string() + b.substr(spec_part.size());
       } else if (!fs::is_regular_file(dir / (spec_part + ".yaml"))) {
         throw InputError("--baseline: unknown baseline '" + spec_part + "'; available (in " + dir.string() + "): " + join(yaml_stems(dir)));
@@ -446,6 +495,11 @@ int run_serve_command(const ServeOptions& o) {
     std::error_code ec;
     if (fs::exists(out, ec) && !fs::is_directory(out, ec)) throw InputError("--out: '" + o.out + "' exists and is not a directory");
   }
+  check_request_memory(o, spec);
+  // The one output-directory routine of run, serve, sweep and --trace (issue 34 item 4):
+  // made (or refused, exit 2) before any simulation; the cache goes inside it by default.
+  prepare_output_directory(out, "--out");
+  if (!o.cache.empty()) prepare_output_directory(o.cache, "--cache");
 
   // ---- Service times: one SystemC run per batch size, memoized.
   ServiceRequest req;
@@ -463,15 +517,32 @@ int run_serve_command(const ServeOptions& o) {
 
   // ---- The queueing study, then the files, all or none.
   const auto queue_started = std::chrono::steady_clock::now();
-  const StudyResult result = run_study(spec, tables);
+  const StudyResult result = [&] {
+    try {
+      return run_study(spec, tables);
+    } catch (const std::bad_alloc&) {
+      throw InputError("out of memory in the queueing simulation: --requests " + std::to_string(o.requests) +
+                       (spec.scenario != Scenario::kNone ? " (--max-requests " + std::to_string(o.max_requests) + ")" : "") +
+                       (o.trace.empty() ? "" : " with --trace " + o.trace) +
+                       " needs more memory than this process may use; use fewer requests");
+    }
+  }();
   const double queue_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - queue_started).count();
 
+  // The simulation checks its own figures: a NaN or an infinity is a bug, never a result.
+  const auto json = serving_json(in, spec, tables, result);
+  require_finite("serve: serving.json", first_non_finite(json));
   std::vector<OutputFile> files;
-  files.push_back({out / "serving.json", serving_json(in, spec, tables, result).dump(2) + "\n"});
-  files.push_back({out / "serving.csv", serving_csv(spec, tables, result)});
-  if (spec.curve_points > 0 && spec.scenario == Scenario::kNone) files.push_back({out / "curve.csv", curve_csv(tables, result)});
-  files.push_back({out / "serving.md", serving_markdown(in, spec, tables, result)});
-  fs::create_directories(out);
+  files.push_back({out / "serving.json", json.dump(2) + "\n", false, "--out (serving.json)"});
+  files.push_back({out / "serving.csv", serving_csv(spec, tables, result), false, "--out (serving.csv)"});
+  if (spec.curve_points > 0 && spec.scenario == Scenario::kNone) {
+    files.push_back({out / "curve.csv", curve_csv(tables, result), false, "--out (curve.csv)"});
+  }
+  files.push_back({out / "serving.md", serving_markdown(in, spec, tables, result), false, "--out (serving.md)"});
+  for (const OutputFile& f : files) {
+    if (f.path.extension() == ".csv") require_finite("serve: " + f.path.filename().string(), first_non_finite_csv(f.contents));
+  }
+  prepare_output_directory(out, "--out");
   write_files_atomically(files);
 
   if (!o.quiet) {

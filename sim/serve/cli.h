@@ -42,6 +42,24 @@ struct ServeOptions {
   bool quiet = false;
 };
 
+// The finite range of every real-valued option (issue 34 item 1), checked when the command
+// line is parsed. Chosen so that every time the queueing simulation derives stays finite:
+// with 2^31 requests at the slowest rate, 1e6 x the longest host time (1e9 us) per request,
+// the simulated clock stays below 1e25 s; the cv bounds keep the gamma shape 1/cv^2 in
+// [1e-4, 1e4], where its sampler neither overflows nor divides 0 by 0.
+struct ServeRanges {
+  double min_ms = 1e-6, max_ms = 1e6;                     // --latency-bound-ms, --deadline-ms, --calibrate-latency-ms; --timeout-ms from 0
+  double min_rate_per_s = 1e-3, max_rate_per_s = 1e12;    // --rate, --calibrate-rate
+  double min_cv = 0.01, max_cv = 100;                     // --cv (hyperexp: from 1)
+  double min_host_scale = 1e-6, max_host_scale = 1e6;     // --host-scale (a host file's scale: [0, 1e6])
+  double min_duration_s = 1e-3, max_duration_s = 1e7;     // --min-duration-s
+  // Memory one queued request takes in the simulation: arrival, latency and order (20 bytes),
+  // its share of the batch records, the latencies a run keeps for MLPerf or the curve (8), and
+  // the copy the percentiles select from: 48 bytes, rounded up from the vectors in queue_sim.cpp.
+  double bytes_per_request = 48;
+};
+extern const ServeRanges kServeRanges;
+
 // Registers `serve` on `app` and returns it.
 CLI::App* add_serve_command(CLI::App& app, ServeOptions& o);
 

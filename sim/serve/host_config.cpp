@@ -53,7 +53,12 @@ HostModel parse_host_model(const YamlNode& root) {
   h.cores = root.int_or("cores", 0, 0, 1 << 20);
   if (auto n = root.get("request_cpu")) h.request_cpu = parse_time(*n);
   if (auto n = root.get("batch_cpu")) h.batch_cpu = parse_time(*n);
-  h.pcie_root_bytes_per_s = root.double_or("pcie_root_gb_per_s", 0, 0, 1e6) * 1e9;
+  // 0: no shared root complex; otherwise at least 1 MB/s, so a transfer's hold time stays finite.
+  if (auto n = root.get("pcie_root_gb_per_s")) {
+    const double gb = n->as_double(0, 1e6);
+    if (gb != 0 && gb < 1e-3) n->fail("must be 0 (no shared root complex) or in [0.001, 1e+06] GB/s, got " + n->raw().Scalar());
+    h.pcie_root_bytes_per_s = gb * 1e9;
+  }
   const double scale = root.double_or("scale", 1, 0, 1e6);
   h = h.scaled(scale);
   h.scale = scale;

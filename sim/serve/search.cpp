@@ -1,6 +1,7 @@
 #include "sim/serve/search.h"
 
 #include <cmath>
+#include <cstdio>
 
 #include "sim/common/error.h"
 
@@ -63,9 +64,12 @@ Calibration calibrate_host_scale(const SimConfig& base, double target_s) {
   };
   cal.device_only_s = at(0);
   if (cal.device_only_s >= target_s) {
-    throw InputError("serve: calibration: the p" + std::to_string(base.target_quantile * 100) +
-                     " latency is already " + std::to_string(cal.device_only_s * 1e3) +
-                     " ms with no host time, above the target " + std::to_string(target_s * 1e3) + " ms");
+    // %g, not std::to_string: "p99", not "p99.000000"; a 1e-9 ms target is not "0.000000 ms".
+    char msg[256];
+    std::snprintf(msg, sizeof msg,
+                  "serve: calibration: the p%.6g latency is already %.6g ms with no host time, above the target %.6g ms",
+                  base.target_quantile * 100, cal.device_only_s * 1e3, target_s * 1e3);
+    throw InputError(msg);
   }
   double lo = 0, hi = 1;
   double at_hi = at(hi);

@@ -45,6 +45,12 @@ struct Fnv {
 // The bytes of a file into the hash ("<missing>" when it cannot be read: a baseline name the
 // child resolves elsewhere still gets a key; the run itself reports what is wrong).
 void add_file(Fnv& f, const fs::path& p) {
+  // Only regular files are hashed: /dev/zero or a FIFO never ends (the run itself says what it is).
+  std::error_code ec;
+  if (!fs::is_regular_file(p, ec)) {
+    f.add("<not a regular file " + p.string() + ">");
+    return;
+  }
   std::ifstream in(p, std::ios::binary);
   if (!in) {
     f.add("<missing " + p.string() + ">");

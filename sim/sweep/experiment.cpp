@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "sim/common/error.h"
+#include "sim/common/text_file.h"
 #include "sim/common/yaml_reader.h"
 #include "sim/config/arch_config.h"
 #include "sim/graph/graph.h"
@@ -80,12 +81,13 @@ bool valid_key(const std::string& key) {
 }
 
 
+// The base config's text, bounded as every YAML file is (sim/common/text_file.h).
 std::string read_file(const fs::path& path, const YamlNode& at) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) at.fail("cannot read '" + path.string() + "'");
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+  try {
+    return read_text_file(path, kYamlLimits);
+  } catch (const InputError& e) {
+    at.fail(std::string("cannot read base config: ") + e.what());
+  }
 }
 
 

@@ -11,6 +11,7 @@
 #include <random>
 
 #include "sim/common/error.h"
+#include "sim/common/output_dir.h"
 
 namespace fs = std::filesystem;
 
@@ -46,8 +47,7 @@ void make_output_dir(const fs::path& dir) {
   std::error_code ec;
   struct stat st {};
   if (::lstat(dir.c_str(), &st) != 0) {
-    fs::create_directories(dir, ec);
-    if (ec) throw InputError(dir.string() + ": cannot create output directory: " + ec.message());
+    prepare_output_directory(dir, "");  // the one routine of every command (sim/common/output_dir.h)
     if (::lstat(dir.c_str(), &st) != 0) {
       throw InputError(dir.string() + ": cannot create output directory: " + std::strerror(errno));
     }
@@ -87,6 +87,14 @@ std::string read_no_follow(const fs::path& path) {
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
     throw UnsafeOutputPath(path.string() + ": is not a regular file");
+  }
+  // A bound like every text reader's (sim/common/text_file.h): 1 M points of results or a
+  // report are far below it; a planted giant file is refused, not read into memory.
+  constexpr uint64_t kMaxBytes = uint64_t{16} << 30;
+  if (static_cast<uint64_t>(st.st_size) > kMaxBytes) {
+    ::close(fd);
+    throw InputError(path.string() + ": is " + std::to_string(st.st_size) + " bytes, more than the 16 GiB a sweep or "
+                     "serve file may have");
   }
   std::string out;
   char buf[65536];

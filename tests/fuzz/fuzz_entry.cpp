@@ -5,13 +5,17 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <cmath>
 #include <stdexcept>
 
 #include "sim/common/error.h"
 #include "sim/common/yaml_reader.h"
+#include "models/baseline/spec.h"
 #include "sim/config/arch_config.h"
 #include "sim/graph/graph.h"
 #include "sim/graph/onnx_importer.h"
+#include "sim/serve/host_config.h"
+#include "sim/serve/trace.h"
 #include "sim/sweep/experiment.h"
 
 #ifndef TESSERA_SOURCE_DIR
@@ -57,7 +61,8 @@ void run_onnx(const uint8_t* data, size_t size) {
 }  // namespace
 
 const std::vector<std::string>& targets() {
-  static const std::vector<std::string> names = {"arch_config", "graph_yaml", "experiment", "onnx"};
+  static const std::vector<std::string> names = {"arch_config", "graph_yaml", "experiment",    "onnx",
+                                                  "serve_trace", "host_config", "baseline_spec"};
   return names;
 }
 
@@ -78,6 +83,20 @@ bool run_input(std::string_view target, const uint8_t* data, size_t size) {
       sweep::parse_experiment(YamlNode::load_string(text_of(data, size), (dir / "fuzz.yaml").string()), dir);
     } else if (target == "onnx") {
       run_onnx(data, size);
+    } else if (target == "serve_trace") {
+      // The reader's promise (issue 34): accepted arrivals are finite, in [0, 1e9] s and never decrease.
+      const serve::Trace tr = serve::parse_trace_csv(text_of(data, size), "fuzz.csv");
+      for (size_t i = 0; i < tr.arrival_s.size(); ++i) {
+        const double t = tr.arrival_s[i];
+        if (!std::isfinite(t) || t < 0 || t > serve::kMaxTraceArrivalS || (i > 0 && t < tr.arrival_s[i - 1]) ||
+            tr.size[i] < 1 || tr.size[i] > serve::kMaxRequestSamples) {
+          throw std::logic_error("fuzz harness: the trace reader accepted arrival " + std::to_string(i));
+        }
+      }
+    } else if (target == "host_config") {
+      serve::parse_host_model(YamlNode::load_string(text_of(data, size), "fuzz-host.yaml"));
+    } else if (target == "baseline_spec") {
+      baseline::parse_baseline_spec(YamlNode::load_string(text_of(data, size), "fuzz-baseline.yaml"), "fuzz-baseline");
     } else {
       throw std::invalid_argument("fuzz harness: unknown target '" + std::string(target) + "'");
     }

@@ -13,7 +13,7 @@ cd "$(dirname "$0")/../.."
 secs="${1:-60}"
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(arch_config graph_yaml experiment onnx)
+((${#targets[@]})) || targets=(arch_config graph_yaml experiment onnx serve_trace host_config baseline_spec)
 build="${TESSERA_FUZZ_BUILD:-build-fuzz}"
 jobs="${TESSERA_FUZZ_JOBS:-$(nproc)}"
 
@@ -37,6 +37,10 @@ seed() {  # seed TARGET FILE...
 seed arch_config configs/*.yaml tests/fuzz/regressions/arch_config/*
 seed graph_yaml $(find workloads -name '*.yaml') tests/fuzz/regressions/graph_yaml/*
 seed experiment experiments/*.yaml tests/fuzz/regressions/experiment/*
+seed serve_trace $(find tests workloads experiments -name '*.csv' -path '*trace*') tests/fuzz/seeds/serve_trace/* \
+  tests/fuzz/regressions/serve_trace/*
+seed host_config configs/hosts/*.yaml tests/fuzz/regressions/host_config/*
+seed baseline_spec configs/baselines/*.yaml tests/fuzz/regressions/baseline_spec/*
 if [[ " ${targets[*]} " == *" onnx "* ]]; then
   # ONNX's node test models, and the workload library with its external data redirected
   # to the harness's sparse weights.bin (tests/fuzz/fuzz_entry.cpp).
@@ -69,8 +73,9 @@ dict="$build/fuzz-yaml.dict"
     ' KiB' ' MiB' ' GiB' 'true' 'false' '-1' '0' '1e308' '9223372036854775807' '-9223372036854775808' \
     '18446744073709551615' 'nan' '.inf' 'grid' 'zip' 'list' 'random' \
     '(' ')' '((((' '))))' '**' '//' '%' ' not ' '!' ' and ' ' or ' '${' 'abs(' 'pow(' 'if(' \
-    'constraints:' 'derived:' 'expr:'
-  cat configs/*.yaml experiments/*.yaml $(find workloads -name '*.yaml') | grep -o '[A-Za-z_][A-Za-z0-9_]*:' |
+    'constraints:' 'derived:' 'expr:' 'arrival_s' 'arrival_s,size' ',' '\x0d' '1e9' '4.9e-324' '16777216' \
+    'inf' '-0' '0x1p-1074'
+  cat configs/*.yaml configs/hosts/*.yaml configs/baselines/*.yaml experiments/*.yaml $(find workloads -name '*.yaml') | grep -o '[A-Za-z_][A-Za-z0-9_]*:' |
     sort -u | sed 's/.*/"&"/'
 } > "$dict"
 

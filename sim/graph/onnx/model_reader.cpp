@@ -330,6 +330,14 @@ void Importer::bind_input_values() {
         continue;
       }
       const auto i = checked_to_int64(d);
+      const char* type_name = onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(v.elem)).c_str();
+      if (std::floor(d) == d && (!i || std::fabs(d) > 9007199254740992.0)) {
+        // A whole number that does not fit (or is not held exactly): not "not an integer" (issue 34 item 7).
+        fail(flag + ": input '" + utf8_safe(name) + "' holds integers (" + type_name + "), and " + number_text(d) +
+             (i ? " is beyond 2^53, where a value given on the command line is not held exactly"
+                : " does not fit 64 bits (allowed: -9223372036854775808 to 9223372036854775807; a value beyond 2^53 is not "
+                  "held exactly)"));
+      }
       if (!i || static_cast<double>(*i) != d) {
         fail(flag + ": input '" + utf8_safe(name) + "' holds integers (" +
              onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(v.elem)) + "), " + number_text(d) +

@@ -109,19 +109,24 @@ TEST(BaselineSpec, PrecisionMustHaveAPeak) {
 
 TEST(BaselineSpec, RangesAreChecked) {
   const std::string bw = error_of(replace(kCpu, "bandwidth_gb_per_s: 100", "bandwidth_gb_per_s: 0"));
-  EXPECT_NE(bw.find("memory.bandwidth_gb_per_s: must be in (0, "), std::string::npos) << bw;
+  EXPECT_NE(bw.find("memory.bandwidth_gb_per_s: must be in [1e-06, "), std::string::npos) << bw;
   const std::string eff = error_of(replace(kCpu, "efficiency: 0.5", "efficiency: 1.5"));
-  EXPECT_NE(eff.find("memory.efficiency: must be in (0, 1], got 1.5"), std::string::npos) << eff;
+  EXPECT_NE(eff.find("memory.efficiency: must be in [1e-06, 1], got 1.5"), std::string::npos) << eff;
   const std::string max = error_of(replace(kCpu, "max: 0.8", "max: 0"));
-  EXPECT_NE(max.find("efficiency.tiles[0].max: must be in (0, 1], got 0"), std::string::npos) << max;
+  EXPECT_NE(max.find("efficiency.tiles[0].max: must be in [1e-06, 1], got 0"), std::string::npos) << max;
   const std::string units = error_of(replace(kCpu, "parallel_units: 4", "parallel_units: 0"));
   EXPECT_NE(units.find("efficiency.parallel_units: must be in [1, "), std::string::npos) << units;
   const std::string launch = error_of(replace(kCpu, "launch_us: 1", "launch_us: -1"));
-  EXPECT_NE(launch.find("overheads.launch_us: must be >= 0, got -1"), std::string::npos) << launch;
+  EXPECT_NE(launch.find("overheads.launch_us: must be in [0, 1000000000], got -1"), std::string::npos) << launch;
   const std::string tiles = error_of(replace(kCpu, "  tiles:\n    - {m: 16, n: 16, max: 0.8}\n", "  tiles: []\n"));
   EXPECT_NE(tiles.find("efficiency.tiles: must list at least one kernel tile"), std::string::npos) << tiles;
   const std::string kind = error_of(replace(kCpu, "kind: cpu", "kind: tpu"));
   EXPECT_NE(kind.find("kind: 'tpu' is not one of: cpu, gpu"), std::string::npos) << kind;
+  // Issue 34: tiny and huge values that passed "> 0" / ">= 0" and made times infinite.
+  const std::string tiny = error_of(replace(kCpu, "bandwidth_gb_per_s: 100", "bandwidth_gb_per_s: 1e-300"));
+  EXPECT_NE(tiny.find("memory.bandwidth_gb_per_s: must be in [1e-06, 1000000], got 1e-300"), std::string::npos) << tiny;
+  const std::string huge = error_of(replace(kCpu, "launch_us: 1", "launch_us: 1e300"));
+  EXPECT_NE(huge.find("overheads.launch_us: must be in [0, 1000000000], got 1e300"), std::string::npos) << huge;
   const std::string missing = error_of(replace(kCpu, "overheads: {launch_us: 1}\n", ""));
   EXPECT_NE(missing.find("missing required key 'overheads'"), std::string::npos) << missing;
 }

@@ -717,6 +717,13 @@ TEST(Errors, OnnxInputValueFlag) {
   expect_input_error(r, "--input-value 'sr=fast': value 'fast' is not a number");
   r = run_into(dir, kTpu, m, "--input-value sr=16000.5 --batch-axis state=1");
   expect_input_error(r, "--input-value sr: input 'sr' holds integers (INT64), 16000.5 is not one");
+  // Issue 34: a whole number that does not fit int64 says so, not "is not one".
+  r = run_into(dir, kTpu, m, "--input-value sr=9223372036854775808 --batch-axis state=1");
+  expect_input_error(r, "--input-value sr: input 'sr' holds integers (INT64), and 9.223372036854776e+18 does not fit 64 bits");
+  r = run_into(dir, kTpu, m, "--input-value sr=-1e19 --batch-axis state=1");
+  expect_input_error(r, "does not fit 64 bits (allowed: -9223372036854775808 to 9223372036854775807");
+  r = run_into(dir, kTpu, m, "--input-value sr=9007199254740995 --batch-axis state=1");
+  expect_input_error(r, "is beyond 2^53, where a value given on the command line is not held exactly");
   r = run_into(dir, kTpu, m, "--input-value rate=16000");
   expect_input_error(r, "--input-value names 'rate', which is not a graph input (sr, state, x)");
   r = run_into(dir, kTpu, m, "--input-value sr=1 --input-value sr=2");

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/support/run_cli.h"
 
 namespace hostile {
@@ -58,6 +60,30 @@ inline void expect_input_error(const CliResult& r, const std::string& phrase) {
   EXPECT_FALSE(contains(r.output, "internal error")) << r.output;
   EXPECT_FALSE(contains(r.output, "Sanitizer")) << r.output;
   EXPECT_FALSE(contains(r.output, "runtime error")) << r.output;
+}
+
+// serving.json writes NaN and inf as null, next to nulls that mean "not given" (a bound not
+// asked for, no calibration): the keys of nulls that stand where a figure must be (a latency
+// percentile, a rate, a throughput, a capacity, a utilization, a mean), "" when none.
+inline std::string null_figures(const nlohmann::json& j, const std::string& path = "") {
+  static const char* kFigures[] = {"p50", "p90", "p95", "p99", "p99.9", "mean_ms", "throughput_per_s", "capacity_per_s",
+                                   "max_throughput_per_s", "max_capacity_per_s", "utilization", "replica_utilization",
+                                   "service_ms", "offered_per_s", "per_replica_per_s", "at_percentile_ms"};
+  std::string out;
+  // The headline of a study with no feasible rate is null by design (no maximum throughput).
+  const bool infeasible_headline = path.empty() && j.is_object() && j.contains("feasible") && j["feasible"] == false;
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if (infeasible_headline && !it.value().is_structured()) continue;
+      bool figure = false;
+      for (const char* f : kFigures) figure = figure || it.key() == f;
+      if (it.value().is_null() && (figure || contains(path, "latency_ms"))) out += path + "." + it.key() + " ";
+      out += null_figures(it.value(), path + "." + it.key());
+    }
+  } else if (j.is_array()) {
+    for (size_t i = 0; i < j.size(); ++i) out += null_figures(j[i], path + "[" + std::to_string(i) + "]");
+  }
+  return out;
 }
 
 }  // namespace hostile

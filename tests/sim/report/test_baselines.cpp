@@ -182,7 +182,7 @@ TEST_F(BaselinesReport, UnknownNameListsTheAvailableOnes) {
   const std::string e = error_of({"cpu", "k81"});
   EXPECT_NE(e.find("unknown baseline 'k81'; available (in "), std::string::npos) << e;
   EXPECT_NE(e.find("): cpu, gpu, all (every one of those), host (measured"), std::string::npos) << e;
-  EXPECT_NE(error_of({"missing/spec.yaml"}).find("missing/spec.yaml: baseline spec file not found"), std::string::npos);
+  EXPECT_NE(error_of({"missing/spec.yaml"}).find("missing/spec.yaml: cannot read the baseline spec file: it does not exist"), std::string::npos);
 }
 
 TEST_F(BaselinesReport, PrecisionOverrideAndPaths) {

@@ -1,6 +1,8 @@
 // Trace files and host model files: every error names the file, the line (and the key).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -130,4 +132,53 @@ TEST(ServiceCache, KeyOfAComposedConfigFollowsItsBase) {
 }
 
 }  // namespace
+}  // namespace tessera::serve
+
+namespace tessera::serve {
+namespace {
+void expect_trace_error(const std::string& text, const std::string& phrase) {
+  const std::string e = trace_error(text);
+  EXPECT_NE(e.find(phrase), std::string::npos) << "expected '" << phrase << "' in: " << e.substr(0, 300);
+}
+}  // namespace
+
+// Issue 34: arrivals have a finite range (1e308 gave inf latencies), a subnormal is a valid
+// time, and one line is bounded (a 200 MB line took 1.4 GB to refuse).
+TEST(TraceCsv, ArrivalsHaveAFiniteRangeAndLinesABound) {
+  expect_trace_error("arrival_s\n0\n1e308\n", "t.csv:3: arrival_s: must be in [0, 1e9] seconds (31.7 years), got '1e308'");
+  expect_trace_error("0\n1000000001\n", "t.csv:2: arrival_s: must be in [0, 1e9] seconds");
+  expect_trace_error("0\n1e400\n", "t.csv:2: arrival_s: '1e400' is not a finite number");
+  const Trace t = parse_trace_csv("0\n4.9e-324\n1e9\n", "t.csv");
+  ASSERT_EQ(t.arrival_s.size(), 3u);
+  EXPECT_EQ(t.arrival_s[1], 4.9e-324);
+  EXPECT_EQ(t.arrival_s[2], 1e9);
+  expect_trace_error("0\n" + std::string(70000, '1') + "\n", "t.csv:2: line longer than the 64 KiB allowed in a request trace");
+  expect_trace_error("0\n# " + std::string(65536, 'c'), "t.csv:2: line longer than the 64 KiB");
+}
+
+TEST(TraceCsv, TheFileReaderStreamsWithinTheBounds) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("tessera-trace-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  { std::ofstream(dir / "ok.csv") << "arrival_s,size\r\n0,1\r\n0.5,2\r\n1,1"; }  // CRLF, no final newline
+  const Trace t = load_trace_csv(dir / "ok.csv");
+  ASSERT_EQ(t.arrival_s.size(), 3u);
+  EXPECT_EQ(t.size[1], 2u);
+  EXPECT_EQ(t.arrival_s[2], 1.0);
+  { std::ofstream(dir / "long.csv") << "0\n" << std::string(100000, '2') << "\n"; }
+  try {
+    load_trace_csv(dir / "long.csv");
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--trace " + (dir / "long.csv").string() + ":2: line longer than the 64 KiB"),
+              std::string::npos) << e.what();
+  }
+  try {
+    load_trace_csv(dir);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot read the request trace: it is a directory"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace tessera::serve
