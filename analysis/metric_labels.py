@@ -69,6 +69,9 @@ CATALOGUE = {
     "weight_memory.channels": Q("weight-memory channels", "channels", short="wmem_ch"),
     "weight_memory.technology": Q("weight-memory technology", "", short="wmem"),
     "weight_memory.latency_ns": Q("weight-memory latency", "ns", short="wmem_lat"),
+    "energy.dram.read_pj_per_bit": Q("DRAM read energy", "pJ/bit", short="dram_pj_bit"),
+    "energy.dram.activation_nj": Q("DRAM activation energy", "J", "small", factor=1e-9, short="dram_act_nj"),
+    "energy.dram.background_w": Q("DRAM background power", "W", "small", short="dram_bg_w"),
     "vector_unit.lanes": Q("vector lanes", "lanes", short="lanes"),
     "pcie.lanes": Q("PCIe lanes", "lanes", short="pcie_lanes"),
     "pcie.generation": Q("PCIe generation", "", short="pcie_gen"),
@@ -83,7 +86,7 @@ CYCLE_NAMES = {"array_active": "array active", "weight_shift": "weight shift", "
 
 # By the key's name when the catalogue does not have it: (suffix, unit, family, factor).
 _SUFFIXES = [
-    ("_gb_per_s", "GB/s", "fixed", 1.0), ("_per_s", "/s", "large", 1.0), ("_bytes", "B", "binary", 1.0),
+    ("_gb_per_s", "GB/s", "fixed", 1.0), ("_pj_per_bit", "pJ/bit", "fixed", 1.0), ("_nj", "J", "small", 1e-9), ("_per_s", "/s", "large", 1.0), ("_bytes", "B", "binary", 1.0),
     ("_mhz", "MHz", "fixed", 1.0), ("_ns", "s", "small", 1e-9), ("_s", "s", "small", 1.0),
     ("_mm2", "mm²", "fixed", 1.0), ("_pj", "J", "small", 1e-12), ("_j", "J", "small", 1.0),
     ("_w", "W", "small", 1.0), ("_cycles", "cycles", "large", 1.0), ("tops", "TOPS", "fixed", 1.0),
