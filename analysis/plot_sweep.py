@@ -37,6 +37,8 @@ import math
 import os
 import sys
 
+import matplotlib.ticker as ticker
+
 import metric_labels as labels
 import style
 
@@ -240,14 +242,15 @@ def _axes(ax, xkey, ykey, xs, ys, args):
     (xlabel, sx), (ylabel, sy) = labels.axis(xkey, xs), labels.axis(ykey, ys)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    if args.logx:
-        ax.set_xscale("log")
-    else:
-        ax.ticklabel_format(axis="x", useOffset=False, style="plain")
-    if args.logy:
-        ax.set_yscale("log")
-    else:
-        ax.ticklabel_format(axis="y", useOffset=False, style="plain")
+    for axis, log, name in ((ax.xaxis, args.logx, "x"), (ax.yaxis, args.logy, "y")):
+        if log:
+            # Plain numbers at 1, 2, 5 per decade (0.2, 0.5, 1, 2 ms), not 10^0 alone.
+            (ax.set_xscale if name == "x" else ax.set_yscale)("log")
+            axis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+            axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: labels.fmt(float(f"{v:.6g}"))))
+            axis.set_minor_formatter(ticker.NullFormatter())
+        else:
+            ax.ticklabel_format(axis=name, useOffset=False, style="plain")
     return sx, sy
 
 
@@ -274,6 +277,7 @@ def make_figure(path, rows, args):
     sx, sy = _axes(ax, xkey, ykey, [p[0] for p in pts], [p[1] for p in pts], args)
     spts = [(p[0] * sx, p[1] * sy) for p in pts]
     color_key = args.color or ("workload" if len({r["workload"] for r in kept}) > 1 else None)
+    categorical = False  # a legend entry per value of color_key (else a colour bar, or one series)
     if color_key:
         cvals = [value(r, color_key) for r in kept]
         if all(v is None for v in cvals):
@@ -288,6 +292,7 @@ def make_figure(path, rows, args):
             cb.set_label(clabel, fontsize=7)
             cb.ax.tick_params(labelsize=6)
         else:
+            categorical = True
             cats = sorted({v for v in cvals if v is not None}, key=_sort_key)
             for i, c in enumerate(cats):
                 sel = [p for p, v in zip(spts, cvals) if v == c]
@@ -308,7 +313,14 @@ def make_figure(path, rows, args):
             ax.annotate(kept[i]["point"], spts[i], xytext=(3, 3), textcoords="offset points", fontsize=5)
     title = args.title or f"{len(pts)} design points" + (f", {failed} failed (not shown)" if failed else "")
     ax.set_title(title)
-    ax.legend(loc="best", fontsize=6)
+    legend_title = labels.name(color_key) if categorical else None
+    entries = len(ax.get_legend_handles_labels()[0])
+    if entries > 3:
+        # Many series would cover points inside the axes: beside them (the layout makes room).
+        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize=6,
+                  title=legend_title, title_fontsize=6)
+    else:
+        ax.legend(loc="best", fontsize=6, title=legend_title, title_fontsize=6)
     return fig, [(kept[i], pts[i]) for i in front]
 
 
@@ -360,6 +372,9 @@ def make_lines(path, rows, args):
     if group:
         ax.legend(title=labels.name(group), loc="best", fontsize=6, title_fontsize=6)
     parts = [args.workload] if args.workload else []
+    batches = {r["batch"] for r in ok}
+    if len(batches) == 1 and None not in batches and group != "batch" and xkey != "batch":
+        parts.append(f"batch {labels.fmt(next(iter(batches)))}")
     parts += [labels.legend(k, _num(t)) for k, t in parse_where(args.where)]
     title = args.title if args.title is not None else ", ".join(parts)
     if title:

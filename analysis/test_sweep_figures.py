@@ -157,7 +157,7 @@ def test_line_plot_one_line_per_group_in_units():
     assert ax.get_xlabel() == "weight-memory bandwidth (GB/s)" and ax.get_ylabel() == "latency (µs)"
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["128 PEs", "256 PEs", "512 PEs"]
     assert ax.get_legend().get_title().get_text() == "array rows"
-    assert ax.get_title() == "mlp0, 700 MHz"
+    assert ax.get_title() == "mlp0, batch 200, 700 MHz"
     lines = ax.get_lines()
     assert len(lines) == 3 and all(list(ln.get_xdata()) == [17, 34, 68, 136, 180] for ln in lines)
     # 256 rows, 34 GB/s, 700 MHz, mlp0: 1e-4 s = 100 µs.

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "sim/common/atomic_file.h"
+#include "sim/common/data_path.h"
 #include "sim/common/error.h"
 #include "sim/config/arch_config.h"
 #include "sim/graph/onnx_importer.h"
@@ -209,12 +210,6 @@ std::vector<Policy> parse_policies(const std::string& text) {
   return out;
 }
 
-fs::path source_or_local(const std::string& sub) {
-  std::error_code ec;
-  if (fs::is_directory(sub, ec)) return fs::absolute(sub);
-  return fs::path(TESSERA_SOURCE_DIR) / sub;
-}
-
 std::vector<std::string> yaml_stems(const fs::path& dir) {
   std::vector<std::string> names;
   std::error_code ec;
@@ -240,7 +235,7 @@ std::string resolve_host(const std::string& spec) {
   if (spec == "none") return "";
   std::error_code ec;
   if (fs::is_regular_file(spec, ec)) return spec;
-  const fs::path dir = source_or_local("configs/hosts");
+  const fs::path dir = data_path("configs/hosts");
   if (!looks_like_path(spec) && fs::is_regular_file(dir / (spec + ".yaml"), ec)) return (dir / (spec + ".yaml")).string();
   throw InputError("--host: no host model '" + spec + "'; give a file, none, or one of " + join(yaml_stems(dir)) + " (in " +
                    dir.string() + ")");
@@ -386,7 +381,7 @@ int run_serve_command(const ServeOptions& o) {
   if (!o.baselines.empty()) {
     const fs::path dir = [] {
       const char* env = std::getenv("TESSERA_BASELINES_DIR");
-      return env && *env ? fs::absolute(env) : source_or_local("configs/baselines");
+      return env && *env ? fs::absolute(env) : data_path("configs/baselines");
     }();
     for (const auto& b : split_list(o.baselines)) {
       if (b.empty()) continue;
