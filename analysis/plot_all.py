@@ -12,20 +12,32 @@ beside it) under DIR and writes to FIGDIR (default DIR/figures), each as .pdf an
   breakdown-<name>    per layer of each report (<name> = the report's directory)
   speedup             speed-up over the shared baselines (two or more workloads)
   batch-<workload>    throughput/latency vs batch, for a workload with reports at 2+ batches
-  sweep-<name>        each sweep's scatter and Pareto front
+  sweep-<name>        each sweep's Pareto plot over its experiment's first two `pareto:`
+                      axes (the ones `tessera sweep --summarize` uses; the experiment file
+                      is found through the sweep's sweep.json); a sweep whose experiment has
+                      no `pareto:` gets latency:min vs throughput:max when it kept both
+                      metrics, else no figure and a note saying so. --sweep-x/--sweep-y
+                      choose the axes for every sweep instead.
 When a workload has reports at several batch sizes, the summary figures (roofline,
-breakdown, speedup) use its largest batch. Prints the files written.
+breakdown, speedup) use its largest batch. A report that is a sweep's design point
+(SWEEP/points/<id>/report.json) has its breakdown named by the sweep, workload, batch and
+the values of the parameters the sweep varies (breakdown-tpu-bandwidth-mlp0-b200-rows256-
+wmem_bw34), never by the point's id. Prints the files written.
 Malformed input: one-line error, exit status 2.
 """
 import argparse
+import json
 import os
 import re
 import sys
+
+import yaml
 
 import plot_batch
 import plot_breakdown
 import plot_roofline
 import plot_speedup
+import metric_labels
 import plot_sweep
 import style
 
@@ -55,11 +67,54 @@ def shared(reports):
     return names or []
 
 
+def sweep_axes(results_path, rows):
+    """The Pareto axes of a sweep: its experiment's first two `pareto:` entries (through
+    sweep.json's experiment_file), else latency:min and throughput:max when the rows have
+    both, else None."""
+    manifest = os.path.join(os.path.dirname(results_path), "sweep.json")
+    try:
+        with open(manifest, encoding="utf-8") as f:
+            experiment = json.load(f).get("experiment_file")
+        with open(experiment, encoding="utf-8") as f:
+            axes = (yaml.safe_load(f) or {}).get("pareto") or []
+    except (OSError, ValueError, TypeError, AttributeError, yaml.YAMLError):
+        axes = []
+    if isinstance(axes, list) and len(axes) >= 2 and all(isinstance(a, str) for a in axes[:2]):
+        return axes[0], axes[1]
+    have = {k for r in rows for k in r["metrics"]}
+    if {"summary.latency_s", "summary.inferences_per_s"} <= have:
+        return "summary.latency_s:min", "summary.inferences_per_s:max"
+    return None
+
+
+def point_names(sweeps):
+    """{absolute path of a point's directory: file-name part from its sweep, workload, batch and
+    the values of the parameters its sweep varies}."""
+    names = {}
+    for s in sweeps:
+        try:
+            _, rows = plot_sweep.read_results(s)
+        except style.InputError:
+            continue
+        varying = sorted({k for r in rows for k in r["params"]
+                          if len({metric_labels.fmt(q["params"][k]) for q in rows if q["params"].get(k) is not None}) > 1})
+        sweep = os.path.basename(os.path.dirname(os.path.abspath(s)))
+        for r in rows:
+            parts = [sweep, r["workload"] or "", f"b{metric_labels.fmt(r['batch'])}" if r["batch"] is not None else ""]
+            parts += [metric_labels.slug(k, r["params"][k]) for k in varying
+                      if k not in ("workload", "batch") and r["params"].get(k) is not None]
+            names[os.path.join(os.path.dirname(os.path.abspath(s)), "points", r["point"])] = \
+                "-".join(slug(p) for p in parts if p)
+    return names
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[1], formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=__doc__.split("\n\n", 1)[1])
     ap.add_argument("dir", help="directory holding report.json files and/or sweep results")
     ap.add_argument("--out", help="where the figures go (default DIR/figures)")
+    ap.add_argument("--sweep-x", help="every sweep's Pareto x axis, metric:min|max (default: its experiment's)")
+    ap.add_argument("--sweep-y", help="every sweep's Pareto y axis, metric:min|max (default: its experiment's)")
     args = ap.parse_args(argv)
     if not os.path.isdir(args.dir):
         raise style.InputError(f"{args.dir}: not a directory")
@@ -97,8 +152,10 @@ def main(argv):
             calls.append((plot_speedup, chosen_paths + ["--baselines", ",".join(names), "--out",
                                                         os.path.join(out, "speedup")]))
     used = set()
+    by_point = point_names(sweeps)
     for path in report_paths:
-        name = slug(os.path.basename(os.path.dirname(os.path.abspath(path))))
+        directory = os.path.dirname(os.path.abspath(path))
+        name = slug(by_point.get(directory, os.path.basename(directory)))
         while name in used:
             name += "_"
         used.add(name)
@@ -115,17 +172,19 @@ def main(argv):
 
     for s in sweeps:
         _, rows = plot_sweep.read_results(s)
-        ok = [r for r in rows if r["status"] == "ok"]
-        keys = sorted({k for r in ok for k, v in r["metrics"].items() if isinstance(v, (int, float))})
-        if not ok or not keys:
-            print(f"plot_all.py: note: {s}: no successful numeric results, no sweep figure", file=sys.stderr)
-            continue
-        x = "summary.latency_s" if "summary.latency_s" in keys else keys[0]
-        others = [k for k in keys if k != x]
-        y = "summary.tops" if "summary.tops" in others else (others[0] if others else x)
-        ydir = "max" if y.endswith(("tops", "utilization", "inferences_per_s")) else "min"
         name = slug(os.path.basename(os.path.dirname(os.path.abspath(s))))
-        calls.append((plot_sweep, [s, "--x", f"{x}:min", "--y", f"{y}:{ydir}", "--out", os.path.join(out, f"sweep-{name}")]))
+        if not any(r["status"] == "ok" for r in rows):
+            print(f"plot_all.py: note: {s}: no successful point, no sweep figure", file=sys.stderr)
+            continue
+        axes = sweep_axes(s, rows)
+        x = args.sweep_x or (axes[0] if axes else None)
+        y = args.sweep_y or (axes[1] if axes else None)
+        if not x or not y:
+            print(f"plot_all.py: note: {s}: its experiment has no pareto: axes and the rows lack summary.latency_s "
+                  f"or summary.inferences_per_s; no sweep figure (choose one with --sweep-x and --sweep-y)",
+                  file=sys.stderr)
+            continue
+        calls.append((plot_sweep, [s, "--x", x, "--y", y, "--out", os.path.join(out, f"sweep-{name}")]))
 
     for module, call in calls:
         rc = module.main(call)

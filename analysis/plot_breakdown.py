@@ -111,7 +111,7 @@ def per_layer(args, report):
     total = sum(sum(t.values()) for _, t in rows)
     scale, unit = (1e3, "ms") if total >= 1e-2 else (1e6, "µs")
     width = args.width or (style.SINGLE_COLUMN_IN if len(rows) <= 24 else style.DOUBLE_COLUMN_IN)
-    fig, ax = style.figure(width, args.height or 2.2)
+    fig, ax = style.figure(width, args.height or 2.2, layout="constrained")
     xs = range(len(rows))
     bottom = [0.0] * len(rows)
     used = [k for k in keys if any(t.get(k, 0) > 0 for _, t in rows)]
@@ -126,8 +126,9 @@ def per_layer(args, report):
     ax.grid(True, axis="y")
     ax.grid(False, axis="x")
     ax.set_title(args.title or title)
-    ax.legend(ncol=min(4, len(used)), loc="upper center", bbox_to_anchor=(0.5, -0.35 if len(rows) > 8 else -0.25),
-              handlelength=1.0, columnspacing=0.8)
+    # Beside the axes, where no tick label reaches whatever the layer names' length; the
+    # constrained layout makes room for it.
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), handlelength=1.0, borderaxespad=0.0)
     return fig
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Shared style and input handling for Tessera's paper figures (analysis/plot_*.py).
+"""Shared style of Tessera's paper figures (analysis/plot_*.py).
 
 One look for every figure: sized for a two-column paper (3.3 in single-column,
 6.9 in double-column), 8 pt text, vector PDF with embedded TrueType fonts
@@ -9,16 +9,21 @@ every figure.
 
 Inputs are read only from report.json files (tessera run) and sweep results
 (results.jsonl / results.csv). Malformed inputs raise InputError; `main_guard`
-turns that into a one-line "script: error: ..." message and exit status 2.
+turns that into a one-line "script: error: ..." message and exit status 2. Those live in
+report_io.py, the docs' generated sections in doc_sections.py, running tessera in
+run_tessera.py; axis labels and units of sweep figures in metric_labels.py.
 """
-import json
-import math
 import os
-import sys
-import subprocess
 import tempfile
 
 import matplotlib
+
+# The jobs style.py once did besides the look (issue 32 item 6), re-exported so that every
+# `style.NAME` of the scripts keeps working: reading reports, rewriting docs, running tessera.
+from report_io import (InputError, REPORT_REQUIRED, accel_precision, baselines_of, load_report,  # noqa: F401
+                       load_reports, main_guard, number, spec_of)
+from doc_sections import _umask_mode, replace_section, write_text_atomic  # noqa: F401
+from run_tessera import run_checked, run_plots  # noqa: F401
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -90,10 +95,6 @@ LABELS = {
 }
 
 
-class InputError(Exception):
-    """A malformed or unusable input file: reported in one line, exit status 2."""
-
-
 def use():
     """Applies the figure style (call before creating figures)."""
     plt.rcParams.update({
@@ -145,28 +146,6 @@ def platform_marker(key, index=0):
     return PLATFORM_MARKERS.get(key, "osD^vP*X"[index % 8])
 
 
-def _umask_mode():
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
-def write_text_atomic(path, text):
-    """Writes a text file via a temporary file in the same directory and a rename."""
-    directory = os.path.dirname(path) or "."
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, _umask_mode())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def save(fig, out_base):
     """Writes OUT_BASE.pdf and OUT_BASE.png (each via a temporary file and a rename); returns the paths.
 
@@ -197,88 +176,8 @@ def save(fig, out_base):
     return paths
 
 
-# ----------------------------------------------------------------------------- inputs
-
-REPORT_REQUIRED = {
-    "arch": ["name"],
-    "workload": ["name", "batch"],
-    "summary": ["latency_s", "inferences_per_s", "tops", "peak_tops", "oi_macs_per_weight_byte", "cycles"],
-    "roofline": ["peak_tops", "weight_memory"],
-    "layers": [],
-}
-
-
-def load_report(path):
-    """Reads and checks a Tessera report.json (or a directory holding one)."""
-    if os.path.isdir(path):
-        path = os.path.join(path, "report.json")
-    try:
-        with open(path, encoding="utf-8") as f:
-            report = json.load(f)
-    except OSError as e:
-        raise InputError(f"{path}: cannot read: {e.strerror}") from e
-    except json.JSONDecodeError as e:
-        raise InputError(f"{path}: not a Tessera report (invalid JSON at line {e.lineno}: {e.msg})") from e
-    except UnicodeDecodeError as e:
-        raise InputError(f"{path}: not a Tessera report (not UTF-8 text)") from e
-    if not isinstance(report, dict):
-        raise InputError(f"{path}: not a Tessera report (the top level is not an object)")
-    for section, keys in REPORT_REQUIRED.items():
-        if section not in report:
-            raise InputError(f"{path}: not a Tessera report (missing '{section}')")
-        for key in keys:
-            if not isinstance(report[section], dict) or key not in report[section]:
-                raise InputError(f"{path}: not a Tessera report (missing '{section}.{key}')")
-    if not isinstance(report["layers"], list):
-        raise InputError(f"{path}: not a Tessera report ('layers' is not a list)")
-    baselines = report.get("baselines", [])
-    if not isinstance(baselines, list):
-        raise InputError(f"{path}: 'baselines' is not a list")
-    for i, b in enumerate(baselines):
-        for key in ("name", "summary", "roofline"):
-            if not isinstance(b, dict) or key not in b:
-                raise InputError(f"{path}: baselines[{i}] has no '{key}' (write it with tessera run --baseline)")
-        for key in ("latency_s", "tops"):
-            if key not in b["summary"]:
-                raise InputError(f"{path}: baselines[{i}].summary has no '{key}'")
-    report["_path"] = path
-    return report
-
-
-def load_reports(paths):
-    if not paths:
-        raise InputError("no report given")
-    return [load_report(p) for p in paths]
-
-
-def number(value, what):
-    """A finite float, or InputError naming `what`."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise InputError(f"{what}: expected a number, got {value!r}")
-    return float(value)
-
-
-def accel_precision(report):
-    """The accelerator's operand precision in a report: its matrix layers' dtypes ("int8", "int8 x int16", ...)."""
-    for where in (report.get("workload", {}), report):
-        if isinstance(where.get("precision"), str):
-            return where["precision"]
-    modes = []
-    for layer in report["layers"]:
-        if layer.get("macs", 0) and "a_dtype" in layer:
-            a, b = layer["a_dtype"], layer.get("b_dtype", layer["a_dtype"])
-            mode = a if a == b else f"{a} x {b}"
-            if mode not in modes:
-                modes.append(mode)
-    return "/".join(modes) if modes else "int8"
-
-
 def accel_label(report):
     return f"{report['arch']['name']} ({accel_precision(report)})"
-
-
-def baselines_of(report):
-    return report.get("baselines", []) or []
 
 
 SHORT_NAMES = {
@@ -305,11 +204,6 @@ TINY_NAMES = {
 }
 
 
-def spec_of(b):
-    """The spec a baseline entry came from ("a100" for "a100:fp16")."""
-    return b.get("spec") or b["name"].split(":")[0]
-
-
 def tiny_name(b):
     """A few characters for tick labels."""
     tiny = TINY_NAMES.get(spec_of(b), spec_of(b))
@@ -334,51 +228,3 @@ def short_baseline_label(b):
     return label + (" (measured)" if b.get("measured") else "")
 
 
-def main_guard(main):
-    """Runs main(argv) and maps InputError to a one-line message and exit status 2."""
-    prog = os.path.basename(sys.argv[0])
-    try:
-        return main(sys.argv[1:]) or 0
-    except InputError as e:
-        print(f"{prog}: error: {e}", file=sys.stderr)
-        return 2
-
-
-def replace_section(path, begin, end, text):
-    """Replaces what stands between the marker lines `begin` and `end` of a Markdown file
-    (the generated section of a doc), atomically; exit-2 input errors name the file."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            doc = f.read()
-    except OSError as e:
-        raise InputError(f"{path}: cannot read: {e.strerror}") from e
-    if begin not in doc or end not in doc:
-        raise InputError(f"{path}: no '{begin}' ... '{end}' section to replace")
-    head, rest = doc.split(begin, 1)
-    _, tail = rest.split(end, 1)
-    write_text_atomic(path, head + begin + "\n" + text + end + tail)
-
-
-def run_checked(cmd, binary):
-    """Runs a tessera command line; a failure is an input error naming the command and its last line."""
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True)
-    except OSError as e:
-        raise InputError(f"{binary}: cannot run: {e.strerror}") from e
-    if done.returncode != 0:
-        msg = (done.stderr or done.stdout).strip().splitlines()
-        raise InputError(f"{' '.join(cmd)}: exit {done.returncode}: {msg[-1] if msg else ''}")
-    return done
-
-
-def run_plots(calls):
-    """Runs each (plot module, argv) through its main() with its stdout silenced, and names
-    on stderr the figure it drew (the table scripts' --figures)."""
-    with open(os.devnull, "w") as devnull:
-        for module, argv in calls:
-            saved, sys.stdout = sys.stdout, devnull
-            try:
-                module.main(argv)
-            finally:
-                sys.stdout = saved
-            print(f"figures: {module.__name__} -> {argv[-1]}.pdf/.png", file=sys.stderr)

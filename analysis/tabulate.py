@@ -3,15 +3,19 @@
 
 Usage: /usr/bin/python3 analysis/tabulate.py out/tpu-v1/*/report.json [--out table.md]
 
-Columns: workload, batch, latency, inferences/s, achieved TOPS, the analytic
-roofline ceiling at the workload's MACs per weight byte, the achieved share of
-that ceiling, and the cycle breakdown in percent of the total.
+Columns: workload, batch, latency, inferences/s, achieved TOPS, the TPU paper's TOPS for
+the app (Jouppi et al., ISCA 2017, Table 3 row 9, measured on TPU v1 at the Table 1 batch;
+analysis/tpu_paper.py; "-" for a workload that is not one of the paper's six apps), the
+analytic roofline ceiling at the workload's MACs per weight byte, the achieved share of that
+ceiling, and the cycle breakdown in percent of the total.
 """
 import argparse
 import json
 import os
 import sys
 import tempfile
+
+import tpu_paper
 
 BUCKETS = ["array_active", "weight_shift", "weight_stall", "input_stall", "raw_stall", "non_matrix", "pcie"]
 REQUIRED = {"arch": ["name"], "workload": ["name", "batch"],
@@ -50,8 +54,14 @@ def fmt_latency(seconds):
     return f"{seconds * 1e6:.1f} us"
 
 
+def paper_tops(workload):
+    """The TPU paper's measured TOPS of a paper app (Table 3 row 9), else "-"."""
+    tops = tpu_paper.PAPER_TOPS.get(workload)
+    return f"{tops:.1f}" if tops is not None else "-"
+
+
 def table(reports):
-    head = ["workload", "arch", "batch", "latency", "inferences/s", "TOPS", "ceiling TOPS", "% of ceiling",
+    head = ["workload", "arch", "batch", "latency", "inferences/s", "TOPS", "paper TOPS", "ceiling TOPS", "% of ceiling",
             "MACs/weight byte"] + BUCKETS
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] * 2 + ["---:"] * (len(head) - 2)) + "|"]
     for r in reports:
@@ -59,7 +69,7 @@ def table(reports):
         ceiling = r["roofline"]["weight_memory"]["attainable_tops"]
         total = s["cycles"]["total"] or 1
         row = [r["workload"]["name"], r["arch"]["name"], str(r["workload"]["batch"]), fmt_latency(s["latency_s"]),
-               f"{s['inferences_per_s']:.0f}", f"{s['tops']:.2f}", f"{ceiling:.2f}",
+               f"{s['inferences_per_s']:.0f}", f"{s['tops']:.2f}", paper_tops(r["workload"]["name"]), f"{ceiling:.2f}",
                f"{100 * s['tops'] / ceiling:.1f}%" if ceiling else "-", f"{s['oi_macs_per_weight_byte']:.0f}"]
         row += [f"{100 * s['cycles'][b] / total:.1f}%" for b in BUCKETS]
         lines.append("| " + " | ".join(row) + " |")

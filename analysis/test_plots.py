@@ -316,6 +316,9 @@ def test_plot_all(reports, tmp_path):
     sw = d / "sweeps" / "smoke"
     sw.mkdir(parents=True)
     (sw / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in sweep_rows()))
+    # The sweep figure's axes: the experiment's pareto: (through sweep.json), as --summarize's.
+    (tmp_path / "smoke.yaml").write_text("pareto: [summary.latency_s:min, sram_bytes:min]\n")
+    (sw / "sweep.json").write_text(json.dumps({"experiment_file": str(tmp_path / "smoke.yaml")}))
     done = run("plot_all.py", d)
     figs = d / "figures"
     for base in ("roofline", "roofline-tpu-v1", "breakdown", "speedup", "breakdown-lstm0-b8", "batch-mlp1-tpu-v1",

@@ -34,7 +34,10 @@ def test_table_has_a_row_per_report_with_real_values(reports, tmp_path):
     row = lines[2].split(" | ")
     assert row[0] == "| mlp1" and row[2] == "168"
     assert row[5] == f"{mlp1['summary']['tops']:.2f}"
-    shares = [float(c.strip(" |%")) for c in row[9:]]
+    assert row[6] == "9.7"  # the paper's MLP1: Table 3 row 9
+    assert lines[3].split(" | ")[6] == "86.0"  # CNN0
+    assert tabulate.paper_tops("resnet50") == "-"
+    shares = [float(c.strip(" |%")) for c in row[10:]]
     assert abs(sum(shares) - 100.0) < 0.5  # the breakdown covers the whole run
 
 

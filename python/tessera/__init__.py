@@ -15,10 +15,10 @@ from ._errors import TesseraError, TesseraNotFoundError
 from ._run import Result, load_result, run
 from ._sweep import frame, load_sweep, pareto, points, sweep
 from .config import apply_overrides, get_path, load_arch, load_workload, set_path, write_yaml
-from .plots import plot_breakdown, plot_pareto, plot_roofline
+from .plots import axis_label, plot_breakdown, plot_lines, plot_pareto, plot_roofline
 
 __all__ = [
-    "REPO", "Result", "TesseraError", "TesseraNotFoundError", "apply_overrides", "binary", "build_dir", "frame",
+    "REPO", "Result", "axis_label", "TesseraError", "TesseraNotFoundError", "apply_overrides", "binary", "build_dir", "frame",
     "get_path", "load_arch", "load_result", "load_sweep", "load_workload", "onnx_model", "pareto", "plot_breakdown",
-    "plot_pareto", "plot_roofline", "points", "run", "set_path", "sweep", "write_yaml",
+    "plot_lines", "plot_pareto", "plot_roofline", "points", "run", "set_path", "sweep", "write_yaml",
 ]

@@ -4,12 +4,25 @@ import re
 
 from ._errors import TesseraError, TesseraNotFoundError
 
-# python/tessera/_binary.py -> the repository root.
+# python/tessera/_binary.py -> the repository root (or, installed, PREFIX/share/tessera, which
+# holds python/, analysis/ and configs/ the same way).
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# `cmake --install`'s executable: PREFIX/bin/tessera beside PREFIX/share/tessera.
+INSTALLED = os.path.join(os.path.dirname(os.path.dirname(REPO)), "bin", "tessera")
+
+
+def _default():
+    """The repository's build/tessera, or in an installed package (no build/ beside it) the
+    installed executable."""
+    built = os.path.join(REPO, "build", "tessera")
+    if not os.path.exists(built) and os.path.basename(os.path.dirname(REPO)) == "share" and os.path.isfile(INSTALLED):
+        return INSTALLED
+    return built
 
 
 def binary():
-    """The tessera executable: $TESSERA_BIN if set, else the repository's build/tessera.
+    """The tessera executable: $TESSERA_BIN if set, else the repository's build/tessera (installed
+    with `cmake --install`: PREFIX/bin/tessera).
 
     Raises TesseraNotFoundError (a TesseraError and a FileNotFoundError) saying where it looked.
     """
@@ -17,7 +30,7 @@ def binary():
     if env:
         path, origin = env, "TESSERA_BIN"
     else:
-        path, origin = os.path.join(REPO, "build", "tessera"), None
+        path, origin = _default(), None
     if os.path.isfile(path) and os.access(path, os.X_OK):
         return os.path.abspath(path)
     what = "is not an executable file" if os.path.exists(path) else "does not exist"

@@ -1,6 +1,7 @@
 """Figures from runs and sweeps, drawn by the analysis/ scripts (imported, not copied):
-plot_roofline (analysis/plot_roofline.py), plot_breakdown (plot_breakdown.py) and plot_pareto
-(plot_sweep.py). Each returns a matplotlib Figure (closed in pyplot, so it shows once when it is
+plot_roofline (analysis/plot_roofline.py), plot_breakdown (plot_breakdown.py), plot_pareto and
+plot_lines (plot_sweep.py), whose axis labels, units and scaling come from analysis/metric_labels.py
+(`axis_label` gives the same text for a figure of your own). Each returns a matplotlib Figure (closed in pyplot, so it shows once when it is
 a cell's value, and `fig.savefig(...)` writes it)."""
 import importlib
 import math
@@ -19,7 +20,7 @@ def _modules():
     when it is imported (the scripts run headless); that call is skipped here so that a notebook
     keeps its backend and its open figures. analysis/ is on sys.path only while importing
     (it holds a tabulate.py that must not shadow the tabulate package)."""
-    if len(_loaded) == 4:
+    if len(_loaded) == 5:
         return _loaded
     import matplotlib
     if not os.path.isdir(ANALYSIS):
@@ -28,7 +29,7 @@ def _modules():
     sys.path.insert(0, ANALYSIS)
     matplotlib.use = lambda *args, **kwargs: None
     try:
-        for name in ("style", "plot_roofline", "plot_breakdown", "plot_sweep"):
+        for name in ("style", "metric_labels", "plot_roofline", "plot_breakdown", "plot_sweep"):
             module = importlib.import_module(name)
             where = os.path.dirname(os.path.abspath(getattr(module, "__file__", "") or ""))
             if where != ANALYSIS:
@@ -145,27 +146,65 @@ def _rows(df):
     return rows
 
 
-def plot_pareto(sweep, x="summary.latency_s:min", y="summary.tops:max", *, color=None, workload=None,
+def _sweep_rows(mods, sweep):
+    if hasattr(sweep, "to_dict"):
+        path, rows = sweep.attrs.get("out", "<sweep DataFrame>"), _rows(sweep)
+        if not rows:
+            raise TesseraError(f"{path}: no result rows")
+        return path, rows
+    try:
+        return mods["plot_sweep"].read_results(os.fspath(sweep))
+    except mods["style"].InputError as e:
+        raise TesseraError(str(e)) from None
+
+
+def _where(where):
+    """--where options from {key: value} or ["key=value", ...]."""
+    if not where:
+        return None
+    if isinstance(where, dict):
+        return [f"{k}={v}" for k, v in where.items()]
+    return [where] if isinstance(where, str) else list(where)
+
+
+def plot_pareto(sweep, x="summary.latency_s:min", y="summary.tops:max", *, color=None, workload=None, where=None,
                 logx=False, logy=False, label_front=False, title=None, width=None, height=None):
     """Scatter of a sweep's ok points with the Pareto front over x and y (NAME:min|max): `sweep` is
     a DataFrame from tessera.sweep/load_sweep, or a results.jsonl/results.csv path or sweep
-    directory; color: a column to colour by."""
+    directory; color: a column to colour by; where: {key: value} keeps only those points."""
     mods = _modules()
     mod = mods["plot_sweep"]
-    opts = dict(x=x, y=y, color=color, workload=workload, logx=logx, logy=logy, label_front=label_front,
+    opts = dict(x=x, y=y, color=color, workload=workload, where=_where(where), logx=logx, logy=logy,
+                label_front=label_front, title=title)
+    if width:
+        opts["width"] = width
+    if height:
+        opts["height"] = height
+    args = _args(mod, "-", opts)
+    path, rows = _sweep_rows(mods, sweep)
+    return _draw(lambda: mod.make_figure(path, rows, args))
+
+
+def plot_lines(sweep, x, y="summary.latency_s", *, group=None, workload=None, where=None, logx=False, logy=False,
+               title=None, width=None, height=None):
+    """A metric `y` against a parameter `x`, one line per value of `group` (the sweep figure of
+    papers): plot_lines(df, "weight_memory.bandwidth_gb_per_s", group="array.rows",
+    workload="mlp0", where={"clock_mhz": 700}). Every other parameter must be fixed (by the
+    sweep or by workload/where): two points of a line at one x are a TesseraError naming them."""
+    mods = _modules()
+    mod = mods["plot_sweep"]
+    opts = dict(kind="line", x=x, y=y, group=group, workload=workload, where=_where(where), logx=logx, logy=logy,
                 title=title)
     if width:
         opts["width"] = width
     if height:
         opts["height"] = height
     args = _args(mod, "-", opts)
-    if hasattr(sweep, "to_dict"):
-        path, rows = sweep.attrs.get("out", "<sweep DataFrame>"), _rows(sweep)
-        if not rows:
-            raise TesseraError(f"{path}: no result rows")
-    else:
-        try:
-            path, rows = mod.read_results(os.fspath(sweep))
-        except mods["style"].InputError as e:
-            raise TesseraError(str(e)) from None
+    path, rows = _sweep_rows(mods, sweep)
     return _draw(lambda: mod.make_figure(path, rows, args))
+
+
+def axis_label(key, values=()):
+    """The figures' label of a metric or parameter with its unit, and the scale for `values`:
+    axis_label("summary.latency_s", [8e-5]) -> ("latency (µs)", 1e6)."""
+    return _modules()["metric_labels"].axis(key, list(values))

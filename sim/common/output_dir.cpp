@@ -40,9 +40,11 @@ void prepare_output_file_directory(const fs::path& file, const std::string& flag
   fs::path parent = fs::absolute(file, ec).parent_path();
   if (ec) parent = file.parent_path();
   if (parent.empty()) parent = ".";
+  // Created as --out's directory is (issue 33 item 6: --trace DIR/trace.json with no DIR yet).
+  fs::create_directories(parent, ec);
   struct stat st {};
   if (::stat(parent.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    throw InputError(named(flag, file) + ": directory " + parent.string() + " does not exist");
+    throw InputError(named(flag, file) + ": cannot create directory " + parent.string() + (ec ? ": " + ec.message() : ""));
   }
 }
 

@@ -17,8 +17,8 @@ enum class MakeDirectory { kCreate, kMustExist };
 void prepare_output_directory(const std::filesystem::path& dir, const std::string& flag,
                               MakeDirectory make = MakeDirectory::kCreate);
 
-// The directory an output file goes into ("." for a bare name), prepared as above without
-// creating it: "<flag> <file>: directory D does not exist".
+// The directory an output file goes into ("." for a bare name), created as --out's is:
+// "<flag> <file>: cannot create directory D" when it cannot be.
 void prepare_output_file_directory(const std::filesystem::path& file, const std::string& flag);
 
 }  // namespace tessera

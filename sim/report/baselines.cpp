@@ -6,13 +6,10 @@
 #include <sstream>
 #include <utility>
 
+#include "sim/common/data_path.h"
 #include "sim/common/error.h"
 #include "sim/common/text_file.h"
 #include "sim/report/format.h"
-
-#ifndef TESSERA_SOURCE_DIR
-#define TESSERA_SOURCE_DIR "."
-#endif
 
 namespace tessera::report {
 
@@ -371,9 +368,7 @@ std::vector<std::string> available_baselines(const std::filesystem::path& dir) {
 
 std::filesystem::path default_baselines_dir() {
   if (const char* env = std::getenv("TESSERA_BASELINES_DIR"); env && *env) return env;
-  std::error_code ec;
-  if (std::filesystem::is_directory("configs/baselines", ec)) return "configs/baselines";
-  return std::filesystem::path(TESSERA_SOURCE_DIR) / "configs" / "baselines";
+  return data_path("configs/baselines");
 }
 
 std::vector<std::string> split_baseline_list(const std::string& list) {

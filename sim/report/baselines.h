@@ -18,7 +18,7 @@ namespace tessera::report {
 std::vector<std::string> available_baselines(const std::filesystem::path& dir);
 
 // Where baseline names are looked up when no directory is given: $TESSERA_BASELINES_DIR if set,
-// else ./configs/baselines if it exists, else the source tree's configs/baselines.
+// else data_path("configs/baselines") (./, the install prefix, or the source tree).
 std::filesystem::path default_baselines_dir();
 
 struct BaselineOptions {

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "sim/common/atomic_file.h"
+#include "sim/common/data_path.h"
 #include "sim/common/error.h"
 #include "sim/common/finite_check.h"
 #include "sim/common/memory_limit.h"
@@ -226,12 +227,6 @@ std::vector<Policy> parse_policies(const std::string& text) {
   return out;
 }
 
-fs::path source_or_local(const std::string& sub) {
-  std::error_code ec;
-  if (fs::is_directory(sub, ec)) return fs::absolute(sub);
-  return fs::path(TESSERA_SOURCE_DIR) / sub;
-}
-
 std::vector<std::string> yaml_stems(const fs::path& dir) {
   std::vector<std::string> names;
   std::error_code ec;
@@ -263,7 +258,7 @@ std::string resolve_host(const std::string& spec) {
       throw InputError("--host " + spec + ": cannot read the host model: " + why + " (a host model must be a regular YAML file)");
     }
   }
-  const fs::path dir = source_or_local("configs/hosts");
+  const fs::path dir = data_path("configs/hosts");
   if (!looks_like_path(spec) && fs::is_regular_file(dir / (spec + ".yaml"), ec)) return (dir / (spec + ".yaml")).string();
   throw InputError("--host: no host model '" + spec + "'; give a file, none, or one of " + join(yaml_stems(dir)) + " (in " +
                    dir.string() + ")");
@@ -432,7 +427,7 @@ int run_serve_command(const ServeOptions& o) {
   if (!o.baselines.empty()) {
     const fs::path dir = [] {
       const char* env = std::getenv("TESSERA_BASELINES_DIR");
-      return env && *env ? fs::absolute(env) : source_or_local("configs/baselines");
+      return env && *env ? fs::absolute(env) : data_path("configs/baselines");
     }();
     for (const auto& b : split_list(o.baselines)) {
       if (b.empty()) continue;
