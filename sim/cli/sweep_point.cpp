@@ -95,9 +95,10 @@ bool policy_reads_only_compiler_keys(const std::string& precision) {
   static std::map<std::string, bool> known;
   auto it = known.find(precision);
   if (it == known.end()) {
-    bool ok = false;
+    // No --precision: the workload's own declared dtypes, a fact of the workload alone.
+    bool ok = precision.empty();
     try {
-      ok = !precision::parse_policy(precision).sqnr_below_db.has_value();
+      if (!ok) ok = !precision::parse_policy(precision).sqnr_below_db.has_value();
     } catch (const std::exception&) {
     }
     it = known.emplace(precision, ok).first;
@@ -146,9 +147,11 @@ std::optional<int> run_point(const sweep::PointJob& job, nlohmann::json& report)
     std::optional<run::CompiledRun> own;
     if (shared == nullptr) own = run::compile(r->inputs, arch);
     const run::CompiledRun& compiled = shared ? *shared : *own;
-    const nlohmann::ordered_json rep = run::simulate_report(arch, compiled.graph, compiled.program, r->inputs.precision);
+    // The report names the policy that ran (the workload's own when no --precision was given),
+    // as `tessera run` does.
+    const nlohmann::ordered_json rep = run::simulate_report(arch, compiled.graph, compiled.program, compiled.precision.name);
     if (job.keep_reports) {
-      const auto outputs = report::report_files(r->out_dir, rep);
+      const auto outputs = report::report_files(r->out_dir, rep, compiled.precision.label);
       run::refuse_overwriting_inputs(outputs, r->inputs);
       write_files_atomically(outputs);
     }

@@ -40,7 +40,7 @@ inline constexpr std::array<std::string_view, 24> kCompilerConfigKeys = {
     "vector_unit.lane_bytes",
     "vector_unit.pipeline_latency_cycles",
     "ideal_memory",                        // free transfers change the vector-vs-array choice
-};};
+};
 
 // True when the compiler reads `key` or something inside it: `key` is a listed entry, lies
 // inside one ("array.rows" in "array"), or contains one ("unified_buffer" holds

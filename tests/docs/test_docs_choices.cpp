@@ -160,7 +160,8 @@ TEST(DocsChoices, WeightMemoryTechnologiesInConfigsMd) {
 
 TEST(DocsChoices, GraphDtypesInWorkloadsMd) {
   const std::string graph = "name: g\ndtype: zz\ninputs:\n  - {name: x, shape: [4]}\nlayers:\n  - {name: f, op: fc, units: 2}\n";
-  const Names code = listed(error_of([&] { graph::parse_graph_yaml(YamlNode::load_string(graph, "g.yaml")); }));
+  const Names code =
+      listed(error_of([&] { graph::parse_graph_yaml(YamlNode::load_string(graph, "g.yaml")); }), "allowed: ");
   EXPECT_TRUE(code.count("fp16") && code.count("bf16"));
   // The format's `dtype:` line: "dtype: int8   # default dtype of inputs and layers: a | b | c (...)".
   Names doc;

@@ -175,7 +175,7 @@ TEST(Errors, UnknownKey) {
   const fs::path dir = scratch("unknown-key");
   write(dir / "arch.yaml", tpu_with("  rows: 256", "  rowz: 256"));
   const CliResult r = run_into(dir, (dir / "arch.yaml").string(), kMlp1);
-  expect_input_error(r, "arch.yaml:10:3: array.rowz: unknown key; allowed here: rows, cols");
+  expect_input_error(r, "arch.yaml:10:3: array.rowz: unknown key; allowed here: count, rows, cols");
   expect_no_output(dir, {"arch.yaml"});
 }
 

@@ -52,14 +52,16 @@ TEST(WorkSplit, FourNTilesGoOneToEachMatrixUnitOfTwoCores) {
   const Program p = compile(parse(kWideFc), arch);
   using O = Opcode;
   // Slots are core-major: tile 0 -> core 0 unit 0, 1 -> core 0 unit 1, 2 -> core 1 unit 0,
-  // 3 -> core 1 unit 1. The FIFO window is depth 4 x 4 units, so the four weight reads lead.
-  // The input arrives on core 0 (serial work), so a sync on both cores precedes the tiles;
-  // the output leaves from core 0 after another sync; each core halts.
+  // 3 -> core 1 unit 1, all in one wave: each unit's weight read, then the wave's four
+  // matmuls (K is one step), then its four activates. The input arrives on core 0 (serial
+  // work), so a sync on both cores precedes the tiles, and the weight reads follow it (with
+  // several units a read waits only for its own unit's matmul); the output leaves from core 0
+  // after another sync; each core halts.
   const std::vector<Step> expected = {
-      {O::kReadWeights, 0, 0}, {O::kReadWeights, 0, 1}, {O::kReadWeights, 1, 0}, {O::kReadWeights, 1, 1},
       {O::kReadHost, 0, 0},    {O::kSync, 0, 0},        {O::kSync, 1, 0},
-      {O::kMatmul, 0, 0},      {O::kActivate, 0, 0},    {O::kMatmul, 0, 1},      {O::kActivate, 0, 0},
-      {O::kMatmul, 1, 0},      {O::kActivate, 1, 0},    {O::kMatmul, 1, 1},      {O::kActivate, 1, 0},
+      {O::kReadWeights, 0, 0}, {O::kReadWeights, 0, 1}, {O::kReadWeights, 1, 0}, {O::kReadWeights, 1, 1},
+      {O::kMatmul, 0, 0},      {O::kMatmul, 0, 1},      {O::kMatmul, 1, 0},      {O::kMatmul, 1, 1},
+      {O::kActivate, 0, 0},    {O::kActivate, 0, 0},    {O::kActivate, 1, 0},    {O::kActivate, 1, 0},
       {O::kSync, 0, 0},        {O::kSync, 1, 0},        {O::kWriteHost, 0, 0},   {O::kHalt, 0, 0},
       {O::kHalt, 1, 0}};
   const auto got = steps(p);
@@ -71,11 +73,11 @@ TEST(WorkSplit, FourNTilesGoOneToEachMatrixUnitOfTwoCores) {
   }
   // Each unit has its own pair of accumulator halves (slot x 2 + half): 0, 2, 4, 6.
   EXPECT_EQ(p.instructions[7].writes[0].buffer, 0);
-  EXPECT_EQ(p.instructions[9].writes[0].buffer, 2);
-  EXPECT_EQ(p.instructions[11].writes[0].buffer, 4);
-  EXPECT_EQ(p.instructions[13].writes[0].buffer, 6);
-  EXPECT_EQ(p.instructions[12].reads[0].buffer, 4);  // core 1's activate drains its unit's half
-  for (int i : {7, 9, 11, 13}) {
+  EXPECT_EQ(p.instructions[8].writes[0].buffer, 2);
+  EXPECT_EQ(p.instructions[9].writes[0].buffer, 4);
+  EXPECT_EQ(p.instructions[10].writes[0].buffer, 6);
+  EXPECT_EQ(p.instructions[13].reads[0].buffer, 4);  // core 1's first activate drains its unit 0's half
+  for (int i : {7, 8, 9, 10}) {
     EXPECT_EQ(p.instructions[i].tile.m, 3);
     EXPECT_EQ(p.instructions[i].tile.k, 4);
     EXPECT_EQ(p.instructions[i].tile.n, 4);

@@ -301,13 +301,14 @@ TEST(ArchConfigErrors, OutOfRange) {
              "inline.yaml:9:25: unified_buffer.read_bytes_per_cycle: must be >= 1, got 0");
   expect_has(error_of(edit("capacity: 64 KiB", "capacity: 64 KiB\n  write_bytes_per_cycle: 0")),
              "unified_buffer.write_bytes_per_cycle: must be >= 1, got 0");
-  expect_has(error_of(std::string(kBase) + "vector_unit: {lanes: 0}\n"), "inline.yaml:19:22: vector_unit.lanes: must be >= 1, got 0");
+  expect_has(error_of(std::string(kBase) + "vector_unit: {lanes: 0}\n"), "inline.yaml:19:22: vector_unit.lanes: must be in [1, 1048576], got 0");
   expect_has(error_of(std::string(kBase) + "controller: {queue_depth: 0}\n"), "controller.queue_depth: must be in [1, 1024], got 0");
   expect_has(error_of(std::string(kBase) + "controller: {issue_cycles: 1001}\n"), "controller.issue_cycles: must be in [0, 1000]");
-  expect_has(error_of(edit("dataflow: ws", "dataflow: ws\n  mac_modes: [{a: int8, b: int8, rate: 1.5}]")),
-             "array.mac_modes[0].rate: must be in (0, 1], got 1.5");
+  // Up to 16 MACs per PE per cycle (TPU v5e's int8 is 2 x its bf16 rate).
+  expect_has(error_of(edit("dataflow: ws", "dataflow: ws\n  mac_modes: [{a: int8, b: int8, rate: 17}]")),
+             "array.mac_modes[0].rate: must be in (0, 16], got 17");
   expect_has(error_of(edit("dataflow: ws", "dataflow: ws\n  mac_modes: [{a: int8, b: int8, rate: 0}]")),
-             "array.mac_modes[0].rate: must be in (0, 1], got 0");
+             "array.mac_modes[0].rate: must be in (0, 16], got 0");
 }
 
 TEST(ArchConfigErrors, BadChoice) {
@@ -316,9 +317,9 @@ TEST(ArchConfigErrors, BadChoice) {
   expect_has(error_of(std::string(kBase) + "  encoding: 64b66b\n"),
              "inline.yaml:19:13: pcie.encoding: '64b66b' is not one of: 8b10b, 128b130b, flit");
   expect_has(error_of(edit("dataflow: ws", "dataflow: ws\n  mac_modes: [{a: int8, b: int8, rate: 1}, {a: int4, b: int8, rate: 1}]")),
-             "array.mac_modes[1].a: 'int4' is not one of: int8, int16");
+             "array.mac_modes[1].a: 'int4' is not a MAC activation operand type; one of: int8, int16, fp8_e4m3, fp8_e5m2, fp16, bf16");
   expect_has(error_of(edit("dataflow: ws", "dataflow: ws\n  mac_modes: [{a: int8, b: int32, rate: 1}]")),
-             "array.mac_modes[0].b: 'int32' is not one of: int8, int16");
+             "array.mac_modes[0].b: 'int32' is not a MAC weight operand type; one of: int4, int8, int16, fp8_e4m3, fp8_e5m2, fp16, bf16");
 }
 
 TEST(ArchConfigErrors, WeightMemoryTechnologyWithoutAModel) {
@@ -337,9 +338,15 @@ TEST(ArchConfigErrors, MissingRequiredKey) {
   expect_has(error_of(edit("dataflow: ws", "dataflow: ws\n  mac_modes: [{a: int8, rate: 1}]")),
              "array.mac_modes[0]: missing required key 'b'");
   // A whole required section.
+  std::string no_fifo = kBase;
+  no_fifo.erase(no_fifo.find("weight_fifo:"), no_fifo.find("weight_memory:") - no_fifo.find("weight_fifo:"));
+  expect_has(error_of(no_fifo), "inline.yaml:1:1: missing required key 'weight_fifo'");
+  // pcie is optional (the chip template): without it the chip has no host link.
   std::string no_pcie = kBase;
   no_pcie.erase(no_pcie.find("pcie:"));
-  expect_has(error_of(no_pcie), "inline.yaml:1:1: missing required key 'pcie'");
+  const ArchConfig linkless = parse(no_pcie);
+  EXPECT_FALSE(linkless.has_host_link);
+  EXPECT_EQ(linkless.residency.inputs, Residency::kDevice);
 }
 
 TEST(ArchConfigErrors, UnifiedBufferSmallerThanOneTile) {
@@ -361,10 +368,12 @@ TEST(ArchConfigErrors, AccumulatorsNeedTwoEntries) {
   EXPECT_EQ(parse(edit("entries: 64", "entries: 2")).accumulators.entries, 2);
 }
 
-TEST(ArchConfigErrors, MacModesNeedInt8AndNoDuplicates) {
-  const std::string none = error_of(edit("dataflow: ws", "dataflow: ws\n  mac_modes:\n    - {a: int16, b: int16, rate: 0.25}"), "mm.yaml");
-  expect_has(none, "mm.yaml:8:5: array.mac_modes: must contain the int8 x int8 mode");
-  expect_has(error_of(edit("dataflow: ws", "dataflow: ws\n  mac_modes: []")), "array.mac_modes: must contain the int8 x int8 mode");
+TEST(ArchConfigErrors, MacModesNeedOneAndNoDuplicates) {
+  // A list without int8 x int8 is a chip of other modes (bf16-only MXUs): its first mode
+  // defines the peak. An empty list is an error.
+  const ArchConfig int16_only = parse(edit("dataflow: ws", "dataflow: ws\n  mac_modes:\n    - {a: int16, b: int16, rate: 0.25}"));
+  EXPECT_EQ(int16_only.array.reference_mode().a, Dtype::kInt16);
+  expect_has(error_of(edit("dataflow: ws", "dataflow: ws\n  mac_modes: []")), "array.mac_modes: must list at least one mode");
 
   const std::string dup = error_of(edit("dataflow: ws",
                                         "dataflow: ws\n"

@@ -105,7 +105,7 @@ TEST(ChipConfig, ScratchpadSmallerThanOneTileIsALocatedError) {
 TEST(ChipConfig, FloatModeWithAnIntegerAccumulatorIsAnError) {
   const std::string e =
       error_of(chip("{a: bf16, b: bf16, rate: 1.0}", "{a: bf16, b: bf16, rate: 1.0, accumulator: int32}"));
-  EXPECT_NE(e.find("matrix_units.mac_modes.0.accumulator"), std::string::npos) << e;
+  EXPECT_NE(e.find("matrix_units.mac_modes[0].accumulator"), std::string::npos) << e;
   EXPECT_NE(e.find("float products accumulate in fp32"), std::string::npos) << e;
   const std::string narrow =
       error_of(chip("{a: bf16, b: bf16, rate: 1.0}", "{a: bf16, b: bf16, rate: 1.0, accumulator: bf16}"));

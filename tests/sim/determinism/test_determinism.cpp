@@ -62,10 +62,11 @@ void expect_same_sweep(const fs::path& a, const fs::path& b) {
 
 TEST(Determinism, SweepPointFilesIdenticalForOneAndTwoJobs) {
   const fs::path j1 = scratch("j1"), j2 = scratch("j2");
+  // experiments/smoke.yaml has failing points by design: a sweep with failed points exits 4.
   auto r = run_tessera("sweep experiments/smoke.yaml -j 1 -q --keep-reports --out " + j1.string());
-  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(r.exit_code, 4) << r.output;
   r = run_tessera("sweep experiments/smoke.yaml -j 2 -q --keep-reports --out " + j2.string());
-  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(r.exit_code, 4) << r.output;
   expect_same_sweep(j1, j2);
   // At least the nine valid points left full reports.
   size_t reports = 0;
@@ -79,13 +80,13 @@ TEST(Determinism, SweepPointFilesIdenticalAcrossMpiRankCounts) {
 #else
   const fs::path local = scratch("local");
   auto r = run_tessera("sweep experiments/smoke.yaml -j 2 -q --keep-reports --out " + local.string());
-  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(r.exit_code, 4) << r.output;  // failing points by design
   for (int ranks : {2, 3}) {
     const fs::path mpi = scratch("mpi-" + std::to_string(ranks));
     const std::string launcher = tessera_test::mpi_launcher(ranks);
     r = run_shell(launcher + " " + tessera_test::tessera_path() + " sweep experiments/smoke.yaml --mpi -q --keep-reports --out " +
                   mpi.string());
-    ASSERT_EQ(r.exit_code, 0) << r.output;
+    ASSERT_EQ(r.exit_code, 4) << r.output;
     expect_same_sweep(local, mpi);
   }
 #endif

@@ -10,24 +10,17 @@
 #include "sim/common/yaml_reader.h"
 #include "sim/compiler/compiler.h"
 #include "sim/engine/engine.h"
+#include "tests/support/engine_run.h"
 #include "tests/support/tiny_arch.h"
 
 using namespace tessera;
+using tessera::test_support::expect_breakdown_sums;
 using tessera::test_support::TinyArch;
 
 namespace {
 
 engine::RunStats run(const ArchConfig& arch, const std::string& graph_yaml, const engine::SimulateOptions& options = {}) {
-  const graph::Graph g = graph::parse_graph_yaml(YamlNode::load_string(graph_yaml, "g.yaml"));
-  const compiler::Program p = compiler::compile(g, arch);
-  return engine::simulate(arch, p, options);
-}
-
-void expect_breakdown_sums(const engine::RunStats& s) {
-  EXPECT_EQ(s.cycles.total(), s.total_cycles);
-  engine::CycleBreakdown sum = s.host_io;
-  for (const auto& l : s.layers) sum += l.cycles;
-  EXPECT_EQ(sum.total(), s.total_cycles);
+  return test_support::simulate_graph(arch, graph_yaml, options);
 }
 
 const char* kSingleTile = R"(
@@ -40,13 +33,14 @@ layers: [{name: fc, op: fc, units: 4, activation: relu}]
 }  // namespace
 
 TEST(ChipTemplate, FourMatrixUnitsOnTwoCoresComputeAtOnce) {
-  // Four N tiles, one per matrix unit (test_work_split.cpp): the four streams overlap in time.
+  // Four N tiles, one per matrix unit (test_work_split.cpp), 16 rows each: the weight tiles
+  // arrive one cycle apart on the single channel, and the four 16-cycle streams overlap.
   TinyArch t;
   t.cores = 2;
   t.matrix_units = 2;
   const auto s = run(t.build(), R"(
 name: wide
-batch: 3
+batch: 16
 inputs: [{name: x, shape: [4]}]
 layers: [{name: fc1, op: fc, units: 16}]
 )", {.tracks = true});
@@ -66,7 +60,7 @@ layers: [{name: fc1, op: fc, units: 16}]
     earliest_end = std::min(earliest_end, iv.second);
   }
   EXPECT_LT(latest_begin, earliest_end);  // some cycle has all four streaming
-  EXPECT_EQ(s.macs, 3 * 4 * 16);          // summed over the four units
+  EXPECT_EQ(s.macs, 16 * 4 * 16);         // summed over the four units
   EXPECT_EQ(s.weight_memory_bytes, 64u);
   expect_breakdown_sums(s);
 }

@@ -7,25 +7,17 @@
 #include "sim/common/yaml_reader.h"
 #include "sim/compiler/compiler.h"
 #include "sim/engine/engine.h"
+#include "tests/support/engine_run.h"
 #include "tests/support/tiny_arch.h"
 
 using namespace tessera;
+using tessera::test_support::expect_breakdown_sums;
 using tessera::test_support::TinyArch;
 
 namespace {
 
 engine::RunStats run(const TinyArch& t, const std::string& graph_yaml, const engine::SimulateOptions& options = {}) {
-  const ArchConfig arch = t.build();
-  const graph::Graph g = graph::parse_graph_yaml(YamlNode::load_string(graph_yaml, "g.yaml"));
-  const compiler::Program p = compiler::compile(g, arch);
-  return engine::simulate(arch, p, options);
-}
-
-void expect_breakdown_sums(const engine::RunStats& s) {
-  EXPECT_EQ(s.cycles.total(), s.total_cycles);
-  engine::CycleBreakdown sum = s.host_io;
-  for (const auto& l : s.layers) sum += l.cycles;
-  EXPECT_EQ(sum.total(), s.total_cycles);
+  return test_support::simulate_graph(t.build(), graph_yaml, options);
 }
 
 // The hand-derived breakdown of SingleTileFcHandDerived (see there).

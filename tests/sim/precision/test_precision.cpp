@@ -195,6 +195,8 @@ TEST(PrecisionSource, QuantizedModelKeepsItsCodesUnderTheOption) {
   EXPECT_EQ(override_note(g, wide),
             "note: --precision int16: 1 matrix layer(s) of 'decl' keep the model's own quantized types (uint8xint8 on 1 "
             "matrix layer(s)); the policy sets the layers the model leaves in float (docs/precision.md)");
+}
+
 TEST(Precision, EveryOperandDtypeIsAcceptedPerTensorAndLayer) {
   // The named policies: every dtype activations may hold.
   for (const char* name : {"int8", "uint8", "int16", "fp8_e4m3", "fp8_e5m2", "fp16", "bf16"}) {

@@ -158,7 +158,7 @@ TEST(Trust3OutputDirectory, EveryCommandReportsAnUnmakeableDirectoryAsInputError
     expect_input_error(r, "cannot create output directory");
   }
   CliResult r = cli(kRun + "-o " + (dir / "o").string() + " --trace " + under_file + "/t.json", 60);
-  expect_input_error(r, "--trace " + under_file + "/t.json: directory ");
+  expect_input_error(r, "--trace " + under_file + "/t.json: cannot create directory ");
 }
 
 // ---------------------------------------------------------------- 5: bounded readers, memory from --requests
