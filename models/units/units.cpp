@@ -111,10 +111,11 @@ void DmaEngine::run() {
     sc_core::sc_time delay = ctx_.clock.at(saturating_add(start, latency_cycles_)) - sc_core::sc_time_stamp();
     socket->b_transport(payload, delay);
     int64_t end = ctx_.clock.cycle_of(sc_core::sc_time_stamp() + delay);
-    // An engine slower than its target: its own rate sets the end (one transfer at a time).
+    // An engine slower than its target: after the first byte (the engine's and device
+    // memory's latency) the bytes stream at its own rate (one transfer at a time).
     if (bytes_per_ns_ > 0) {
-      end = std::max(end, saturating_add(start, saturating_add(latency_cycles_, ctx_.clock.cycles_for_ns(
-                                                                                     static_cast<double>(in.bytes) / bytes_per_ns_))));
+      const double ns = ctx_.weight_memory.latency_ns + static_cast<double>(in.bytes) / bytes_per_ns_;
+      end = std::max(end, saturating_add(start, saturating_add(latency_cycles_, ctx_.clock.cycles_for_ns(ns))));
     }
     log_.add(start, end, static_cast<int32_t>(in.op), in.layer, idx);  // now: nothing logged later begins before it
     ctx_.clock.wait_until(end);

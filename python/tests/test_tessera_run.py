@@ -126,7 +126,7 @@ def test_unknown_key_names_the_key():
     with pytest.raises(tessera.TesseraError) as e:
         tessera.run(ARCH, MLP1, overrides={"array.rowz": 64})
     assert e.value.returncode == 2
-    assert "array.rowz: unknown key; allowed here: rows, cols" in e.value.message
+    assert "array.rowz: unknown key; allowed here: count, rows, cols" in e.value.message
 
 
 def test_error_in_a_file_names_file_line_and_key(tmp_path):
