@@ -130,7 +130,14 @@ void Runner::matrix_layer(int li, std::vector<uint8_t>& flags) {
         wq[i] = round_to_float_dtype(w[i], b_dt);
       }
     }
-    const std::vector<float> xv = q_[x].dequantized();
+    std::vector<float> xv = q_[x].dequantized();
+    // A pair the matrix units run as another float type (fp16 on bf16-only MXUs: the mode's
+    // `runs_as`) has its operands converted to that type on the way in.
+    const MacMode* mode = arch_.array.find_mode(a_dt, b_dt);
+    if (mode != nullptr && mode->runs_as && !dtype_is_fp8(*mode->runs_as)) {
+      for (float& v : wq) v = round_to_float_dtype(v, *mode->runs_as);
+      for (float& v : xv) v = round_to_float_dtype(v, *mode->runs_as);
+    }
     std::vector<float> out(static_cast<std::size_t>(n_eval_ * ey));
     matrix_float(l, g, xv.data(), n_eval_, wq, out.data());
     const auto om = static_cast<float>(l.output_multiplier);

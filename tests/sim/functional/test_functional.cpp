@@ -477,3 +477,38 @@ TEST(Functional, CalibrationOnTheEvaluatedBatchAvoidsRequantSaturation) {
   EXPECT_EQ(r.input_saturated, 0);
   for (const auto& l : r.layers) EXPECT_LE(l.requant_saturated, 2) << l.name;
 }
+
+TEST(Functional, Fp16RunAsBf16RoundsTheOperandsToBf16) {
+  // One fc layer, K = 64 -> 10, fp16 policy, on two arrays: one whose fp16 mode is native and
+  // one whose fp16 mode converts its operands to bf16 (`runs_as: bf16`, TPU v4's MXUs). Hand
+  // estimate (as in Fp8PolicyGivesTheFormatsSqnr): a rounding to p significand bits leaves
+  // noise 2^-2p / 3 / E[s^2] of the signal. Native fp16 (p = 11): two operand roundings and
+  // the output's: 3 x 10^-7.53 -> 70.8 dB. As bf16 (p = 8) the two operand roundings dominate:
+  // 2 x 10^-5.72 + 10^-7.53 -> 54.5 dB, about 16 dB lower.
+  const char* kFc = R"(
+name: fc
+inputs: [{name: x, shape: [64]}]
+layers:
+  - {name: fc1, op: fc, units: 10}
+)";
+  FunctionalOptions o;
+  o.batch = 32;
+  o.calibration_batches = 0;
+  auto run = [&](std::optional<Dtype> runs_as) {
+    ArchConfig arch = tpu();
+    MacMode fp16{Dtype::kFp16, Dtype::kFp16, 1.0, Dtype::kFp32, runs_as};
+    arch.array.mac_modes.push_back(fp16);
+    Graph g = parse(kFc);
+    const precision::PrecisionPolicy p = precision::parse_policy("fp16");
+    precision::apply(g, precision::assign(g, p), p.defaults.activations);
+    return run_functional(g, arch, o);
+  };
+  const double native = run(std::nullopt).output_sqnr_db;
+  const double as_bf16 = run(Dtype::kBf16).output_sqnr_db;
+  EXPECT_GT(native, 64.0);
+  EXPECT_GT(as_bf16, 48.0);
+  EXPECT_LT(as_bf16, 60.0);
+  EXPECT_GT(native - as_bf16, 11.0);
+  EXPECT_LT(native - as_bf16, 21.0);
+}
+
