@@ -281,14 +281,10 @@ TEST(Functional, SixteenBitFloatsLandBetweenInt8AndInt16) {
   EXPECT_EQ(to_json(fp16)["layers"][0]["a_dtype"], "fp16");
 }
 
-TEST(Functional, Fp8PolicyGivesTheFormatsSqnr) {
-  // One fc layer, K = 64 -> 10, under the named fp8 policies. Hand estimate: a value rounded
-  // to a float with p significand bits has a relative error uniform in +-2^-p (half a
-  // quantum of 2^(1-p) relative to the binade), so noise / signal = 2^-2p / 3 / E[s^2]
-  // with the significand s in [1, 2) (E[s^2] ~ 2.16 for Gaussian data): 32.2 dB for E4M3
-  // (p = 4), 26.2 dB for E5M2 (p = 3). Each product carries two roundings (-3 dB) and the
-  // sum keeps the ratio (independent terms); rounding the output adds one more: noise
-  // ratios 2 x 10^-3.22 + 10^-3.22 -> 27.4 dB (E4M3), 21.4 dB (E5M2), 6 dB apart (one bit).
+namespace {
+// One fc layer, K = 64 -> 10, batch 32 calibrated on itself (nothing saturates), under a
+// named precision policy: the setup of the float-format SQNR tests below.
+FunctionalResult fc64_under(const ArchConfig& arch, const char* policy) {
   const char* kFc = R"(
 name: fc
 inputs: [{name: x, shape: [64]}]
@@ -297,15 +293,24 @@ layers:
 )";
   FunctionalOptions o;
   o.batch = 32;
-  o.calibration_batches = 0;  // calibrated on the evaluated batch: nothing saturates
-  auto run = [&](const char* policy) {
-    Graph g = parse(kFc);
-    const precision::PrecisionPolicy p = precision::parse_policy(policy);
-    precision::apply(g, precision::assign(g, p), p.defaults.activations);
-    return run_functional(g, tpu(), o);
-  };
-  const FunctionalResult e4m3 = run("fp8_e4m3");
-  const FunctionalResult e5m2 = run("fp8_e5m2");
+  o.calibration_batches = 0;
+  Graph g = parse(kFc);
+  const precision::PrecisionPolicy p = precision::parse_policy(policy);
+  precision::apply(g, precision::assign(g, p), p.defaults.activations);
+  return run_functional(g, arch, o);
+}
+}  // namespace
+
+TEST(Functional, Fp8PolicyGivesTheFormatsSqnr) {
+  // One fc layer, K = 64 -> 10, under the named fp8 policies. Hand estimate: a value rounded
+  // to a float with p significand bits has a relative error uniform in +-2^-p (half a
+  // quantum of 2^(1-p) relative to the binade), so noise / signal = 2^-2p / 3 / E[s^2]
+  // with the significand s in [1, 2) (E[s^2] ~ 2.16 for Gaussian data): 32.2 dB for E4M3
+  // (p = 4), 26.2 dB for E5M2 (p = 3). Each product carries two roundings (-3 dB) and the
+  // sum keeps the ratio (independent terms); rounding the output adds one more: noise
+  // ratios 2 x 10^-3.22 + 10^-3.22 -> 27.4 dB (E4M3), 21.4 dB (E5M2), 6 dB apart (one bit).
+  const FunctionalResult e4m3 = fc64_under(tpu(), "fp8_e4m3");
+  const FunctionalResult e5m2 = fc64_under(tpu(), "fp8_e5m2");
   ASSERT_EQ(e4m3.layers.size(), 1u);
   EXPECT_EQ(to_json(e4m3)["layers"][0]["a_dtype"], "fp8_e4m3");
   EXPECT_EQ(to_json(e4m3)["layers"][0]["b_dtype"], "fp8_e4m3");
@@ -320,12 +325,9 @@ layers:
   EXPECT_EQ(e4m3.layers[0].saturated, 0);
   EXPECT_EQ(e4m3.input_saturated, 0);
   // int4 weights under bf16 activations: 4-bit codes, ~7 levels per side: far below fp8.
-  Graph g = parse(kFc);
   const std::string path = std::string(TESSERA_BINARY_DIR) + "/w4.yaml";
   std::ofstream(path) << "default: {activations: bf16, weights: int4}\n";
-  const precision::PrecisionPolicy w4 = precision::parse_policy(path);
-  precision::apply(g, precision::assign(g, w4), w4.defaults.activations);
-  const FunctionalResult r4 = run_functional(g, tpu(), o);
+  const FunctionalResult r4 = fc64_under(tpu(), path.c_str());
   EXPECT_EQ(to_json(r4)["layers"][0]["b_dtype"], "int4");
   EXPECT_GT(r4.output_sqnr_db, 10.0);
   EXPECT_LT(r4.output_sqnr_db, e4m3.output_sqnr_db);
@@ -485,23 +487,10 @@ TEST(Functional, Fp16RunAsBf16RoundsTheOperandsToBf16) {
   // noise 2^-2p / 3 / E[s^2] of the signal. Native fp16 (p = 11): two operand roundings and
   // the output's: 3 x 10^-7.53 -> 70.8 dB. As bf16 (p = 8) the two operand roundings dominate:
   // 2 x 10^-5.72 + 10^-7.53 -> 54.5 dB, about 16 dB lower.
-  const char* kFc = R"(
-name: fc
-inputs: [{name: x, shape: [64]}]
-layers:
-  - {name: fc1, op: fc, units: 10}
-)";
-  FunctionalOptions o;
-  o.batch = 32;
-  o.calibration_batches = 0;
   auto run = [&](std::optional<Dtype> runs_as) {
     ArchConfig arch = tpu();
-    MacMode fp16{Dtype::kFp16, Dtype::kFp16, 1.0, Dtype::kFp32, runs_as};
-    arch.array.mac_modes.push_back(fp16);
-    Graph g = parse(kFc);
-    const precision::PrecisionPolicy p = precision::parse_policy("fp16");
-    precision::apply(g, precision::assign(g, p), p.defaults.activations);
-    return run_functional(g, arch, o);
+    arch.array.mac_modes.push_back(MacMode{Dtype::kFp16, Dtype::kFp16, 1.0, Dtype::kFp32, runs_as});
+    return fc64_under(arch, "fp16");
   };
   const double native = run(std::nullopt).output_sqnr_db;
   const double as_bf16 = run(Dtype::kBf16).output_sqnr_db;
