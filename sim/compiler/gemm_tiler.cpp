@@ -167,8 +167,8 @@ void Lowering::emit_gemm(const GemmJob& job) {
       const int64_t n1 = std::min(job.N, n0 + nt);
       const int64_t slot = next_slot_;
       next_slot_ = (next_slot_ + 1) % S;
-      // A single slot keeps TPU v1's one toggle (its accumulators are halves 0 and 1).
-      int& slot_half = S > 1 ? slot_half_[static_cast<size_t>(slot)] : acc_half_;
+      // Slot 0 alone is TPU v1's one toggle (its accumulators are halves 0 and 1).
+      int& slot_half = slot_half_[static_cast<size_t>(slot)];
       const int half = static_cast<int>(slot) * 2 + slot_half;
       slot_half ^= 1;
       wave.push_back(OutTile{m0, m1, n0, n1, slot, Region{Space::kAccumulators, half, 0, m1 - m0, 0, n1 - n0}});

@@ -231,7 +231,6 @@ class Lowering {
   void add_weight_read(Instruction in, size_t earliest_body);
   void merge_weight_reads(bool final);
   size_t layer_body_start_ = 0;
-  int acc_half_ = 0;
   // The chip template (DESIGN.md §4, docs/architecture.md "Work split"): a GEMM's output
   // tiles go round-robin to the matrix units of the cores a program runs on (slots: core
   // major), each with its own pair of accumulator halves; transfers and vector layers run on

@@ -562,11 +562,10 @@ RunStats simulate(const ArchConfig& arch, const compiler::Program& program, cons
     Core& first = top->core0();
     first.controller->on_issue(
         [&](int64_t issue_cycle) {
+          // The first core's controller is at issue_cycle (its low-water mark now).
           const int64_t now = clock.now();
           int64_t low = issue_cycle;
-          for (auto& m : first.matrices) low = std::min(low, m->low_water(now));
-          low = std::min(low, first.vector->low_water(now));
-          for (size_t c = 1; c < top->cores.size(); ++c) low = std::min(low, top->cores[c]->low_water(now));
+          for (auto& core : top->cores) low = std::min(low, core->low_water(now));
           breakdown.advance(low);
           // The unified-buffer ports are reserved by the array and the vector unit for their
           // instructions, which begin no earlier than their low-water marks.
