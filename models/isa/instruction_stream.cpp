@@ -55,7 +55,7 @@ bool same_regions_shape(const RegionList& a, const RegionList& b) {
 bool same_shape(const Instruction& a, const Instruction& b) {
   return a.op == b.op && a.weight_source == b.weight_source && a.function == b.function && a.spill == b.spill &&
          a.accumulate == b.accumulate && a.core == b.core && a.unit == b.unit && a.a_dtype == b.a_dtype && a.b_dtype == b.b_dtype &&
-         a.vector_function == b.vector_function && same_regions_shape(a.reads, b.reads) &&
+         a.vector_function == b.vector_function && a.vector_class == b.vector_class && same_regions_shape(a.reads, b.reads) &&
          same_regions_shape(a.writes, b.writes);
 }
 

@@ -19,6 +19,7 @@
 
 #include "models/array/systolic_timing.h"
 #include "sim/common/dtype.h"
+#include "sim/common/vector_class.h"
 
 namespace tessera::isa {
 
@@ -225,6 +226,7 @@ struct Instruction {
   // A sync on a chip of several cores is a barrier: every core's next sync meets it.
   uint8_t core = 0;
   uint8_t unit = 0;
+  VectorClass vector_class = VectorClass::kArithmetic;  // vector: the op's OpDef class, which sets its rate
   int32_t layer = -1;  // the compiled workload's layer index (stats and listings), -1 for none
   int32_t weight_tiles = 0;   // matmul: FIFO tiles consumed by this matmul
   Dtype a_dtype = Dtype::kInt8;  // matmul

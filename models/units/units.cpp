@@ -293,11 +293,12 @@ VectorUnit::VectorUnit(sc_core::sc_module_name name, UnitContext& ctx, UnifiedBu
 
 int64_t VectorUnit::compute_cycles(const VectorUnitConfig& cfg, const Instruction& in) {
   // activate drains one accumulator value per lane (and sublane) per cycle; element-wise
-  // work moves lane_bytes per lane per cycle (TPU v1: 8-bit lanes, so 16-bit data takes two).
+  // work moves lane_bytes per lane per cycle (TPU v1: 8-bit lanes, so 16-bit data takes two),
+  // at its function class's rate (vector_unit.cycles_per_op).
   if (in.op == Opcode::kActivate) {
     return saturating_add(ceil_div(in.rows * in.cols, cfg.values_per_cycle()), cfg.pipeline_latency_cycles);
   }
-  return saturating_add(ceil_div(in.elements * in.element_bytes, cfg.bytes_per_cycle()), cfg.pipeline_latency_cycles);
+  return saturating_add(cfg.element_cycles(in.elements, in.element_bytes, in.vector_class), cfg.pipeline_latency_cycles);
 }
 
 void VectorUnit::run() {

@@ -15,7 +15,7 @@
 
 namespace tessera::compiler {
 
-inline constexpr std::array<std::string_view, 24> kCompilerConfigKeys = {
+inline constexpr std::array<std::string_view, 26> kCompilerConfigKeys = {
     "name",                                // the program names its architecture (and so do its errors)
     "array",                               // shape, dataflow, double buffering, MAC modes, unit count: the tiling
     "matrix_units",                        // the same section under its chip-template name
@@ -39,6 +39,8 @@ inline constexpr std::array<std::string_view, 24> kCompilerConfigKeys = {
     "vector_unit.sublanes",
     "vector_unit.lane_bytes",
     "vector_unit.pipeline_latency_cycles",
+    "vector_unit.cycles_per_op",
+    "vector_unit.packs_narrow_types",
     "ideal_memory",                        // free transfers change the vector-vs-array choice
 };
 

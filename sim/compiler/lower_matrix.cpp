@@ -167,7 +167,7 @@ void Lowering::lower_conv(int li) {
                       : layer.activation == graph::Activation::kTanh  ? OpKind::kTanh
                       : layer.activation == graph::Activation::kRelu6 ? OpKind::kClip
                                                                       : OpKind::kRelu;
-    emit_vector_by_samples(li, graph::op_def(fn).listing_name(), {y}, y, graph::shape_elements(g_.tensors[y].shape));
+    emit_vector_by_samples(li, graph::op_def(fn), {y}, y, graph::shape_elements(g_.tensors[y].shape));
   }
   account_gemm(li, M * G, K, N, G, G * K * N, g_.tensors[x].dtype, layer.weight_dtype);
 }

@@ -51,7 +51,7 @@ bool Lowering::grouped_conv_on_vector(const Layer& layer) const {
                                                : std::max(ceil_div(in_bytes, arch_.unified_buffer.read_bytes_per_cycle),
                                                           ceil_div(out_bytes, arch_.unified_buffer.write_bytes_per_cycle));
   const double vector_cycles = static_cast<double>(
-      std::max(ceil_div(G * M * K * N * element_bytes, arch_.vector_unit.bytes_per_cycle()), ub_cycles) +
+      std::max(arch_.vector_unit.element_cycles(G * M * K * N, element_bytes, VectorClass::kArithmetic), ub_cycles) +
       chunks * arch_.vector_unit.pipeline_latency_cycles);
   return vector_cycles < array_cycles;
 }
@@ -62,7 +62,7 @@ void Lowering::lower_grouped_conv_on_vector(int li) {
   LayerInfo& info = p_.layers[li];
   info.mapping = "vector";
   // The weights are an operand too: their bytes set the element width (emit widens to the tensors').
-  emit_vector_by_samples(li, graph::op_def(OpKind::kConv2d).listing_name(), {x}, y, layer.macs_per_sample(),
+  emit_vector_by_samples(li, graph::op_def(OpKind::kConv2d), {x}, y, layer.macs_per_sample(),
                          dtype_bytes(layer.weight_dtype));  // grouped_conv
   // The weights (kernel x channels, a few KiB) are not modelled as weight-memory traffic here.
   account_gemm(li, batch_ * layer.gemm_m_per_sample * layer.gemm_groups, layer.gemm_k, layer.gemm_n,
@@ -86,12 +86,12 @@ void Lowering::lower_vector(int li) {
   }
   info.mapping = "vector";
   info.a_dtype = info.b_dtype = g_.tensors[y].dtype;
-  emit_vector_by_samples(li, graph::op_def(layer.op).listing_name(), layer.inputs, y,
+  emit_vector_by_samples(li, graph::op_def(layer.op), layer.inputs, y,
                          graph::shape_elements(g_.tensors[y].shape) * vector_work_per_output(layer));
 }
 
 // One vector instruction per chunk of samples: `inputs`' samples in, y's out.
-void Lowering::emit_vector_by_samples(int li, std::string_view function, const std::vector<int>& inputs, int y,
+void Lowering::emit_vector_by_samples(int li, const graph::OpDef& op, const std::vector<int>& inputs, int y,
                                       int64_t elements_per_sample, int64_t element_bytes) {
   const int64_t chunk = samples_per_chunk(y);
   for (int64_t s0 = 0; s0 < batch_; s0 += chunk) {
@@ -99,7 +99,8 @@ void Lowering::emit_vector_by_samples(int li, std::string_view function, const s
     Instruction v;
     v.op = Opcode::kVector;
     v.layer = li;
-    v.vector_function = function;
+    v.vector_function = op.listing_name();
+    v.vector_class = op.vector_class;
     v.elements = (s1 - s0) * elements_per_sample;
     v.element_bytes = element_bytes;
     for (int in : inputs) {

@@ -16,6 +16,10 @@
 #include "models/array/matmul_cost.h"
 #include "sim/compiler/compiler.h"
 
+namespace tessera::graph {
+struct OpDef;
+}
+
 namespace tessera::compiler::detail {
 
 using graph::Graph;
@@ -168,7 +172,8 @@ class Lowering {
   void lower_matmul(int li);
   void lower_recurrent(int li);
   void lower_vector(int li);
-  void emit_vector_by_samples(int li, std::string_view function, const std::vector<int>& inputs, int y,
+  // `op`: the OpDef whose listing name and vector class the instructions carry.
+  void emit_vector_by_samples(int li, const graph::OpDef& op, const std::vector<int>& inputs, int y,
                               int64_t elements_per_sample, int64_t element_bytes = 1);
   void lower_grouped_conv_on_vector(int li);
   bool grouped_conv_on_vector(const Layer& layer) const;

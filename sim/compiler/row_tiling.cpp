@@ -342,6 +342,7 @@ void Lowering::lower_row_tiled(int li) {
         v.op = Opcode::kVector;
         v.layer = li;
         v.vector_function = graph::op_def(layer.op).listing_name();
+        v.vector_class = graph::op_def(layer.op).vector_class;
         for (int i = 0; i < n_in; ++i) {
           const int x = layer.inputs[static_cast<size_t>(i)];
           const auto [a, b] = bands[static_cast<size_t>(i)];

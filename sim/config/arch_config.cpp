@@ -252,11 +252,22 @@ VectorUnitConfig parse_vector_unit(const std::optional<YamlNode>& node, const Ar
   out.lanes = array.cols;
   out.pipeline_latency_cycles = 8;
   if (!node) return out;
-  node->expect_keys({"lanes", "sublanes", "lane_bytes", "pipeline_latency_cycles"});
+  node->expect_keys({"lanes", "sublanes", "lane_bytes", "pipeline_latency_cycles", "cycles_per_op", "packs_narrow_types"});
   out.lanes = node->int_or("lanes", array.cols, 1, 1 << 20);
   out.sublanes = node->int_or("sublanes", 1, 1, 1024);
   out.lane_bytes = node->int_or("lane_bytes", 1, 1, 8);
   out.pipeline_latency_cycles = node->int_or("pipeline_latency_cycles", 8, 0);
+  out.packs_narrow_types = node->bool_or("packs_narrow_types", true);
+  if (const auto rates = node->get("cycles_per_op")) {
+    if (!rates->is_map()) rates->fail("expected a map of function class to cycles per element operation");
+    std::vector<std::string> classes;
+    for (VectorClass c : kAllVectorClasses) classes.emplace_back(vector_class_name(c));
+    rates->expect_keys(classes);
+    for (VectorClass c : kAllVectorClasses) {
+      // Bounded: 1/64 (a wider path than the lanes) to 1024 cycles per operation.
+      out.cycles_per_op[static_cast<size_t>(c)] = rates->double_or(vector_class_name(c), 1.0, 1.0 / 64, 1024.0);
+    }
+  }
   return out;
 }
 
@@ -494,7 +505,8 @@ ArchConfig parse_arch_config(const YamlNode& root) {
   cfg.chip_template = root.has("cores") || root.has("megacore") || root.has("matrix_units") || root.has("scratchpad") ||
                       root.has("device_memory") || !pcie || root.has("residency") || root.has("dma") ||
                       cfg.array.count != 1 || cfg.controller.launch_overhead_ns > 0 || cfg.vector_unit.sublanes != 1 ||
-                      cfg.vector_unit.lane_bytes != 1;
+                      cfg.vector_unit.lane_bytes != 1 || !cfg.vector_unit.packs_narrow_types ||
+                      cfg.vector_unit.cycles_per_op != VectorUnitConfig{}.cycles_per_op;
   check_time_bounds(root, cfg);
   cfg.energy = parse_energy_config(root, cfg);
   return cfg;

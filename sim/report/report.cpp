@@ -119,7 +119,10 @@ ordered_json build_report(const RunRecord& run) {
                  {"dma_engines_per_core", arch.dma.engines},
                  {"dma_latency_ns", arch.dma.latency_ns},
                  {"launch_overhead_ns", arch.controller.launch_overhead_ns},
-                 {"vector_bytes_per_cycle", arch.vector_unit.bytes_per_cycle()}};
+                 {"vector_bytes_per_cycle", arch.vector_unit.bytes_per_cycle()},
+                 {"vector_packs_narrow_types", arch.vector_unit.packs_narrow_types}};
+    ordered_json& rates = a["chip"]["vector_cycles_per_op"];
+    for (VectorClass c : kAllVectorClasses) rates[std::string(vector_class_name(c))] = arch.vector_unit.cycles_per_op[static_cast<size_t>(c)];
   }
   a["energy"] = energy_arch_json(arch);
   a["ideal_memory"] = arch.ideal_memory;

@@ -28,6 +28,7 @@ struct TinyArch {
   int tlp_overhead_bytes = 24;
   int vector_lanes = 4;
   int vector_latency_cycles = 0;
+  std::string vector_extra;  // more vector_unit keys, e.g. "cycles_per_op: {transcendental: 4}"
   int issue_cycles = 0;
   bool ideal_memory = false;
   // The chip template (written only when not TPU v1's defaults).
@@ -58,7 +59,8 @@ struct TinyArch {
          ", latency_ns: " + std::to_string(pcie_latency_ns) + ", max_payload_bytes: " + std::to_string(max_payload_bytes) +
          ", tlp_overhead_bytes: " + std::to_string(tlp_overhead_bytes) + "}\n";
     y += "vector_unit: {lanes: " + std::to_string(vector_lanes) +
-         ", pipeline_latency_cycles: " + std::to_string(vector_latency_cycles) + "}\n";
+         ", pipeline_latency_cycles: " + std::to_string(vector_latency_cycles) +
+         (vector_extra.empty() ? std::string() : ", " + vector_extra) + "}\n";
     y += "controller: {issue_cycles: " + std::to_string(issue_cycles) + "}\n";
     if (ideal_memory) y += "ideal_memory: true\n";
     return y;

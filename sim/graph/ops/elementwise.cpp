@@ -210,14 +210,20 @@ OpDef unary(OpKind kind, std::string_view name, float (*fn)(float)) {
   return {.kind = kind, .name = name, .elementwise = true, .infer = infer_same, .unary = fn};
 }
 
+// Evaluated on the vector unit's transcendental path (exp, log, reciprocal, tanh, ...).
+OpDef transcendental(OpDef def) {
+  def.vector_class = VectorClass::kTranscendental;
+  return def;
+}
+
 }  // namespace
 
 void add_elementwise_ops(OpRegistry& r) {
   r.add(binary(OpKind::kAdd, "add", add));
   r.add(binary(OpKind::kSub, "sub", sub));
   r.add(binary(OpKind::kMul, "mul", mul));
-  r.add(binary(OpKind::kDiv, "div", div));
-  r.add(binary(OpKind::kPow, "pow", pow_fn));
+  r.add(transcendental(binary(OpKind::kDiv, "div", div)));  // a * reciprocal(b)
+  r.add(transcendental(binary(OpKind::kPow, "pow", pow_fn)));
   r.add(binary(OpKind::kMax, "max", max_fn));
   r.add(binary(OpKind::kMin, "min", min_fn));
   OpDef where = binary(OpKind::kWhere, "where", nullptr);  // select(cond, a, b)
@@ -239,18 +245,18 @@ void add_elementwise_ops(OpRegistry& r) {
   r.add(fmod);
 
   r.add(unary(OpKind::kRelu, "relu", relu));
-  r.add(unary(OpKind::kSigmoid, "sigmoid", sigmoid));
-  r.add(unary(OpKind::kTanh, "tanh", tanh_fn));
-  r.add(unary(OpKind::kSqrt, "sqrt", sqrt_fn));
-  r.add(unary(OpKind::kErf, "erf", erf_fn));
-  r.add(unary(OpKind::kExp, "exp", exp_fn));
+  r.add(transcendental(unary(OpKind::kSigmoid, "sigmoid", sigmoid)));
+  r.add(transcendental(unary(OpKind::kTanh, "tanh", tanh_fn)));
+  r.add(transcendental(unary(OpKind::kSqrt, "sqrt", sqrt_fn)));
+  r.add(transcendental(unary(OpKind::kErf, "erf", erf_fn)));
+  r.add(transcendental(unary(OpKind::kExp, "exp", exp_fn)));
   OpDef gelu_def = unary(OpKind::kGelu, "gelu", gelu);
   gelu_def.work_per_output = two_ops;
-  r.add(gelu_def);
+  r.add(transcendental(gelu_def));
   OpDef softplus_def = unary(OpKind::kSoftplus, "softplus", softplus);
   softplus_def.work_per_output = two_ops;  // exp, then log1p
-  r.add(softplus_def);
-  r.add(unary(OpKind::kLog, "log", log_fn));
+  r.add(transcendental(softplus_def));
+  r.add(transcendental(unary(OpKind::kLog, "log", log_fn)));
   r.add(unary(OpKind::kAbs, "abs", abs_fn));
   r.add(unary(OpKind::kSign, "sign", sign_fn));
   r.add(unary(OpKind::kFloor, "floor", floor_fn));

@@ -268,7 +268,8 @@ void add_layout_ops(OpRegistry& r) {
          .parse_yaml = parse_transpose,
          .infer = infer_transpose,
          .gathers_rows = true,
-         .copies_codes = true});
+         .copies_codes = true,
+         .vector_class = VectorClass::kCrossLane});
   r.add({.kind = OpKind::kSlice,
          .name = "slice",
          .yaml_keys = {"axis", "begin", "end", "step"},

@@ -106,6 +106,7 @@ void add_normalize_ops(OpRegistry& r) {
          .infer = infer_along_axis,
          .work_per_output = three_ops,
          .row_local = along_last_axis,
+         .vector_class = VectorClass::kTranscendental,  // an exp per element
          .fp32 = softmax_fp32});
 }
 

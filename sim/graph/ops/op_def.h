@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sim/common/vector_class.h"
 #include "sim/graph/graph.h"
 
 namespace tessera {
@@ -71,6 +72,9 @@ struct OpDef {
   bool copies_codes = false;
   // The ISA vector function shown in listings and traces (empty: `name`).
   std::string_view vector_function;
+  // The kind of element operation (sim/common/vector_class.h): the vector unit's rate for
+  // it. Composite ops take the class of their per-element step (softmax: its exp).
+  VectorClass vector_class = VectorClass::kArithmetic;
 
   // ---- functional mode's fp32 reference (all null: functional mode names it unsupported;
   // matrix ops and the ops with integer paths are run by functional mode itself)

@@ -271,6 +271,7 @@ void add_reduce_ops(OpRegistry& r) {
          .work_per_output = topk_work,
          .row_local = along_last_axis,
          .reduction = true,
+         .vector_class = VectorClass::kCrossLane,  // a sort / a scan along the lanes
          .fp32 = topk_fp32});
   r.add({.kind = OpKind::kCumSum,
          .name = "cumsum",
@@ -278,6 +279,7 @@ void add_reduce_ops(OpRegistry& r) {
          .parse_yaml = parse_cumsum,
          .infer = infer_cumsum,
          .row_local = along_last_axis,
+         .vector_class = VectorClass::kCrossLane,  // a sort / a scan along the lanes
          .fp32 = cumsum_fp32});
 }
 

@@ -95,3 +95,54 @@ TEST(ChipTemplate, DeviceResidentInputAndOutputUseDeviceMemoryNotPcie) {
   EXPECT_EQ(s.cycles.pcie, 0);
   expect_breakdown_sums(s);
 }
+
+TEST(ChipTemplate, VectorUnitRunsEachFunctionClassAtItsRate) {
+  // 32 int8 elements on 4 one-byte lanes: an arithmetic op (abs) takes 32 / 4 = 8 cycles.
+  // exp is transcendental at 4 cycles per operation: 32 x 4 / 4 = 32 cycles. A transpose
+  // moves elements across lanes at 2 cycles each: 16. No pipeline fill (latency 0).
+  TinyArch t;
+  t.vector_extra = "cycles_per_op: {transcendental: 4, cross_lane: 2}";
+  const auto s = run(t.build(), R"(
+name: classes
+batch: 1
+inputs: [{name: x, shape: [4, 8]}]
+layers:
+  - {name: e, op: exp, input: x}
+  - {name: a, op: abs, input: e}
+  - {name: t, op: transpose, input: a, perm: [1, 0]}
+)", {.tracks = true});
+  std::map<int32_t, int64_t> cycles;  // layer -> its vector instructions' duration
+  for (const auto& track : s.tracks) {
+    for (const auto& e : track.events) {
+      if (e.name == "vector") cycles[e.layer] += e.end_cycle - e.begin_cycle;
+    }
+  }
+  EXPECT_EQ(cycles[0], 32);  // e: exp
+  EXPECT_EQ(cycles[1], 8);   // a: abs
+  EXPECT_EQ(cycles[2], 16);  // t: transpose
+  expect_breakdown_sums(s);
+}
+
+TEST(ChipTemplate, UnpackedVectorLanesRunNarrowTypesAtTheWideRate) {
+  // Lanes of 4 bytes (16 bytes per cycle): 32 int8 elements pack 4 to a lane, 2 cycles;
+  // without packing each takes a whole lane, 32 / 4 = 8 cycles.
+  TinyArch t;
+  t.vector_extra = "lane_bytes: 4, packs_narrow_types: false";
+  const auto s = run(t.build(), R"(
+name: unpacked
+batch: 1
+inputs: [{name: x, shape: [32]}]
+layers: [{name: a, op: abs, input: x}]
+)", {.tracks = true});
+  int64_t abs_cycles = 0;
+  for (const auto& track : s.tracks) {
+    for (const auto& e : track.events) {
+      if (e.name == "vector") abs_cycles += e.end_cycle - e.begin_cycle;
+    }
+  }
+  EXPECT_EQ(abs_cycles, 8);
+  VectorUnitConfig packed;
+  packed.lanes = 4;
+  packed.lane_bytes = 4;
+  EXPECT_EQ(packed.element_cycles(32, 1, VectorClass::kArithmetic), 2);
+}
