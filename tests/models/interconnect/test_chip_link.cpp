@@ -84,6 +84,18 @@ TEST(ChipLink, AMeshAxisSharesItsLinksBetweenTheTwoDirections) {
   EXPECT_NEAR(all_reduce_s(ring(2, true), 2, 4'000'000), 22 * kUs, 1e-15);
 }
 
+TEST(ChipLink, AMeshRingsClosingHopRoutesBackOverThreeLinks) {
+  // 4 chips in a line (0-1-2-3), 2 ports, 8e6 bytes: streams A (+) and B (-) of 4e6, 6 steps
+  // of 1e6 bytes (10 us). A's closing hop 3 -> 0 runs over links 3->2, 2->1, 1->0 at once
+  // (3 hops, 3 latencies), B's 0 -> 3 over 0->1, 1->2, 2->3: every directed link carries
+  // one A and one B transfer per step. Step k: A holds the links [20k, 20k + 10] us (A is
+  // created first), B [20k + 10, 20k + 20]; both are ready again (at +11 or +13) before the
+  // links free, so the links pace it: B's last closing hop ends at 120 and arrives 3 x 1 us
+  // later, 123 us. With wraparound links: 6 x 11 = 66 us.
+  EXPECT_NEAR(all_reduce_s(ring(2, false), 4, 8'000'000), 123 * kUs, 1e-15);
+  EXPECT_NEAR(all_reduce_s(ring(2, true), 4, 8'000'000), 66 * kUs, 1e-15);
+}
+
 TEST(ChipLink, AllGatherOnAFourChipRing) {
   // Shards of 1e6 bytes, 2 ports: half of each shard goes each way, 3 steps of 5e5 bytes
   // (5 us + 1 us): 18 us, each chip ends with 4e6 bytes.
