@@ -767,3 +767,14 @@ TEST(Errors, OnnxFlagsAreInTheHelp) {
     EXPECT_NE(r.output.find("--input-value sr=16000"), std::string::npos) << r.output;
   }
 }
+
+// ici: (docs/configs.md "Chip-to-chip links"): a bad link value is one located error, exit 2,
+// and nothing is written, though no single-chip run reads the links.
+TEST(Errors, BadChipLinkValue) {
+  const fs::path dir = scratch("ici");
+  write(dir / "v.yaml", "base: " + (kSrc / "configs/tpu-v5e.yaml").string() +
+                            "\nici: {bandwidth_gb_per_s: 50, latency_ns: 1000, ports: 2, topology: torus_2d}\n");
+  const CliResult r = run_into(dir, (dir / "v.yaml").string(), kMlp1);
+  expect_input_error(r, (dir / "v.yaml").string() + ":2:56: ici.ports: must be >= 4 for torus_2d");
+  expect_no_output(dir, {"v.yaml"});
+}
