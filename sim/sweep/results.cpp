@@ -4,6 +4,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cctype>
@@ -131,8 +132,9 @@ std::string row_to_csv(const Experiment& e, const Row& row) {
   return line + "\n";
 }
 
-std::optional<Value> report_value(const nlohmann::json& report, const std::string& path, std::string* why) {
-  const nlohmann::json* cur = &report;
+template <class Json>
+std::optional<Value> report_value(const Json& report, const std::string& path, std::string* why) {
+  const Json* cur = &report;
   std::string so_far;
   for (const auto& c : split_dotted(path)) {
     const std::string here = so_far.empty() ? c : so_far + "." + c;
@@ -140,8 +142,11 @@ std::optional<Value> report_value(const nlohmann::json& report, const std::strin
       auto it = cur->find(c);
       if (it == cur->end()) {
         if (why) {
+          std::vector<std::string> names;
+          for (const auto& [k, v] : cur->items()) names.push_back(k);
+          std::sort(names.begin(), names.end());  // as nlohmann::json's std::map holds them
           std::string keys;
-          for (const auto& [k, v] : cur->items()) keys += (keys.empty() ? "" : ", ") + k;
+          for (const auto& k : names) keys += (keys.empty() ? "" : ", ") + k;
           *why = "report.json has no '" + here + "'" +
                  (keys.empty() ? "" : " (keys" + (so_far.empty() ? std::string() : " under " + so_far) + ": " + keys + ")");
         }
@@ -210,7 +215,8 @@ Row failed_row(const Experiment& e, const Point& p, const std::string& error) {
   return r;
 }
 
-Row row_from_report(const Experiment& e, const Point& p, const nlohmann::json& report) {
+template <class Json>
+Row row_from_report(const Experiment& e, const Point& p, const Json& report) {
   Row r = failed_row(e, p, "");
   r.metrics.clear();
   std::string problem;
@@ -245,6 +251,11 @@ Row row_from_report(const Experiment& e, const Point& p, const nlohmann::json& r
   }
   return r;
 }
+
+template std::optional<Value> report_value(const nlohmann::json&, const std::string&, std::string*);
+template std::optional<Value> report_value(const nlohmann::ordered_json&, const std::string&, std::string*);
+template Row row_from_report(const Experiment&, const Point&, const nlohmann::json&);
+template Row row_from_report(const Experiment&, const Point&, const nlohmann::ordered_json&);
 
 std::optional<uint64_t> PointIdSet::hex_id(const std::string& id) {
   if (id.size() != 16) return std::nullopt;

@@ -46,7 +46,10 @@ std::string csv_field(const std::string& text);  // RFC 4180 quoting where neede
 
 // The row of a point from its report.json (ok, or failed when a metric is missing), and of a
 // failed point from its error text.
-Row row_from_report(const Experiment& e, const Point& p, const nlohmann::json& report);
+// A report as `tessera run` wrote it (nlohmann::json, read back) or as a point in process
+// built it (nlohmann::ordered_json, not copied): the same row either way.
+template <class Json = nlohmann::json>
+Row row_from_report(const Experiment& e, const Point& p, const Json& report);
 Row failed_row(const Experiment& e, const Point& p, const std::string& error);
 // True when a failed point's error text says the environment failed, not the point: out of
 // disk space or memory, an I/O error, killed by a signal from outside (the OOM killer's
@@ -58,7 +61,9 @@ bool is_environment_failure(const std::string& error);
 inline constexpr const char* kRankTimeoutPrefix = "no result from MPI rank ";
 
 // A metric value from a report: dotted path, numeric components index lists.
-std::optional<Value> report_value(const nlohmann::json& report, const std::string& path, std::string* why = nullptr);
+// A "report.json has no 'x' (keys: ...)" message lists the keys in sorted order, for either kind of report.
+template <class Json = nlohmann::json>
+std::optional<Value> report_value(const Json& report, const std::string& path, std::string* why = nullptr);
 
 // A set of point ids: 64-bit integers in one flat open-addressing table (a point id is 16 hex
 // digits, Point::id), not strings in tree nodes. 100,000 such nodes, allocated in between the

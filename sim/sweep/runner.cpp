@@ -222,7 +222,7 @@ void LocalPool::start(const Point& p) {
       std::optional<int> code = 1;
       std::string row;
       try {
-        nlohmann::json report;
+        nlohmann::ordered_json report;
         code = in_process->run(job, report);
         if (code && *code == 0 && !report.is_null()) row = row_to_jsonl(row_from_report(e_, p, report));
       } catch (...) {
@@ -499,13 +499,16 @@ int run_local(const Experiment& e, const RunSettings& settings, ResultStore& sto
   Progress progress(e.name, e.points.size(), already, quiet);
   FailureTally failures;
   LocalPool pool(e, settings);
-  size_t next = 0;
+  size_t next = 0, finished = 0;
   while ((next < pending.size() || pool.running() > 0) && !interrupted()) {
     while (pool.has_room() && next < pending.size() && !interrupted()) pool.start(*pending[next++]);
     for (const Row& row : pool.poll(200)) {
       store.append(row);
       progress.add(row);
       failures.add(row);
+      // The CPU so far, every kCpuLogPoints points: whether a point costs more late in a long
+      // sweep than early (bench/sweep_scale.py --fresh reads these lines).
+      if (++finished % kCpuLogPoints == 0) log_line(settings.out_dir, std::to_string(finished) + " points run; " + cpu_usage_text());
     }
     store.sync_if_due();
   }
