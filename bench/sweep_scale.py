@@ -16,9 +16,9 @@ contain them: same ids), in a sweep process of the whole experiment holding the 
 others (written first, synthetic; then --resume): the same points at each size, and 100,000
 points measured without running them all. The resume's one-time cost of reading and rewriting
 the rows is measured by a second --resume with nothing to run, and subtracted. Without
---same-points, a size of at least 2,000 also reports the CPU per point of its first and its last
-1,000 points (from the CPU lines the sweep logs every 1,000 points): whether a point costs more
-late in a long fresh sweep than in a sweep of 1,000.
+--same-points, a size of at least 2,000 also reports the CPU per point of each 1,000 points in
+turn (from the CPU lines the sweep logs every 1,000 points): whether the sweep process's share
+of a point grows late in a long fresh sweep.
 
     /usr/bin/python3 bench/sweep_scale.py --build build --points 1000,10000 --jobs 2
     nice -n 10 /usr/bin/python3 bench/sweep_scale.py --points 1000,10000,100000 --same-points
@@ -73,20 +73,22 @@ def cpu_line(log):
 
 
 def cpu_windows(log, rows):
-    """CPU per point (ms) of the first and of the last 1,000 points of a fresh sweep, from the
-    "N points run; cpu: ..." lines the sweep logs every 1,000 points and its last line; None
-    when the sweep ran fewer than 2,000 points."""
-    marks = {0: 0.0}
+    """(all, sweep process) CPU per point (ms) of each 1,000 points of a fresh sweep in turn, from
+    the "N points run; cpu: ..." lines the sweep logs every 1,000 points and its last line; None
+    when the sweep ran fewer than 2,000 points. The windows hold different points (a grid's
+    outermost axis changes from one to the next), so only the sweep process's share, which does
+    not depend on the point, compares between them."""
+    marks = {0: (0.0, 0.0)}
     for l in log.read_text().splitlines():
         words = l.split()
         if len(words) > 3 and words[2:4] == ["points", "run;"] and " cpu: " in l:
             su, ss, pu, ps, _ = cpu_numbers(l)
-            marks[int(words[1])] = su + ss + pu + ps
+            marks[int(words[1])] = (su + ss + pu + ps, su + ss)
     su, ss, pu, ps, _ = cpu_line(log)
-    marks[rows] = su + ss + pu + ps
-    if rows < 2000 or 1000 not in marks or rows - 1000 not in marks:
+    marks[rows] = (su + ss + pu + ps, su + ss)
+    if rows < 2000 or any(n not in marks for n in range(0, rows + 1, 1000)):
         return None
-    return 1000 * marks[1000] / 1000, 1000 * (marks[rows] - marks[rows - 1000]) / 1000
+    return [(marks[n][0] - marks[n - 1000][0], marks[n][1] - marks[n - 1000][1]) for n in range(1000, rows + 1, 1000)]
 
 
 def disk_bytes(path):
@@ -129,8 +131,8 @@ def run_sweep(tessera, exp, out, jobs, extra, subset=None):
         rows = len(subset)
     windows = cpu_windows(out / "sweep.log", rows) if subset is None else None
     return {"points": rows, "wall_s": wall, "load_before": load, "load_after": os.getloadavg()[0],
-            "first_1k_cpu_per_point_ms": windows[0] if windows else None,
-            "last_1k_cpu_per_point_ms": windows[1] if windows else None,
+            "cpu_per_point_ms_by_1k": [w[0] for w in windows] if windows else None,
+            "sweep_cpu_per_point_ms_by_1k": [w[1] for w in windows] if windows else None,
             "sweep_cpu_s": su + ss, "point_cpu_s": pu + ps, "cpu_per_point_ms": 1000 * (su + ss + pu + ps) / rows,
             "sweep_cpu_per_point_ms": 1000 * (su + ss) / rows, "point_cpu_per_point_ms": 1000 * (pu + ps) / rows,
             "sweep_peak_rss_mib": rss, "disk_mib": disk_bytes(out) / 2**20, "points_per_min": 60 * rows / wall}
@@ -210,10 +212,10 @@ def main():
         print("CPU per point, %d vs %d points: ratio %.3f" % (
             results[-1]["size"], results[0]["size"], results[-1]["cpu_per_point_ms"] / results[0]["cpu_per_point_ms"]))
     for r in results:
-        if r["last_1k_cpu_per_point_ms"] is not None:
-            print("%7d points: CPU per point of the first 1,000 %.2f ms, of the last 1,000 %.2f ms; last 1,000 / the "
-                  "%d-point sweep: %.3f" % (r["size"], r["first_1k_cpu_per_point_ms"], r["last_1k_cpu_per_point_ms"],
-                                            results[0]["size"], r["last_1k_cpu_per_point_ms"] / results[0]["cpu_per_point_ms"]))
+        if r["sweep_cpu_per_point_ms_by_1k"] is not None:
+            print("%7d points, each 1,000 in turn: sweep process CPU per point %s ms (points and sweep: %s ms)" % (
+                r["size"], " ".join("%.2f" % x for x in r["sweep_cpu_per_point_ms_by_1k"]),
+                " ".join("%.2f" % x for x in r["cpu_per_point_ms_by_1k"])))
     if a.sample > 0:
         s = standalone(tessera, experiment_for(1000, a.workload, tmp), a.sample, tmp)
         print("standalone `tessera run` of %d points of the 1k experiment: CPU %.2f ms per run (wall %.1f ms)" % (

@@ -520,7 +520,7 @@ int run_local(const Experiment& e, const RunSettings& settings, ResultStore& sto
       progress.add(row);
       failures.add(row);
       // The CPU so far, every kCpuLogPoints points: whether a point costs more late in a long
-      // sweep than early (bench/sweep_scale.py --fresh reads these lines).
+      // sweep than early (bench/sweep_scale.py reads these lines).
       if (++finished % kCpuLogPoints == 0) log_line(settings.out_dir, std::to_string(finished) + " points run; " + cpu_usage_text());
     }
     store.sync_if_due();
