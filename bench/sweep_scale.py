@@ -15,10 +15,14 @@ is then a larger share of a point. Sizes are picked with --points (default 1000,
 contain them: same ids), in a sweep process of the whole experiment holding the rows of all the
 others (written first, synthetic; then --resume): the same points at each size, and 100,000
 points measured without running them all. The resume's one-time cost of reading and rewriting
-the rows is measured by a second --resume with nothing to run, and subtracted.
+the rows is measured by a second --resume with nothing to run, and subtracted. Without
+--same-points, a size of at least 2,000 also reports the CPU per point of each 1,000 points in
+turn (from the CPU lines the sweep logs every 1,000 points): whether the sweep process's share
+of a point grows late in a long fresh sweep.
 
     /usr/bin/python3 bench/sweep_scale.py --build build --points 1000,10000 --jobs 2
     nice -n 10 /usr/bin/python3 bench/sweep_scale.py --points 1000,10000,100000 --same-points
+    nice -n 10 /usr/bin/python3 bench/sweep_scale.py --points 1000,10000 --workload workloads/tpu/mlp1.yaml --sample 0
 
 Timings are figures to record (docs/performance-sweep.md), not assertions. One line of JSON per
 measurement goes to stdout after the table, for tools.
@@ -56,11 +60,35 @@ def experiment_for(points, workload, tmp):
     return out
 
 
-def cpu_line(log):
-    """(sweep user, sweep sys, points user, points sys, peak RSS MiB) from sweep.log's last line."""
-    last = [l for l in log.read_text().splitlines() if " cpu: " in l][-1]
-    nums = [float(w) for w in last.replace(";", " ").split() if w.replace(".", "", 1).isdigit()]
+def cpu_numbers(line):
+    """(sweep user, sweep sys, points user, points sys, peak RSS MiB) from a sweep.log line."""
+    text = line.split(" cpu: ", 1)[1]
+    nums = [float(w) for w in text.replace(";", " ").split() if w.replace(".", "", 1).isdigit()]
     return nums[0], nums[1], nums[2], nums[3], (nums[4] if len(nums) > 4 else float("nan"))
+
+
+def cpu_line(log):
+    """cpu_numbers of sweep.log's last CPU line (the one the sweep writes when it is done)."""
+    return cpu_numbers([l for l in log.read_text().splitlines() if " cpu: " in l][-1])
+
+
+def cpu_windows(log, rows):
+    """(all, sweep process) CPU per point (ms) of each 1,000 points of a fresh sweep in turn, from
+    the "N points run; cpu: ..." lines the sweep logs every 1,000 points and its last line; None
+    when the sweep ran fewer than 2,000 points. The windows hold different points (a grid's
+    outermost axis changes from one to the next), so only the sweep process's share, which does
+    not depend on the point, compares between them."""
+    marks = {0: (0.0, 0.0)}
+    for l in log.read_text().splitlines():
+        words = l.split()
+        if len(words) > 3 and words[2:4] == ["points", "run;"] and " cpu: " in l:
+            su, ss, pu, ps, _ = cpu_numbers(l)
+            marks[int(words[1])] = (su + ss + pu + ps, su + ss)
+    su, ss, pu, ps, _ = cpu_line(log)
+    marks[rows] = (su + ss + pu + ps, su + ss)
+    if rows < 2000 or any(n not in marks for n in range(0, rows + 1, 1000)):
+        return None
+    return [(marks[n][0] - marks[n - 1000][0], marks[n][1] - marks[n - 1000][1]) for n in range(1000, rows + 1, 1000)]
 
 
 def disk_bytes(path):
@@ -101,7 +129,10 @@ def run_sweep(tessera, exp, out, jobs, extra, subset=None):
         fu, fs_, _, _, _ = cpu_line(out / "sweep.log")
         su, ss = max(0.0, su - fu), max(0.0, ss - fs_)
         rows = len(subset)
+    windows = cpu_windows(out / "sweep.log", rows) if subset is None else None
     return {"points": rows, "wall_s": wall, "load_before": load, "load_after": os.getloadavg()[0],
+            "cpu_per_point_ms_by_1k": [w[0] for w in windows] if windows else None,
+            "sweep_cpu_per_point_ms_by_1k": [w[1] for w in windows] if windows else None,
             "sweep_cpu_s": su + ss, "point_cpu_s": pu + ps, "cpu_per_point_ms": 1000 * (su + ss + pu + ps) / rows,
             "sweep_cpu_per_point_ms": 1000 * (su + ss) / rows, "point_cpu_per_point_ms": 1000 * (pu + ps) / rows,
             "sweep_peak_rss_mib": rss, "disk_mib": disk_bytes(out) / 2**20, "points_per_min": 60 * rows / wall}
@@ -180,6 +211,11 @@ def main():
     if len(results) > 1:
         print("CPU per point, %d vs %d points: ratio %.3f" % (
             results[-1]["size"], results[0]["size"], results[-1]["cpu_per_point_ms"] / results[0]["cpu_per_point_ms"]))
+    for r in results:
+        if r["sweep_cpu_per_point_ms_by_1k"] is not None:
+            print("%7d points, each 1,000 in turn: sweep process CPU per point %s ms (points and sweep: %s ms)" % (
+                r["size"], " ".join("%.2f" % x for x in r["sweep_cpu_per_point_ms_by_1k"]),
+                " ".join("%.2f" % x for x in r["cpu_per_point_ms_by_1k"])))
     if a.sample > 0:
         s = standalone(tessera, experiment_for(1000, a.workload, tmp), a.sample, tmp)
         print("standalone `tessera run` of %d points of the 1k experiment: CPU %.2f ms per run (wall %.1f ms)" % (

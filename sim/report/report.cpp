@@ -43,7 +43,7 @@ using format::safe_div;
 
 }  // namespace
 
-ordered_json build_report(const RunRecord& run) {
+ordered_json build_report(const RunRecord& run, const ReportParts& parts) {
   const ArchConfig& arch = run.arch;
   const engine::RunStats& st = run.stats;
   const compiler::Program& prog = run.program;
@@ -82,146 +82,155 @@ ordered_json build_report(const RunRecord& run) {
   ordered_json r;
   r["tessera_report_version"] = 1;
 
-  ordered_json& a = r["arch"];
-  a["name"] = arch.name;
-  a["source"] = arch.source;
-  a["clock_mhz"] = arch.clock_mhz;
-  a["array"] = {{"rows", arch.array.rows}, {"cols", arch.array.cols},
-                {"dataflow", std::string(array::dataflow_name(arch.array.dataflow))},
-                {"double_buffered", arch.array.double_buffered}};
-  a["peak_tops_int8"] = peak_int8;
-  a["unified_buffer_bytes"] = arch.unified_buffer.capacity_bytes;
-  a["accumulator_entries"] = arch.accumulators.entries;
-  a["weight_fifo_depth_tiles"] = arch.weight_fifo.depth_tiles;
-  a["weight_memory"] = {{"technology", arch.weight_memory.technology},
-                        {"bandwidth_gb_per_s", arch.weight_memory.bandwidth_gb_per_s},
-                        {"latency_ns", arch.weight_memory.latency_ns},
-                        {"channels", arch.weight_memory.channels},
-                        {"fetch", arch.weight_memory.fetch == WeightFetch::kTile ? "tile" : "exact"}};
-  if (arch.has_host_link) {
-    a["pcie"] = {{"generation", arch.pcie.generation}, {"lanes", arch.pcie.lanes},
-                 {"link_gb_per_s", pcie_gb_per_s}, {"max_payload_bytes", arch.pcie.max_payload_bytes},
-                 {"tlp_overhead_bytes", arch.pcie.tlp_overhead_bytes}, {"latency_ns", arch.pcie.latency_ns}};
-  } else {
-    a["pcie"] = nullptr;  // no host link
-  }
-  // The chip template beyond TPU v1's shape (docs/configs.md): only for configs that use it,
-  // so TPU v1's reports stay as they were.
-  if (arch.chip_template) {
-    a["chip"] = {{"cores", arch.cores},
-                 {"megacore", arch.megacore},
-                 {"active_cores", arch.active_cores()},
-                 {"matrix_units_per_core", arch.array.count},
-                 {"host_link", arch.has_host_link},
-                 {"residency", {{"inputs", std::string(residency_name(arch.residency.inputs))},
-                                {"weights", std::string(residency_name(arch.residency.weights))},
-                                {"outputs", std::string(residency_name(arch.residency.outputs))}}},
-                 {"dma_engines_per_core", arch.dma.engines},
-                 {"dma_latency_ns", arch.dma.latency_ns},
-                 {"launch_overhead_ns", arch.controller.launch_overhead_ns},
-                 {"vector_bytes_per_cycle", arch.vector_unit.bytes_per_cycle()},
-                 {"vector_packs_narrow_types", arch.vector_unit.packs_narrow_types}};
-    ordered_json& rates = a["chip"]["vector_cycles_per_op"];
-    for (VectorClass c : kAllVectorClasses) rates[std::string(vector_class_name(c))] = arch.vector_unit.cycles_per_op[static_cast<size_t>(c)];
-  }
-  a["energy"] = energy_arch_json(arch);
-  a["ideal_memory"] = arch.ideal_memory;
-
-  ordered_json& w = r["workload"];
-  w["name"] = run.graph.name;
-  w["source"] = run.graph.source;
-  w["description"] = run.graph.description;
-  w["batch"] = prog.batch;
-  w["sub_batch"] = prog.sub_batch;
-  w["precision"] = run.precision;
-  w["layers"] = prog.layers.size();
-  w["weights"] = run.graph.total_weights();
-  w["macs"] = macs;
-  w["macs_per_weight"] = safe_div(static_cast<double>(macs), static_cast<double>(run.graph.total_weights()));
-  // A quantized model's own int8/uint8 codes set these layers' precision (docs/precision.md).
-  {
-    const auto quantized = graph::model_quantization(run.graph);
-    int64_t count = 0;
-    std::vector<std::string> modes;
-    for (size_t i = 0; i < run.graph.layers.size() && i < prog.layers.size(); ++i) {
-      const graph::Layer& l = run.graph.layers[i];
-      if (!graph::is_matrix_op(l.op)) continue;
-      if (!quantized[static_cast<size_t>(l.inputs.at(0))] && !l.quantized_weights) continue;
-      ++count;
-      const std::string mode = std::string(dtype_name(prog.layers[i].a_dtype)) + "x" + std::string(dtype_name(prog.layers[i].b_dtype));
-      if (std::find(modes.begin(), modes.end(), mode) == modes.end()) modes.push_back(mode);
+  if (parts.arch) {
+    ordered_json& a = r["arch"];
+    a["name"] = arch.name;
+    a["source"] = arch.source;
+    a["clock_mhz"] = arch.clock_mhz;
+    a["array"] = {{"rows", arch.array.rows}, {"cols", arch.array.cols},
+                  {"dataflow", std::string(array::dataflow_name(arch.array.dataflow))},
+                  {"double_buffered", arch.array.double_buffered}};
+    a["peak_tops_int8"] = peak_int8;
+    a["unified_buffer_bytes"] = arch.unified_buffer.capacity_bytes;
+    a["accumulator_entries"] = arch.accumulators.entries;
+    a["weight_fifo_depth_tiles"] = arch.weight_fifo.depth_tiles;
+    a["weight_memory"] = {{"technology", arch.weight_memory.technology},
+                          {"bandwidth_gb_per_s", arch.weight_memory.bandwidth_gb_per_s},
+                          {"latency_ns", arch.weight_memory.latency_ns},
+                          {"channels", arch.weight_memory.channels},
+                          {"fetch", arch.weight_memory.fetch == WeightFetch::kTile ? "tile" : "exact"}};
+    if (arch.has_host_link) {
+      a["pcie"] = {{"generation", arch.pcie.generation}, {"lanes", arch.pcie.lanes},
+                   {"link_gb_per_s", pcie_gb_per_s}, {"max_payload_bytes", arch.pcie.max_payload_bytes},
+                   {"tlp_overhead_bytes", arch.pcie.tlp_overhead_bytes}, {"latency_ns", arch.pcie.latency_ns}};
+    } else {
+      a["pcie"] = nullptr;  // no host link
     }
-    if (count > 0) w["quantized_by_model"] = {{"matrix_layers", count}, {"modes", modes}};
-  }
-  // Work the model leaves to the host (NonMaxSuppression, ...): what it reads crosses PCIe
-  // as graph outputs (in host_output_bytes); its own CPU time is the host's, not simulated.
-  if (!run.graph.host_ops.empty()) {
-    ordered_json ops = ordered_json::array();
-    for (const auto& h : run.graph.host_ops) {
-      std::vector<std::string> reads;
-      int64_t bytes = 0;
-      for (int t : h.reads) {
-        const graph::Tensor& tensor = run.graph.tensors[static_cast<size_t>(t)];
-        reads.push_back(tensor.name);
-        bytes += elements_bytes(tensor.dtype, graph::shape_elements(tensor.shape));
+    // The chip template beyond TPU v1's shape (docs/configs.md): only for configs that use it,
+    // so TPU v1's reports stay as they were.
+    if (arch.chip_template) {
+      a["chip"] = {{"cores", arch.cores},
+                   {"megacore", arch.megacore},
+                   {"active_cores", arch.active_cores()},
+                   {"matrix_units_per_core", arch.array.count},
+                   {"host_link", arch.has_host_link},
+                   {"residency", {{"inputs", std::string(residency_name(arch.residency.inputs))},
+                                  {"weights", std::string(residency_name(arch.residency.weights))},
+                                  {"outputs", std::string(residency_name(arch.residency.outputs))}}},
+                   {"dma_engines_per_core", arch.dma.engines},
+                   {"dma_latency_ns", arch.dma.latency_ns},
+                   {"launch_overhead_ns", arch.controller.launch_overhead_ns},
+                   {"vector_bytes_per_cycle", arch.vector_unit.bytes_per_cycle()},
+                   {"vector_packs_narrow_types", arch.vector_unit.packs_narrow_types}};
+      ordered_json& rates = a["chip"]["vector_cycles_per_op"];
+      for (VectorClass c : kAllVectorClasses) {
+        rates[std::string(vector_class_name(c))] = arch.vector_unit.cycles_per_op[static_cast<size_t>(c)];
       }
-      ops.push_back({{"node", h.name}, {"op", h.op}, {"reads", reads}, {"bytes_to_host", bytes * prog.batch}});
     }
-    w["host_ops"] = ops;
-  }
-  w["host_input_bytes"] = prog.host_input_bytes;
-  w["host_output_bytes"] = prog.host_output_bytes;
-  if (arch.chip_template) {
-    w["device_input_bytes"] = prog.device_input_bytes;
-    w["device_output_bytes"] = prog.device_output_bytes;
+    a["energy"] = energy_arch_json(arch);
+    a["ideal_memory"] = arch.ideal_memory;
   }
 
-  ordered_json& s = r["summary"];
-  s["latency_s"] = latency_s;
-  s["latency_cycles"] = st.total_cycles;
-  s["inferences_per_s"] = safe_div(static_cast<double>(prog.batch), latency_s);
-  s["macs"] = macs;
-  s["array_macs"] = st.macs;
-  s["ops"] = ops;
-  s["tops"] = tops;
-  s["peak_tops"] = peak_tops;
-  s["utilization"] = safe_div(tops, peak_tops);
-  s["oi_macs_per_weight_byte"] = oi_macs_w;
-  s["oi_ops_per_weight_byte"] = 2 * oi_macs_w;
-  s["oi_ops_per_dram_byte"] = oi_ops_dram;
-  s["weight_memory_bytes"] = st.weight_memory_bytes;
-  if (arch.chip_template) s["device_memory_bytes_written"] = st.device_memory_bytes_written;
-  s["pcie_bytes_to_device"] = st.pcie_bytes_to_device;
-  s["pcie_bytes_to_host"] = st.pcie_bytes_to_host;
-  s["unified_buffer_peak_bytes"] = prog.ub_peak_bytes;
-  // Activations evicted to host memory and read back (or streamed by row-tiled layers) over PCIe.
-  s["spill_bytes"] = prog.spill_bytes_out + prog.spill_bytes_in;
-  s["spill_bytes_out"] = prog.spill_bytes_out;
-  s["spill_bytes_in"] = prog.spill_bytes_in;
-  s["instructions"] = st.instructions;
-  s["cycles"] = cycles_json(st.cycles);
-  s["host_io_cycles"] = cycles_json(st.host_io);
-  // Parts of two causes, for the TPU paper's Table 3 (`table3` below): array_active =
-  // array_stream + array_drain, pcie = pcie_input + pcie_output.
-  s["cycles_split"] = {{"array_stream", st.cycles.array_stream()},
-                       {"array_drain", st.cycles.array_drain},
-                       {"pcie_input", st.cycles.pcie_input},
-                       {"pcie_output", st.cycles.pcie_output()}};
-  s["busy_cycles"] = {{"array", st.array_busy_cycles}, {"array_stream", st.array_stream_cycles}, {"weight_memory", st.weight_memory_busy_cycles},
-                      {"pcie", st.pcie_busy_cycles}, {"vector_unit", st.vector_busy_cycles}};
+  if (parts.workload) {
+    ordered_json& w = r["workload"];
+    w["name"] = run.graph.name;
+    w["source"] = run.graph.source;
+    w["description"] = run.graph.description;
+    w["batch"] = prog.batch;
+    w["sub_batch"] = prog.sub_batch;
+    w["precision"] = run.precision;
+    w["layers"] = prog.layers.size();
+    w["weights"] = run.graph.total_weights();
+    w["macs"] = macs;
+    w["macs_per_weight"] = safe_div(static_cast<double>(macs), static_cast<double>(run.graph.total_weights()));
+    // A quantized model's own int8/uint8 codes set these layers' precision (docs/precision.md).
+    {
+      const auto quantized = graph::model_quantization(run.graph);
+      int64_t count = 0;
+      std::vector<std::string> modes;
+      for (size_t i = 0; i < run.graph.layers.size() && i < prog.layers.size(); ++i) {
+        const graph::Layer& l = run.graph.layers[i];
+        if (!graph::is_matrix_op(l.op)) continue;
+        if (!quantized[static_cast<size_t>(l.inputs.at(0))] && !l.quantized_weights) continue;
+        ++count;
+        const std::string mode = std::string(dtype_name(prog.layers[i].a_dtype)) + "x" + std::string(dtype_name(prog.layers[i].b_dtype));
+        if (std::find(modes.begin(), modes.end(), mode) == modes.end()) modes.push_back(mode);
+      }
+      if (count > 0) w["quantized_by_model"] = {{"matrix_layers", count}, {"modes", modes}};
+    }
+    // Work the model leaves to the host (NonMaxSuppression, ...): what it reads crosses PCIe
+    // as graph outputs (in host_output_bytes); its own CPU time is the host's, not simulated.
+    if (!run.graph.host_ops.empty()) {
+      ordered_json ops = ordered_json::array();
+      for (const auto& h : run.graph.host_ops) {
+        std::vector<std::string> reads;
+        int64_t bytes = 0;
+        for (int t : h.reads) {
+          const graph::Tensor& tensor = run.graph.tensors[static_cast<size_t>(t)];
+          reads.push_back(tensor.name);
+          bytes += elements_bytes(tensor.dtype, graph::shape_elements(tensor.shape));
+        }
+        ops.push_back({{"node", h.name}, {"op", h.op}, {"reads", reads}, {"bytes_to_host", bytes * prog.batch}});
+      }
+      w["host_ops"] = ops;
+    }
+    w["host_input_bytes"] = prog.host_input_bytes;
+    w["host_output_bytes"] = prog.host_output_bytes;
+    if (arch.chip_template) {
+      w["device_input_bytes"] = prog.device_input_bytes;
+      w["device_output_bytes"] = prog.device_output_bytes;
+    }
+  }
+
   // Energy (docs/energy.md): the run's from the units' counters; each layer's from its
   // instructions plus the static power over its attributed latency; the instructions of no
   // layer (the batch's host transfers) with the host_io cycles.
-  const energy::Breakdown run_energy = energy::energy_of(arch, activity_from_counters(st), latency_s);
   energy::Activity host_activity;
-  const std::vector<energy::Activity> layer_activity = layer_activities(prog, arch, host_activity);
-  const energy::Breakdown host_energy =
-      energy::energy_of(arch, host_activity, static_cast<double>(st.host_io.total()) / clock_hz);
-  add_energy_summary(s, arch, run_energy, host_energy, latency_s, prog.batch, tops);
+  std::vector<energy::Activity> layer_activity;
+  if (parts.summary || parts.layers) layer_activity = layer_activities(prog, arch, host_activity);
+  if (parts.summary) {
+    ordered_json& s = r["summary"];
+    s["latency_s"] = latency_s;
+    s["latency_cycles"] = st.total_cycles;
+    s["inferences_per_s"] = safe_div(static_cast<double>(prog.batch), latency_s);
+    s["macs"] = macs;
+    s["array_macs"] = st.macs;
+    s["ops"] = ops;
+    s["tops"] = tops;
+    s["peak_tops"] = peak_tops;
+    s["utilization"] = safe_div(tops, peak_tops);
+    s["oi_macs_per_weight_byte"] = oi_macs_w;
+    s["oi_ops_per_weight_byte"] = 2 * oi_macs_w;
+    s["oi_ops_per_dram_byte"] = oi_ops_dram;
+    s["weight_memory_bytes"] = st.weight_memory_bytes;
+    if (arch.chip_template) s["device_memory_bytes_written"] = st.device_memory_bytes_written;
+    s["pcie_bytes_to_device"] = st.pcie_bytes_to_device;
+    s["pcie_bytes_to_host"] = st.pcie_bytes_to_host;
+    s["unified_buffer_peak_bytes"] = prog.ub_peak_bytes;
+    // Activations evicted to host memory and read back (or streamed by row-tiled layers) over PCIe.
+    s["spill_bytes"] = prog.spill_bytes_out + prog.spill_bytes_in;
+    s["spill_bytes_out"] = prog.spill_bytes_out;
+    s["spill_bytes_in"] = prog.spill_bytes_in;
+    s["instructions"] = st.instructions;
+    s["cycles"] = cycles_json(st.cycles);
+    s["host_io_cycles"] = cycles_json(st.host_io);
+    // Parts of two causes, for the TPU paper's Table 3 (`table3` below): array_active =
+    // array_stream + array_drain, pcie = pcie_input + pcie_output.
+    s["cycles_split"] = {{"array_stream", st.cycles.array_stream()},
+                         {"array_drain", st.cycles.array_drain},
+                         {"pcie_input", st.cycles.pcie_input},
+                         {"pcie_output", st.cycles.pcie_output()}};
+    s["busy_cycles"] = {{"array", st.array_busy_cycles}, {"array_stream", st.array_stream_cycles}, {"weight_memory", st.weight_memory_busy_cycles},
+                        {"pcie", st.pcie_busy_cycles}, {"vector_unit", st.vector_busy_cycles}};
+    const energy::Breakdown run_energy = energy::energy_of(arch, activity_from_counters(st), latency_s);
+    const energy::Breakdown host_energy =
+        energy::energy_of(arch, host_activity, static_cast<double>(st.host_io.total()) / clock_hz);
+    add_energy_summary(s, arch, run_energy, host_energy, latency_s, prog.batch, tops);
+  }
 
   ordered_json layers = ordered_json::array();
   ordered_json roof_layers = ordered_json::array();
-  for (size_t i = 0; i < prog.layers.size(); ++i) {
+  for (size_t i = 0; (parts.layers || parts.roofline) && i < prog.layers.size(); ++i) {
     const compiler::LayerInfo& li = prog.layers[i];
     const engine::LayerStats& ls = st.layers[i];
     const int64_t attributed = ls.cycles.total();
@@ -235,11 +244,13 @@ ordered_json build_report(const RunRecord& run) {
     // input/output transfers belong to no layer and count only in the workload point).
     const double l_oi_dram =
         safe_div(lops, static_cast<double>(li.weight_bytes + li.spill_bytes_out + li.spill_bytes_in));
-    layers.push_back(layer_json({.index = i, .info = li, .stats = ls, .clock_hz = clock_hz, .latency_cycles = attributed,
-                                 .latency_s = lat, .ops = lops, .peak_tops = lpeak, .tops = ltops,
-                                 .oi_macs_per_weight_byte = l_oi, .oi_ops_per_dram_byte = l_oi_dram,
-                                 .energy = energy::energy_of(arch, layer_activity[i], lat)}));
-    if (li.macs > 0) {
+    if (parts.layers) {
+      layers.push_back(layer_json({.index = i, .info = li, .stats = ls, .clock_hz = clock_hz, .latency_cycles = attributed,
+                                   .latency_s = lat, .ops = lops, .peak_tops = lpeak, .tops = ltops,
+                                   .oi_macs_per_weight_byte = l_oi, .oi_ops_per_dram_byte = l_oi_dram,
+                                   .energy = energy::energy_of(arch, layer_activity[i], lat)}));
+    }
+    if (parts.roofline && li.macs > 0) {
       const Roofline lroof{lpeak, arch.weight_memory.bandwidth_gb_per_s};
       const Roofline lroof_dram{lpeak, arch.weight_memory.bandwidth_gb_per_s + pcie_gb_per_s};
       roof_layers.push_back({{"name", li.name},
@@ -254,41 +265,43 @@ ordered_json build_report(const RunRecord& run) {
                              {"bound", 2 * l_oi < lroof.ridge_ops_per_byte() ? "memory" : "compute"}});
     }
   }
-  r["layers"] = layers;
+  if (parts.layers) r["layers"] = layers;
 
-  ordered_json& roof = r["roofline"];
-  roof["peak_tops"] = peak_tops;
-  roof["weight_memory"] = {{"bandwidth_gb_per_s", weight_roof.bandwidth_gb_per_s},
-                           {"ridge_ops_per_byte", weight_roof.ridge_ops_per_byte()},
-                           {"ridge_macs_per_byte", weight_roof.ridge_ops_per_byte() / 2},
-                           {"oi_ops_per_byte", 2 * oi_macs_w},
-                           {"attainable_tops", weight_roof.attainable_tops(2 * oi_macs_w)},
-                           {"achieved_tops", tops},
-                           {"bound", 2 * oi_macs_w < weight_roof.ridge_ops_per_byte() ? "memory" : "compute"}};
-  roof["dram"] = {{"bandwidth_gb_per_s", dram_roof.bandwidth_gb_per_s},
-                  {"ridge_ops_per_byte", dram_roof.ridge_ops_per_byte()},
-                  {"oi_ops_per_byte", oi_ops_dram},
-                  {"attainable_tops", dram_roof.attainable_tops(oi_ops_dram)},
-                  {"achieved_tops", tops}};
-  // One roof per MAC mode the array has: the peak and ridge points a layer at that
-  // precision runs against, in both operational-intensity flavours (DESIGN.md section 6).
-  ordered_json by_precision = ordered_json::array();
-  for (const MacMode& m : arch.array.mac_modes) {
-    const double mpeak = peak_rate1 * m.rate;
-    const Roofline mw{mpeak, arch.weight_memory.bandwidth_gb_per_s};
-    const Roofline md{mpeak, arch.weight_memory.bandwidth_gb_per_s + pcie_gb_per_s};
-    by_precision.push_back({{"mode", std::string(dtype_name(m.a)) + "x" + std::string(dtype_name(m.b))},
-                            {"a_dtype", std::string(dtype_name(m.a))},
-                            {"b_dtype", std::string(dtype_name(m.b))},
-                            {"mac_rate", m.rate},
-                            {"peak_tops", mpeak},
-                            {"ridge_ops_per_weight_byte", mw.ridge_ops_per_byte()},
-                            {"ridge_macs_per_weight_byte", mw.ridge_ops_per_byte() / 2},
-                            {"ridge_ops_per_dram_byte", md.ridge_ops_per_byte()}});
+  if (parts.roofline) {
+    ordered_json& roof = r["roofline"];
+    roof["peak_tops"] = peak_tops;
+    roof["weight_memory"] = {{"bandwidth_gb_per_s", weight_roof.bandwidth_gb_per_s},
+                             {"ridge_ops_per_byte", weight_roof.ridge_ops_per_byte()},
+                             {"ridge_macs_per_byte", weight_roof.ridge_ops_per_byte() / 2},
+                             {"oi_ops_per_byte", 2 * oi_macs_w},
+                             {"attainable_tops", weight_roof.attainable_tops(2 * oi_macs_w)},
+                             {"achieved_tops", tops},
+                             {"bound", 2 * oi_macs_w < weight_roof.ridge_ops_per_byte() ? "memory" : "compute"}};
+    roof["dram"] = {{"bandwidth_gb_per_s", dram_roof.bandwidth_gb_per_s},
+                    {"ridge_ops_per_byte", dram_roof.ridge_ops_per_byte()},
+                    {"oi_ops_per_byte", oi_ops_dram},
+                    {"attainable_tops", dram_roof.attainable_tops(oi_ops_dram)},
+                    {"achieved_tops", tops}};
+    // One roof per MAC mode the array has: the peak and ridge points a layer at that
+    // precision runs against, in both operational-intensity flavours (DESIGN.md section 6).
+    ordered_json by_precision = ordered_json::array();
+    for (const MacMode& m : arch.array.mac_modes) {
+      const double mpeak = peak_rate1 * m.rate;
+      const Roofline mw{mpeak, arch.weight_memory.bandwidth_gb_per_s};
+      const Roofline md{mpeak, arch.weight_memory.bandwidth_gb_per_s + pcie_gb_per_s};
+      by_precision.push_back({{"mode", std::string(dtype_name(m.a)) + "x" + std::string(dtype_name(m.b))},
+                              {"a_dtype", std::string(dtype_name(m.a))},
+                              {"b_dtype", std::string(dtype_name(m.b))},
+                              {"mac_rate", m.rate},
+                              {"peak_tops", mpeak},
+                              {"ridge_ops_per_weight_byte", mw.ridge_ops_per_byte()},
+                              {"ridge_macs_per_weight_byte", mw.ridge_ops_per_byte() / 2},
+                              {"ridge_ops_per_dram_byte", md.ridge_ops_per_byte()}});
+    }
+    roof["by_precision"] = by_precision;
+    roof["layers"] = roof_layers;
   }
-  roof["by_precision"] = by_precision;
-  roof["layers"] = roof_layers;
-  r["table3"] = table3_json(arch, st, tops, peak_tops);
+  if (parts.table3) r["table3"] = table3_json(arch, st, tops, peak_tops);
   r["baselines"] = ordered_json::array();
   return r;
 }

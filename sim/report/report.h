@@ -31,7 +31,13 @@ struct Roofline {
   double attainable_tops(double ops_per_byte) const;
 };
 
-nlohmann::ordered_json build_report(const RunRecord& run);
+// The parts of report.json to build, by top-level key; every one by default. A sweep point
+// whose metrics read only `summary` leaves out the per-layer tables it would never send
+// (issue 35); what is built is the same as in the whole report.
+struct ReportParts {
+  bool arch = true, workload = true, summary = true, layers = true, roofline = true, table3 = true;
+};
+nlohmann::ordered_json build_report(const RunRecord& run, const ReportParts& parts = {});
 std::string layers_csv(const nlohmann::ordered_json& report);
 // `precision_label` says which precision ran and why ("bf16 (from the workload)", run::PrecisionRan);
 // empty: the summaries name workload.precision alone.

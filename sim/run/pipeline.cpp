@@ -134,9 +134,10 @@ void refuse_overwriting_inputs(const std::vector<OutputFile>& outputs, const Com
 }
 
 nlohmann::ordered_json simulate_report(const ArchConfig& arch, const graph::Graph& graph,
-                                       const compiler::Program& program, const std::string& precision) {
+                                       const compiler::Program& program, const std::string& precision,
+                                       const report::ReportParts& parts) {
   const engine::RunStats stats = engine::simulate(arch, program, {.tracks = false});
-  return report::build_report(report::RunRecord{arch, graph, program, stats, precision});
+  return report::build_report(report::RunRecord{arch, graph, program, stats, precision}, parts);
 }
 
 RunResult run(const RunRequest& request) {

@@ -17,6 +17,7 @@
 #include "sim/engine/engine.h"
 #include "sim/functional/functional.h"
 #include "sim/graph/graph.h"
+#include "sim/report/report.h"
 
 namespace tessera::run {
 
@@ -78,11 +79,12 @@ CompiledRun compile(const CompileRequest& request);
 // parsed from the text the sweep generated.
 CompiledRun compile(const CompileRequest& request, ArchConfig arch);
 
-// Simulates a compiled program on `arch` and builds its report: `tessera run` without
-// baselines, functional mode or a trace. `arch` may differ from the config `program` was
-// compiled for in keys the compiler does not read (sim/compiler/config_keys.h) only.
+// Simulates a compiled program on `arch` and builds its report (`parts` of it): `tessera run`
+// without baselines, functional mode or a trace. `arch` may differ from the config `program`
+// was compiled for in keys the compiler does not read (sim/compiler/config_keys.h) only.
 nlohmann::ordered_json simulate_report(const ArchConfig& arch, const graph::Graph& graph,
-                                       const compiler::Program& program, const std::string& precision);
+                                       const compiler::Program& program, const std::string& precision,
+                                       const report::ReportParts& parts = {});
 
 struct RunRequest {
   CompileRequest inputs;

@@ -4,12 +4,14 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cctype>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <utility>
 #include <unordered_set>
 
 #include "sim/common/error.h"
@@ -130,8 +132,9 @@ std::string row_to_csv(const Experiment& e, const Row& row) {
   return line + "\n";
 }
 
-std::optional<Value> report_value(const nlohmann::json& report, const std::string& path, std::string* why) {
-  const nlohmann::json* cur = &report;
+template <class Json>
+std::optional<Value> report_value(const Json& report, const std::string& path, std::string* why) {
+  const Json* cur = &report;
   std::string so_far;
   for (const auto& c : split_dotted(path)) {
     const std::string here = so_far.empty() ? c : so_far + "." + c;
@@ -139,8 +142,11 @@ std::optional<Value> report_value(const nlohmann::json& report, const std::strin
       auto it = cur->find(c);
       if (it == cur->end()) {
         if (why) {
+          std::vector<std::string> names;
+          for (const auto& [k, v] : cur->items()) names.push_back(k);
+          std::sort(names.begin(), names.end());  // as nlohmann::json's std::map holds them
           std::string keys;
-          for (const auto& [k, v] : cur->items()) keys += (keys.empty() ? "" : ", ") + k;
+          for (const auto& k : names) keys += (keys.empty() ? "" : ", ") + k;
           *why = "report.json has no '" + here + "'" +
                  (keys.empty() ? "" : " (keys" + (so_far.empty() ? std::string() : " under " + so_far) + ": " + keys + ")");
         }
@@ -209,7 +215,8 @@ Row failed_row(const Experiment& e, const Point& p, const std::string& error) {
   return r;
 }
 
-Row row_from_report(const Experiment& e, const Point& p, const nlohmann::json& report) {
+template <class Json>
+Row row_from_report(const Experiment& e, const Point& p, const Json& report) {
   Row r = failed_row(e, p, "");
   r.metrics.clear();
   std::string problem;
@@ -245,33 +252,101 @@ Row row_from_report(const Experiment& e, const Point& p, const nlohmann::json& r
   return r;
 }
 
-ExistingResults read_results(const fs::path& jsonl) {
+template std::optional<Value> report_value(const nlohmann::json&, const std::string&, std::string*);
+template std::optional<Value> report_value(const nlohmann::ordered_json&, const std::string&, std::string*);
+template Row row_from_report(const Experiment&, const Point&, const nlohmann::json&);
+template Row row_from_report(const Experiment&, const Point&, const nlohmann::ordered_json&);
+
+std::optional<uint64_t> PointIdSet::hex_id(const std::string& id) {
+  if (id.size() != 16) return std::nullopt;
+  uint64_t v = 0;
+  for (const char c : id) {
+    if (c >= '0' && c <= '9') {
+      v = (v << 4) | static_cast<uint64_t>(c - '0');
+    } else if (c >= 'a' && c <= 'f') {
+      v = (v << 4) | static_cast<uint64_t>(c - 'a' + 10);
+    } else {
+      return std::nullopt;  // upper case too: "0A..." and "0a..." are different ids
+    }
+  }
+  return v;
+}
+
+size_t PointIdSet::slot_of(uint64_t key) const {
+  // Fibonacci hashing spreads ids that are not hashes (rows written by hand) as well.
+  const size_t mask = slots_.size() - 1;
+  size_t k = static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> 20) & mask;
+  while (slots_[k] != 0 && slots_[k] != key) k = (k + 1) & mask;
+  return k;
+}
+
+void PointIdSet::grow(size_t slots) {
+  std::vector<uint64_t> old;
+  old.swap(slots_);
+  slots_.assign(slots, 0);
+  for (const uint64_t key : old) {
+    if (key != 0) slots_[slot_of(key)] = key;
+  }
+}
+
+void PointIdSet::reserve(size_t ids) {
+  size_t slots = 16;
+  while (slots < 2 * ids) slots *= 2;  // at most half full
+  if (slots > slots_.size()) grow(slots);
+}
+
+bool PointIdSet::insert(const std::string& id) {
+  const auto key = hex_id(id);
+  if (!key) return other_.insert(id).second;
+  if (*key == 0) return !std::exchange(has_zero_, true);
+  if (slots_.empty() || 2 * (hex_size_ + 1) > slots_.size()) reserve(hex_size_ + 1 + hex_size_ / 2);
+  const size_t k = slot_of(*key);
+  if (slots_[k] == *key) return false;
+  slots_[k] = *key;
+  ++hex_size_;
+  return true;
+}
+
+size_t PointIdSet::count(const std::string& id) const {
+  const auto key = hex_id(id);
+  if (!key) return other_.count(id);
+  if (*key == 0) return has_zero_ ? 1 : 0;
+  if (slots_.empty()) return 0;
+  return slots_[slot_of(*key)] == *key ? 1 : 0;
+}
+
+ExistingResults scan_results(const fs::path& jsonl, const std::function<void(Row&& row)>& on_row) {
   ExistingResults out;
   std::error_code ec;
   if (!fs::exists(fs::symlink_status(jsonl, ec))) return out;
-  const std::string text = read_no_follow(jsonl);
-  std::unordered_set<std::string> seen;
-  size_t start = 0;
-  while (start < text.size()) {
-    const size_t nl = text.find('\n', start);
-    if (nl == std::string::npos) {
+  LineReader lines(jsonl);
+  PointIdSet seen;
+  std::string line;
+  bool complete = true;
+  while (lines.next(line, complete)) {
+    if (!complete) {
       ++out.torn;  // no newline: the write of this line never completed
       break;
     }
-    const std::string line = text.substr(start, nl - start);
-    start = nl + 1;
     if (line.empty()) continue;
     auto row = row_from_jsonl(line);
     if (!row) {
       ++out.unreadable;
       continue;
     }
-    if (!seen.insert(row->point).second) {
+    if (!seen.insert(row->point)) {
       ++out.duplicates;
       continue;
     }
-    out.rows.push_back(std::move(*row));
+    on_row(std::move(*row));
   }
+  return out;
+}
+
+ExistingResults read_results(const fs::path& jsonl) {
+  std::vector<Row> rows;
+  ExistingResults out = scan_results(jsonl, [&](Row&& row) { rows.push_back(std::move(row)); });
+  out.rows = std::move(rows);
   return out;
 }
 
@@ -331,9 +406,10 @@ void ResultStore::open(bool resume, bool retry_failed) {
   m["columns"] = csv_columns(e);
   m["points"] = e.points.size();
 
-  ExistingResults existing = read_results(jsonl);
   if (!resume) {
-    if (!existing.rows.empty() || existing.torn || existing.unreadable) {
+    size_t rows = 0;
+    const ExistingResults existing = scan_results(jsonl, [&](Row&&) { ++rows; });
+    if (rows > 0 || existing.torn || existing.unreadable) {
       throw InputError(jsonl.string() + ": already holds results; pass --resume to continue that sweep, or choose another --out");
     }
   } else if (std::error_code ec; fs::exists(manifest, ec)) {
@@ -348,30 +424,30 @@ void ResultStore::open(bool resume, bool retry_failed) {
                        "): the parameters or metrics changed; use another --out");
     }
   }
-  torn_ = existing.torn + existing.unreadable;
-  std::unordered_set<std::string> ids(e.points.size());
+  PointIdSet ids;
+  ids.reserve(e.points.size());
   for (const auto& p : e.points) ids.insert(p.id);
-  // Only for rewriting the files: the rows are not kept (a sweep process forks once per point).
-  std::vector<Row> kept;
-  for (auto& row : existing.rows) {
-    if (retry_failed && !row.ok) continue;
+  done_.reserve(e.points.size());  // the sweep's own rows then never grow it
+  // Rewrite both files from the kept rows (drops a torn line, brings the CSV in line), one row
+  // at a time: a resume over 100,000 rows held them all (260 MiB) and left the heap it forks
+  // from in pieces.
+  ReplacementFile jsonl_new(jsonl), csv_new(csv);
+  csv_new.write(csv_header(e));
+  const ExistingResults existing = scan_results(jsonl, [&](Row&& row) {
+    if (retry_failed && !row.ok) return;
     if (resume && !row.ok && is_environment_failure(row.error)) {
       ++retried_environment_;  // the point did not fail, its machine did: run it again
-      continue;
+      return;
     }
     if (!ids.count(row.point)) ++stale_;
     done_.insert(row.point);
-    kept.push_back(std::move(row));
-  }
-  // Rewrite both files from the kept rows (drops a torn line, brings the CSV in line).
-  std::string jsonl_text, csv_text = csv_header(e);
-  for (const auto& row : kept) {
-    jsonl_text += row_to_jsonl(row);
-    csv_text += row_to_csv(e, row);
-  }
+    jsonl_new.write(row_to_jsonl(row));
+    csv_new.write(row_to_csv(e, row));
+  });
+  torn_ = existing.torn + existing.unreadable;
   replace_file(manifest, m.dump(2, ' ', false, ojson::error_handler_t::replace) + "\n");
-  replace_file(jsonl, jsonl_text);
-  replace_file(csv, csv_text);
+  jsonl_new.commit();
+  csv_new.commit();
   jsonl_fd_ = open_append(jsonl);
   csv_fd_ = open_append(csv);
 }

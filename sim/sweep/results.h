@@ -12,9 +12,10 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
-#include <set>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "sim/sweep/experiment.h"
@@ -45,7 +46,10 @@ std::string csv_field(const std::string& text);  // RFC 4180 quoting where neede
 
 // The row of a point from its report.json (ok, or failed when a metric is missing), and of a
 // failed point from its error text.
-Row row_from_report(const Experiment& e, const Point& p, const nlohmann::json& report);
+// A report as `tessera run` wrote it (nlohmann::json, read back) or as a point in process
+// built it (nlohmann::ordered_json, not copied): the same row either way.
+template <class Json = nlohmann::json>
+Row row_from_report(const Experiment& e, const Point& p, const Json& report);
 Row failed_row(const Experiment& e, const Point& p, const std::string& error);
 // True when a failed point's error text says the environment failed, not the point: out of
 // disk space or memory, an I/O error, killed by a signal from outside (the OOM killer's
@@ -57,7 +61,31 @@ bool is_environment_failure(const std::string& error);
 inline constexpr const char* kRankTimeoutPrefix = "no result from MPI rank ";
 
 // A metric value from a report: dotted path, numeric components index lists.
-std::optional<Value> report_value(const nlohmann::json& report, const std::string& path, std::string* why = nullptr);
+// A "report.json has no 'x' (keys: ...)" message lists the keys in sorted order, for either kind of report.
+template <class Json = nlohmann::json>
+std::optional<Value> report_value(const Json& report, const std::string& path, std::string* why = nullptr);
+
+// A set of point ids: 64-bit integers in one flat open-addressing table (a point id is 16 hex
+// digits, Point::id), not strings in tree nodes. 100,000 such nodes, allocated in between the
+// rows a resume parsed, stayed scattered over the sweep process's heap once the rows were
+// freed: the heap could not be returned to the system and the forked points copied the pages
+// their allocations touched (issue 35: 1.35x the CPU per point at 100,000 rows).
+class PointIdSet {
+ public:
+  void reserve(size_t ids);  // room for this many without growing
+  bool insert(const std::string& id);  // false if it was there
+  size_t count(const std::string& id) const;
+  size_t size() const { return hex_size_ + (has_zero_ ? 1 : 0) + other_.size(); }
+
+ private:
+  static std::optional<uint64_t> hex_id(const std::string& id);
+  size_t slot_of(uint64_t key) const;
+  void grow(size_t slots);
+  std::vector<uint64_t> slots_;  // 0 = empty (the id 0000000000000000 is has_zero_)
+  size_t hex_size_ = 0;
+  bool has_zero_ = false;
+  std::unordered_set<std::string> other_;  // ids that are not 16 lowercase hex digits (a row edited by hand)
+};
 
 // Reads results.jsonl: complete, parseable rows in file order, first occurrence of each point.
 struct ExistingResults {
@@ -67,6 +95,8 @@ struct ExistingResults {
   size_t duplicates = 0;
 };
 ExistingResults read_results(const std::filesystem::path& jsonl);
+// The same one row at a time (`rows` stays empty): a resume of 100,000 rows holds one.
+ExistingResults scan_results(const std::filesystem::path& jsonl, const std::function<void(Row&& row)>& on_row);
 
 // Owns results.jsonl/results.csv in a sweep directory (one writer: the local runner or MPI rank 0).
 class ResultStore {
@@ -80,7 +110,7 @@ class ResultStore {
   ResultStore(const ResultStore&) = delete;
   ResultStore& operator=(const ResultStore&) = delete;
 
-  const std::set<std::string>& done() const { return done_; }
+  const PointIdSet& done() const { return done_; }
   size_t dropped_torn() const { return torn_; }
   size_t stale() const { return stale_; }  // rows of points no longer in the experiment
   size_t retried_environment() const { return retried_environment_; }  // such rows dropped on resume
@@ -100,7 +130,7 @@ class ResultStore {
   int jsonl_fd_ = -1;
   int csv_fd_ = -1;
   int lock_fd_ = -1;
-  std::set<std::string> done_;
+  PointIdSet done_;
   size_t torn_ = 0;
   size_t stale_ = 0;
   size_t removed_temporaries_ = 0;

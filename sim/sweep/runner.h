@@ -39,13 +39,14 @@ struct PointJob {
 //  - run() runs in the child: it simulates the point with the config `experiment.config_yaml`
 //    gives (the file is written only when reports are kept, or by the sweep when the point
 //    failed, so that its error names a file that is there), puts the report in `report` and
-//    returns the exit code `tessera run` would have, having printed what it would print. It
+//    returns the exit code `tessera run` would have, having printed what it would print. Unless
+//    reports are kept, `report` need hold only the parts of report.json the metrics read. It
 //    returns nullopt for a point it cannot run in process (options only the `tessera run`
 //    command line knows): the child then executes `tessera run` with `args`.
 // Each child still elaborates SystemC once: the sweep process itself never does.
 struct InProcessRunner {
   std::function<void(const PointJob& job)> prepare;
-  std::function<std::optional<int>(const PointJob& job, nlohmann::json& report)> run;
+  std::function<std::optional<int>(const PointJob& job, nlohmann::ordered_json& report)> run;
   std::function<size_t()> programs_compiled;  // by prepare() in this process, for DIR/sweep.log
 };
 
@@ -133,8 +134,10 @@ class Progress {
 // A line in DIR/sweep.log (timestamps live there, never in results).
 void log_line(const std::filesystem::path& out_dir, const std::string& text);
 
-// CPU time of this process and of its reaped children, for DIR/sweep.log.
+// CPU time of this process and of its reaped children, for DIR/sweep.log: at the end, and
+// every kCpuLogPoints points a local sweep has run.
 std::string cpu_usage_text();
+inline constexpr size_t kCpuLogPoints = 1000;
 
 // The absolute path of the running executable (/proc/self/exe).
 std::filesystem::path self_exe();

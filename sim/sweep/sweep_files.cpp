@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <string_view>
 
 #include "sim/common/error.h"
 #include "sim/common/output_dir.h"
@@ -23,7 +24,7 @@ std::string link_refused(const fs::path& p) {
                       "(someone else may have placed it there): remove it or choose another --out";
 }
 
-int write_all(int fd, const std::string& contents) {
+int write_all(int fd, std::string_view contents) {
   size_t done = 0;
   while (done < contents.size()) {
     const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
@@ -81,7 +82,10 @@ int open_no_follow(const fs::path& path, int flags, const char* what) {
   throw InputError(path.string() + ": " + what + ": " + std::strerror(err));
 }
 
-std::string read_no_follow(const fs::path& path) {
+namespace {
+
+// The checks of read_no_follow and LineReader: no link, a regular file, at most 16 GiB.
+int open_regular_no_follow(const fs::path& path) {
   const int fd = open_no_follow(path, O_RDONLY | O_NONBLOCK, "cannot open");
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -96,46 +100,133 @@ std::string read_no_follow(const fs::path& path) {
     throw InputError(path.string() + ": is " + std::to_string(st.st_size) + " bytes, more than the 16 GiB a sweep or "
                      "serve file may have");
   }
-  std::string out;
-  char buf[65536];
+  return fd;
+}
+
+// Appends up to `max` bytes read from `fd` to `out`; false at the end of the file.
+bool read_some(int fd, const fs::path& path, std::string& out, size_t max) {
+  const size_t at = out.size();
+  out.resize(at + max);
   while (true) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
+    const ssize_t n = ::read(fd, out.data() + at, max);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       const int err = errno;
-      ::close(fd);
+      out.resize(at);
       throw InputError(path.string() + ": cannot read: " + std::strerror(err));
     }
-    if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
+    out.resize(at + static_cast<size_t>(n));
+    return n > 0;
+  }
+}
+
+constexpr size_t kReadChunkBytes = 65536;
+constexpr size_t kWriteBufferBytes = size_t{1} << 20;
+
+}  // namespace
+
+std::string read_no_follow(const fs::path& path) {
+  const int fd = open_regular_no_follow(path);
+  std::string out;
+  try {
+    while (read_some(fd, path, out, kReadChunkBytes)) {
+    }
+  } catch (...) {
+    ::close(fd);
+    throw;
   }
   ::close(fd);
   return out;
 }
 
-void replace_file(const fs::path& path, const std::string& contents) {
+LineReader::LineReader(const fs::path& path) : path_(path), fd_(open_regular_no_follow(path)) {}
+
+LineReader::~LineReader() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool LineReader::fill() {
+  if (eof_) return false;
+  // Drop what was consumed before reading more: the buffer holds about one chunk.
+  buffer_.erase(0, start_);
+  start_ = 0;
+  if (!read_some(fd_, path_, buffer_, kReadChunkBytes)) eof_ = true;
+  return !eof_;
+}
+
+bool LineReader::next(std::string& line, bool& complete) {
+  size_t searched = start_;
+  while (true) {
+    const size_t nl = buffer_.find('\n', searched);
+    if (nl != std::string::npos) {
+      line.assign(buffer_, start_, nl - start_);
+      start_ = nl + 1;
+      complete = true;
+      return true;
+    }
+    searched = buffer_.size() - start_;  // relative to start_ after fill() moves the rest to 0
+    if (!fill()) break;
+  }
+  if (start_ >= buffer_.size()) return false;
+  line.assign(buffer_, start_, std::string::npos);
+  start_ = buffer_.size();
+  complete = false;
+  return true;
+}
+
+ReplacementFile::ReplacementFile(const fs::path& path) : path_(path) {
   // A name of our own next to the target (same file system, so the rename is atomic);
   // O_EXCL | O_NOFOLLOW: never an existing file, never through a link.
   static std::mt19937_64 rng(std::random_device{}() ^ static_cast<uint64_t>(::getpid()));
   static const char kChars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-  std::string tmp;
-  int fd = -1;
-  for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
+  for (int attempt = 0; attempt < 100 && fd_ < 0; ++attempt) {
     std::string suffix;
     for (int k = 0; k < 6; ++k) suffix += kChars[rng() % (sizeof kChars - 1)];
-    tmp = path.string() + ".tmp." + suffix;
-    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0 && errno != EEXIST) break;
+    tmp_ = path.string() + ".tmp." + suffix;
+    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd_ < 0 && errno != EEXIST) break;
   }
-  if (fd < 0) throw InputError(path.string() + ": cannot create output file: " + std::strerror(errno));
-  int err = write_all(fd, contents);
-  if (err == 0 && ::fsync(fd) != 0) err = errno;
-  if (::close(fd) != 0 && err == 0) err = errno;
-  if (err == 0 && std::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
+  if (fd_ < 0) throw InputError(path.string() + ": cannot create output file: " + std::strerror(errno));
+}
+
+ReplacementFile::~ReplacementFile() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    ::unlink(tmp_.c_str());
+  }
+}
+
+void ReplacementFile::flush() {
+  if (err_ == 0) err_ = write_all(fd_, buffer_);
+  buffer_.clear();
+}
+
+void ReplacementFile::write(std::string_view text) {
+  if (buffer_.empty() && text.size() >= kWriteBufferBytes) {
+    if (err_ == 0) err_ = write_all(fd_, text);
+    return;
+  }
+  buffer_.append(text);
+  if (buffer_.size() >= kWriteBufferBytes) flush();
+}
+
+void ReplacementFile::commit() {
+  flush();
+  int err = err_;
+  if (err == 0 && ::fsync(fd_) != 0) err = errno;
+  if (::close(fd_) != 0 && err == 0) err = errno;
+  fd_ = -1;
+  if (err == 0 && std::rename(tmp_.c_str(), path_.c_str()) != 0) err = errno;
   if (err != 0) {
-    ::unlink(tmp.c_str());
-    throw InputError(path.string() + ": cannot write output file: " + std::strerror(err));
+    ::unlink(tmp_.c_str());
+    throw InputError(path_.string() + ": cannot write output file: " + std::strerror(err));
   }
+}
+
+void replace_file(const fs::path& path, const std::string& contents) {
+  ReplacementFile file(path);
+  file.write(contents);
+  file.commit();
 }
 
 size_t remove_stale_temporaries(const fs::path& dir) {

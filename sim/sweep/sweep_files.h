@@ -6,8 +6,10 @@
 // that link would overwrite the other file. So: directories below the output directory must
 // be real directories, files are opened with O_NOFOLLOW, and whole files are replaced by a
 // rename, which replaces a link instead of following it.
+#include <cstddef>
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 #include "sim/common/error.h"
 
@@ -42,6 +44,48 @@ std::string read_no_follow(const std::filesystem::path& path);
 // O_NOFOLLOW), fsync, rename over the target (a link there is replaced, not followed).
 // Throws InputError naming the path; the temporary file is removed on failure.
 void replace_file(const std::filesystem::path& path, const std::string& contents);
+
+// replace_file for contents written piece by piece (a resume rewriting 100,000 rows without
+// holding them all): the same temporary file, fsync and rename, at commit(). Destroyed without
+// commit(), the temporary file is removed and the target is untouched.
+class ReplacementFile {
+ public:
+  explicit ReplacementFile(const std::filesystem::path& path);  // creates the temporary file
+  ~ReplacementFile();
+  ReplacementFile(const ReplacementFile&) = delete;
+  ReplacementFile& operator=(const ReplacementFile&) = delete;
+  void write(std::string_view text);  // buffered
+  void commit();
+
+ private:
+  void flush();
+  std::filesystem::path path_;
+  std::string tmp_;
+  std::string buffer_;
+  int fd_ = -1;
+  int err_ = 0;  // the first write error, reported by commit()
+};
+
+// Reads a regular file of the output tree line by line, with read_no_follow's checks (no link,
+// a regular file, the same size bound), holding one buffer of it at a time.
+class LineReader {
+ public:
+  explicit LineReader(const std::filesystem::path& path);
+  ~LineReader();
+  LineReader(const LineReader&) = delete;
+  LineReader& operator=(const LineReader&) = delete;
+  // The next line without its '\n'; false at the end. `complete` is false for a last line
+  // that has no '\n' (a write that was killed before it finished).
+  bool next(std::string& line, bool& complete);
+
+ private:
+  bool fill();
+  std::filesystem::path path_;
+  int fd_ = -1;
+  std::string buffer_;
+  size_t start_ = 0;
+  bool eof_ = false;
+};
 
 // Removes the temporary files (`NAME.tmp.XXXXXX`) that a killed write left in `dir`, without
 // following links; returns how many. Call only while holding the sweep directory's lock.

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
+#include <fstream>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -10,6 +12,7 @@
 #include "sim/sweep/experiment.h"
 #include "sim/sweep/results.h"
 #include "sim/sweep/summary.h"
+#include "sim/sweep/sweep_files.h"
 #include "tests/support/run_cli.h"
 
 namespace fs = std::filesystem;
@@ -98,4 +101,97 @@ TEST(ParetoFront, SameFrontAsEveryPairCompared) {
     }
   }
   EXPECT_FALSE(front.empty());
+}
+
+TEST(PointIdSet, HexIdsAsIntegersOtherIdsAsText) {
+  PointIdSet ids;
+  EXPECT_TRUE(ids.insert("9aeeead9f4c35da1"));
+  EXPECT_FALSE(ids.insert("9aeeead9f4c35da1"));
+  EXPECT_TRUE(ids.insert("0000000000000000"));  // the integer 0, which marks an empty slot
+  EXPECT_FALSE(ids.insert("0000000000000000"));
+  // Not 16 lower-case hex digits: kept as text, never confused with the integer they spell.
+  EXPECT_TRUE(ids.insert("9AEEEAD9F4C35DA1"));
+  EXPECT_TRUE(ids.insert("a1"));
+  EXPECT_EQ(ids.size(), 4u);
+  EXPECT_EQ(ids.count("9aeeead9f4c35da1"), 1u);
+  EXPECT_EQ(ids.count("9AEEEAD9F4C35DA1"), 1u);
+  EXPECT_EQ(ids.count("0000000000000000"), 1u);
+  EXPECT_EQ(ids.count("a1"), 1u);
+  EXPECT_EQ(ids.count("00000000000000a1"), 0u);
+  EXPECT_EQ(ids.count("9aeeead9f4c35da2"), 0u);
+  // Grows past any reservation: 5,000 ids, each found once, none that was not inserted.
+  PointIdSet many;
+  many.reserve(10);
+  char buf[17];
+  for (unsigned k = 1; k <= 5000; ++k) {
+    std::snprintf(buf, sizeof buf, "%016x", k * 2654435761u);
+    EXPECT_TRUE(many.insert(buf));
+  }
+  EXPECT_EQ(many.size(), 5000u);
+  for (unsigned k = 1; k <= 5000; ++k) {
+    std::snprintf(buf, sizeof buf, "%016x", k * 2654435761u);
+    EXPECT_EQ(many.count(buf), 1u) << buf;
+    std::snprintf(buf, sizeof buf, "%016x", k * 2654435761u + 1);
+    EXPECT_EQ(many.count(buf), 0u) << buf;
+  }
+}
+
+TEST(ResultStoreResume, RowsRewrittenOneAtATimeAsBefore) {
+  // A resume streams results.jsonl (64 KiB at a time) into the rewritten files: the same
+  // rows, the first of two duplicates, a torn last line dropped, an environment failure
+  // dropped to run again, and results.csv rebuilt, as when all rows were read first.
+  const Experiment e = sixty_points();
+  const fs::path dir = tessera_test::scratch_dir("sweep", "streamed-resume");
+  std::string expected_jsonl, expected_csv = csv_header(e);
+  {
+    ResultStore store(e, dir, false, false, 3600);
+    for (size_t i = 0; i < 50; ++i) {
+      const Row r = i == 7 ? failed_row(e, e.points[i], "killed by signal 9 (Killed)") : ok_row(e, e.points[i], 0.5 + i);
+      store.append(r);
+      if (i != 7) {
+        expected_jsonl += row_to_jsonl(r);
+        expected_csv += row_to_csv(e, r);
+      }
+    }
+  }
+  // A second row of point 3 (a duplicate) and half a row (a write killed by kill -9).
+  {
+    std::ofstream f(dir / "results.jsonl", std::ios::app);
+    f << row_to_jsonl(ok_row(e, e.points[3], 99.0)) << "{\"point\":\"" << e.points[50].id << "\",\"ind";
+  }
+  {
+    ResultStore store(e, dir, true, false, 3600);
+    EXPECT_EQ(store.done().size(), 49u);
+    EXPECT_EQ(store.done().count(e.points[7].id), 0u);  // runs again
+    EXPECT_EQ(store.done().count(e.points[50].id), 0u);
+    EXPECT_EQ(store.retried_environment(), 1u);
+    EXPECT_EQ(store.dropped_torn(), 1u);
+  }
+  EXPECT_EQ(read_no_follow(dir / "results.jsonl"), expected_jsonl);
+  EXPECT_EQ(read_no_follow(dir / "results.csv"), expected_csv);
+  for (const auto& entry : fs::directory_iterator(dir)) EXPECT_FALSE(is_temporary_name(entry.path().filename().string()));
+}
+
+TEST(LineReader, LinesAcrossBufferBoundaries) {
+  const fs::path dir = tessera_test::scratch_dir("sweep", "line-reader");
+  // Lines of 1 to 200,000 bytes, so that some straddle the 64 KiB reads; then a torn last line.
+  std::string text;
+  std::vector<std::string> expected;
+  for (size_t n : {1u, 70000u, 0u, 65535u, 3u, 200000u, 17u}) {
+    expected.push_back(std::string(n, static_cast<char>('a' + n % 26)));
+    text += expected.back() + "\n";
+  }
+  replace_file(dir / "lines.txt", text + "tail");
+  LineReader reader(dir / "lines.txt");
+  std::string line;
+  bool complete = false;
+  for (const auto& want : expected) {
+    ASSERT_TRUE(reader.next(line, complete));
+    EXPECT_TRUE(complete);
+    EXPECT_EQ(line, want);
+  }
+  ASSERT_TRUE(reader.next(line, complete));
+  EXPECT_FALSE(complete);
+  EXPECT_EQ(line, "tail");
+  EXPECT_FALSE(reader.next(line, complete));
 }
