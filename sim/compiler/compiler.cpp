@@ -34,7 +34,8 @@ void Lowering::too_many_instructions(int layer) const {
 void Lowering::too_many_stored_instructions(int layer) const {
   throw InputError(g_.source + ": workload '" + g_.name + "' at " + batch_text() + " on '" + arch_.name +
                    "' needs more than " + std::to_string(max_stored_templates_) +
-                   " instructions that do not fold into repeats, the most one program may store (about 1 GB); "
+                   " instructions that do not fold into repeats, the most one program may store (about 1-1.5 GB of simulator "
+                   "memory); "
                    "reached at " + where_at(layer) + ": use a smaller --batch or smaller layers");
 }
 
@@ -82,8 +83,8 @@ void Lowering::check_projected_templates(const PassTemplates& passes, int64_t su
                    (sub_batch == 1 ? " sample" : " samples") + ", projected from the first " +
                    std::to_string(passes.passes_seen()) + " of " + std::to_string(n) + " passes), more than the " +
                    std::to_string(cap) +
-                   " one program may store (about 1 GB of simulator memory: a limit of the simulator, not of the "
-                   "chip); it would reach them in pass " + std::to_string(reach_pass) + ", at " + where_at(reach_layer) +
+                   " one program may store (about 1-1.5 GB of simulator memory: a limit of the simulator, not of "
+                   "the chip); it would reach them in pass " + std::to_string(reach_pass) + ", at " + where_at(reach_layer) +
                    "; " + split);
 }
 

@@ -65,8 +65,11 @@ class BufferAllocator {
 constexpr size_t kMaxInstructions = size_t{1} << 28;
 // The most instruction templates the compact program may store, for programs whose
 // instructions do not fold into repeats: a template with its share of the program's and
-// the compiler's bookkeeping costs up to about 850 bytes (measured: 3.5 GB at 2^22), so
-// about 1 GB. The largest shipped cases store under 70,000.
+// the compiler's bookkeeping costs about 850 bytes to 1.5 kB (measured: 3.5 GB at 2^22;
+// `tessera compile` peak just under 2^20: 1.29 GB for CNN1 on tpu-v1, 1.58 GB for BERT-base
+// on edge-npu-32, docs/limits.md), so about 1-1.5 GB. The largest shipped cases store under
+// 70,000; a batch in passes adds a pass's templates per pass and is refused after its first
+// passes when it would reach the bound (pass_templates.h).
 constexpr size_t kMaxStoredInstructions = size_t{1} << 20;
 
 struct TensorPlace {
