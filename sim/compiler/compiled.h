@@ -54,6 +54,11 @@ struct CompiledWorkload : isa::Program {
   uint64_t weight_bytes_read = 0;   // all read_weights together
   uint64_t spill_bytes_out = 0;     // spill write_host bytes, all layers together
   uint64_t spill_bytes_in = 0;      // spill read_host bytes
+  // A program of more passes than its templates' period plus two (pass_templates.h): the
+  // instruction templates stored at the end of its second-to-last pass, as projected from
+  // its first passes and as measured; both 0 otherwise. For tests and docs/limits.md.
+  uint64_t templates_projected = 0;
+  uint64_t templates_measured = 0;
 
   std::string listing() const;          // every instruction, one per line (`tessera compile --expand`)
   std::string compact_listing() const;  // the compact form: repeats with counts and strides (`tessera compile`)

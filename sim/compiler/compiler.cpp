@@ -33,9 +33,59 @@ void Lowering::too_many_instructions(int layer) const {
 
 void Lowering::too_many_stored_instructions(int layer) const {
   throw InputError(g_.source + ": workload '" + g_.name + "' at " + batch_text() + " on '" + arch_.name +
-                   "' needs more than " + std::to_string(kMaxStoredInstructions) +
-                   " instructions that do not fold into repeats, the most one program may store (about 1 GB); "
+                   "' needs more than " + std::to_string(max_stored_templates_) +
+                   " instructions that do not fold into repeats, the most one program may store (about 1-1.5 GB of simulator "
+                   "memory); "
                    "reached at " + where_at(layer) + ": use a smaller --batch or smaller layers");
+}
+
+// After the first passes of a program of many (pass_templates.h): when the templates stored
+// by the end of its second-to-last pass would already reach the bound, the program cannot
+// be stored, so it is refused now, with the batch that fits, instead of after lowering the
+// passes up to the bound (BERT at batch 64 x 512 tokens on edge-npu-32: 44.7 s). The last
+// pass is left out: it may be partial, and its templates are not needed to know the bound is
+// reached, so the projection never counts more than the program would store.
+void Lowering::check_projected_templates(const PassTemplates& passes, int64_t sub_batch) const {
+  const uint64_t cap = max_stored_templates_;
+  const int64_t n = passes.passes();
+  const uint64_t before_last = passes.after_pass(n - 1);
+  if (before_last < cap) return;
+  // The pass, and the layer in it (from the last pass lowered), at whose end the bound is reached.
+  const int64_t reach_pass = passes.first_pass_reaching(cap);
+  const uint64_t reach_base = passes.after_pass(reach_pass - 1);
+  int reach_layer = static_cast<int>(g_.layers.size()) - 1;
+  for (size_t li = 0; li < layer_end_templates_.size(); ++li) {
+    if (reach_base + (layer_end_templates_[li] - pass_start_templates_) >= cap) {
+      reach_layer = static_cast<int>(li);
+      break;
+    }
+  }
+  // The most passes a run may have: its last pass full, with room for what follows a pass's
+  // end (instructions still waiting for their weight reads, the halts: under 16 on every
+  // shipped case) and for the folds a pass's templates undergo as they arrive.
+  constexpr uint64_t kTailTemplates = 256;
+  const int64_t fit_passes = cap > kTailTemplates ? std::max<int64_t>(passes.first_pass_reaching(cap - kTailTemplates) - 1, 0) : 0;
+  const int64_t fit_batch = fit_passes * sub_batch;
+  const auto per_pass = static_cast<uint64_t>(passes.per_pass() + 0.5);
+  std::string split;
+  if (fit_batch > 0) {
+    const int64_t runs = ceil_div(total_batch_, fit_batch);
+    split = "the largest batch that fits is " + std::to_string(fit_batch) + " (" + std::to_string(fit_passes) +
+            " passes): split the batch into " + std::to_string(runs) + " runs of at most " + std::to_string(fit_batch) +
+            " samples";
+  } else {
+    split = "not even one pass fits: use smaller layers";
+  }
+  throw InputError(g_.source + ": workload '" + g_.name + "' at " + batch_text() + " on '" + arch_.name +
+                   "' would store about " + std::to_string(passes.after_pass(n)) +
+                   " instruction templates (instructions that do not fold into repeats: about " +
+                   std::to_string(per_pass) + " per pass of " + std::to_string(sub_batch) +
+                   (sub_batch == 1 ? " sample" : " samples") + ", projected from the first " +
+                   std::to_string(passes.passes_seen()) + " of " + std::to_string(n) + " passes), more than the " +
+                   std::to_string(cap) +
+                   " one program may store (about 1-1.5 GB of simulator memory: a limit of the simulator, not of "
+                   "the chip); it would reach them in pass " + std::to_string(reach_pass) + ", at " + where_at(reach_layer) +
+                   "; " + split);
 }
 
 void Lowering::order_across_cores(bool split, int layer) {
@@ -71,7 +121,7 @@ void Lowering::emit(Instruction in, bool writes_tensor_storage) {
   // of running for hours or out of memory (audit D14). emit_gemm checks a whole layer's
   // tiles before emitting any; this catches every other path.
   if (body_emitted() + reads_emitted() >= kMaxInstructions) too_many_instructions(in.layer);
-  if (p_.instructions.templates() >= kMaxStoredInstructions) too_many_stored_instructions(in.layer);
+  if (p_.instructions.templates() >= max_stored_templates_) too_many_stored_instructions(in.layer);
   if (in.op == Opcode::kVector) {
     // The vector datapath is `lanes` bytes wide: the widest element the instruction
     // reads or writes sets how many lanes one element operation takes.
@@ -143,6 +193,7 @@ void Lowering::lower_pass(int64_t batch) {
     }
   };
   if (!lazy_inputs_) take_inputs(0);
+  layer_end_templates_.assign(static_cast<size_t>(L), 0);
 
   for (int li = 0; li < L; ++li) {
     const Layer& layer = g_.layers[li];
@@ -169,6 +220,7 @@ void Lowering::lower_pass(int64_t batch) {
     };
     for (int t : dying_[static_cast<size_t>(li)]) free_dead(t);
     for (int t : scratch_[static_cast<size_t>(li)]) free_dead(t);
+    layer_end_templates_[static_cast<size_t>(li)] = p_.instructions.templates();
   }
   if (lazy_inputs_) take_inputs(L);  // inputs no layer reads
   p_.ub_peak_bytes = std::max(p_.ub_peak_bytes, ub_.peak());
@@ -193,6 +245,31 @@ void Lowering::lower_layer(int li) {
   } else {
     lower_vector(li);
   }
+}
+
+int64_t Lowering::plan_sub_batch() {
+  // When the whole batch does not fit the unified buffer, run the graph on the
+  // largest sub-batch that does, pass after pass (weights are fetched again per
+  // pass). A single sample that does not fit is an error.
+  int64_t sub_batch = total_batch_;
+  const auto fits = [&](int64_t batch) { return !first_shortfall(batch).has_value(); };
+  if (!fits(1)) {
+    lazy_inputs_ = true;  // inputs up front do not fit even one sample: read each when needed
+    // Not even so: spill activations to host memory and tile the layers that need it,
+    // one sample per pass (the real pass throws if a layer cannot run even in tiles).
+    if (!fits(1)) spill_ = true;
+  }
+  if (spill_) {
+    sub_batch = 1;
+  } else if (!fits(total_batch_)) {
+    int64_t lo = 1, hi = total_batch_;  // fits(lo), !fits(hi)
+    while (hi - lo > 1) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      (fits(mid) ? lo : hi) = mid;
+    }
+    sub_batch = lo;
+  }
+  return sub_batch;
 }
 
 Program Lowering::run() {
@@ -229,33 +306,26 @@ Program Lowering::run() {
     p_.layers.push_back(info);
   }
 
-  // When the whole batch does not fit the unified buffer, run the graph on the
-  // largest sub-batch that does, pass after pass (weights are fetched again per
-  // pass). A single sample that does not fit is an error.
-  int64_t sub_batch = total_batch_;
-  const auto fits = [&](int64_t batch) { return !first_shortfall(batch).has_value(); };
-  if (!fits(1)) {
-    lazy_inputs_ = true;  // inputs up front do not fit even one sample: read each when needed
-    // Not even so: spill activations to host memory and tile the layers that need it,
-    // one sample per pass (the real pass throws if a layer cannot run even in tiles).
-    if (!fits(1)) spill_ = true;
-  }
-  if (spill_) {
-    sub_batch = 1;
-  } else if (!fits(total_batch_)) {
-    int64_t lo = 1, hi = total_batch_;  // fits(lo), !fits(hi)
-    while (hi - lo > 1) {
-      const int64_t mid = lo + (hi - lo) / 2;
-      (fits(mid) ? lo : hi) = mid;
-    }
-    sub_batch = lo;
-  }
+  const int64_t sub_batch = plan_sub_batch();
   p_.ub_peak_bytes = 0;
   p_.sub_batch = sub_batch;
+  // Passes after the first repeat with a period of 2 x matrix units passes, or 1 with one
+  // unit (pass_templates.h): once one whole period has been lowered, the templates the
+  // whole program stores are known.
+  PassTemplates pass_templates(ceil_div(total_batch_, sub_batch), slots() == 1 ? 1 : 2 * slots());
+  bool projected = false;
   for (int64_t done = 0; done < total_batch_; done += sub_batch) {
     last_pass_ = done + sub_batch >= total_batch_;
     only_pass_ = last_pass_ && done == 0;
+    if (last_pass_ && projected) p_.templates_measured = p_.instructions.templates();
+    pass_start_templates_ = p_.instructions.templates();
     lower_pass(std::min(sub_batch, total_batch_ - done));
+    pass_templates.end_pass(p_.instructions.templates(), p_.instructions.items().size());
+    if (!projected && pass_templates.passes_seen() < pass_templates.passes() - 1 && pass_templates.can_project()) {
+      projected = true;
+      p_.templates_projected = pass_templates.after_pass(pass_templates.passes() - 1);
+      check_projected_templates(pass_templates, sub_batch);
+    }
   }
 
   merge_weight_reads(true);
@@ -271,9 +341,14 @@ Program Lowering::run() {
 }  // namespace detail
 
 
+int64_t samples_per_pass(const graph::Graph& graph, const ArchConfig& arch, int64_t batch) {
+  return detail::Lowering(graph, arch, batch > 0 ? batch : graph.default_batch).plan_sub_batch();
+}
+
 Program compile(const graph::Graph& graph, const ArchConfig& arch, const CompileOptions& options) {
   const int64_t batch = options.batch > 0 ? options.batch : graph.default_batch;
-  return detail::Lowering(graph, arch, batch, options.compact).run();
+  const size_t max_templates = options.max_stored_templates > 0 ? options.max_stored_templates : detail::kMaxStoredInstructions;
+  return detail::Lowering(graph, arch, batch, options.compact, max_templates).run();
 }
 
 }  // namespace tessera::compiler

@@ -19,7 +19,15 @@ struct CompileOptions {
   // every instruction stored on its own (the expanded program: the same instructions and
   // timing, more memory; for checking the compact form).
   bool compact = true;
+  // The most instruction templates the program may store (0: the simulator's bound,
+  // kMaxStoredInstructions in lowering.h); tests set a small one to reach it quickly.
+  size_t max_stored_templates = 0;
 };
+
+// The samples one pass through the graph holds at `batch` (0: the workload's default): the
+// batch itself when it fits the unified buffer, else the most that do (compile's sub_batch,
+// without lowering).
+int64_t samples_per_pass(const graph::Graph& graph, const ArchConfig& arch, int64_t batch);
 
 // Throws InputError when the workload cannot run on the config (e.g. a layer's smallest
 // row tile exceeds the unified buffer, weights exceed weight memory).

@@ -15,6 +15,7 @@
 
 #include "models/array/matmul_cost.h"
 #include "sim/compiler/compiler.h"
+#include "sim/compiler/pass_templates.h"
 
 namespace tessera::graph {
 struct OpDef;
@@ -68,8 +69,11 @@ class BufferAllocator {
 constexpr size_t kMaxInstructions = size_t{1} << 28;
 // The most instruction templates the compact program may store, for programs whose
 // instructions do not fold into repeats: a template with its share of the program's and
-// the compiler's bookkeeping costs up to about 850 bytes (measured: 3.5 GB at 2^22), so
-// about 1 GB. The largest shipped cases store under 70,000.
+// the compiler's bookkeeping costs about 850 bytes to 1.5 kB (measured: 3.5 GB at 2^22;
+// `tessera compile` peak just under 2^20: 1.29 GB for CNN1 on tpu-v1, 1.58 GB for BERT-base
+// on edge-npu-32, docs/limits.md), so about 1-1.5 GB. The largest shipped cases store under
+// 70,000; a batch in passes adds a pass's templates per pass and is refused after its first
+// passes when it would reach the bound (pass_templates.h).
 constexpr size_t kMaxStoredInstructions = size_t{1} << 20;
 
 struct TensorPlace {
@@ -132,12 +136,17 @@ struct GemmJob {
 
 class Lowering {
  public:
-  Lowering(const Graph& g, const ArchConfig& arch, int64_t batch, bool compact = true)
-      : g_(g), arch_(arch), total_batch_(batch), batch_(batch), ub_(arch.unified_buffer.capacity_bytes * static_cast<uint64_t>(arch.active_cores())) {
+  Lowering(const Graph& g, const ArchConfig& arch, int64_t batch, bool compact = true,
+           size_t max_stored_templates = kMaxStoredInstructions)
+      : g_(g), arch_(arch), total_batch_(batch), batch_(batch), ub_(arch.unified_buffer.capacity_bytes * static_cast<uint64_t>(arch.active_cores())),
+        max_stored_templates_(max_stored_templates) {
     p_.instructions.set_compact(compact);
   }
 
   Program run();
+  // The samples of one pass: the whole batch when it fits the unified buffer, else the most
+  // that do (1 with spills).
+  int64_t plan_sub_batch();
 
  private:
   int storage(int t) const { return place_[t].alias_of >= 0 ? storage(place_[t].alias_of) : t; }
@@ -148,6 +157,7 @@ class Lowering {
   void vacate(int t);
   [[noreturn]] void too_many_instructions(int layer) const;
   [[noreturn]] void too_many_stored_instructions(int layer) const;
+  void check_projected_templates(const PassTemplates& passes, int64_t sub_batch) const;
   std::string where_at(int layer) const;
   std::string batch_text() const;
   int add_scratch(int li, int64_t rows, int64_t cols, int64_t rows_per_sample, Dtype dtype, bool allocate_now = true);
@@ -201,6 +211,11 @@ class Lowering {
   int64_t total_batch_;
   int64_t batch_;  // samples in the current pass
   BufferAllocator ub_;
+  size_t max_stored_templates_;
+  // Templates stored when the current pass started and after each of its layers (the
+  // projection's message names the layer where the bound would be reached).
+  size_t pass_start_templates_ = 0;
+  std::vector<size_t> layer_end_templates_;
   std::vector<TensorPlace> place_;       // graph tensors, then scratch buffers of the pass
   std::vector<int> last_use_;
   std::vector<std::vector<int>> dying_;  // per layer: graph tensors whose last use it is, in id order

@@ -52,9 +52,8 @@ TEST(InputLimits, FunctionalCalibrationBeyondMemoryIsAnInputError) {
 }
 
 // A program too long to simulate in minutes (more than 2^28 instructions) is refused from
-// its tile count before lowering, through --batch and through a YAML graph's own batch; one
-// whose instructions do not fold into repeats is refused once its compact program stores
-// 2^20 of them (about 1 GB), before it grows further (it used to grow until std::bad_alloc).
+// its tile count before lowering, through --batch and through a YAML graph's own batch (one
+// whose instructions do not fold into repeats: the next test).
 // A big program that folds (mlp0 at batch 16777216: 5,954,183 instructions, 485,462
 // stored) is no longer refused: memory no longer grows with the instruction count (issue 19).
 TEST(InputLimits, ProgramWithTooManyInstructionsIsAnInputError) {
@@ -72,12 +71,41 @@ TEST(InputLimits, ProgramWithTooManyInstructionsIsAnInputError) {
                            "  - {name: fc, op: fc, units: 65536}\n");
   r = cli("run -q -a configs/tpu-v1.yaml -w " + g.string() + " -o " + (dir / "out").string(), 60);
   expect_input_error(r, "reached at layer 'fc'");
-  r = cli("compile -a configs/tpu-v1.yaml -w workloads/tpu/cnn1.yaml --batch 65536 -o " + (dir / "l.txt").string(), 60);
-  expect_input_error(r, "workload 'cnn1' at batch 65536 (in passes of 55) on 'tpu-v1' needs more than 1048576 "
-                        "instructions that do not fold into repeats");
-  EXPECT_TRUE(contains(r.output, "reached at layer 'b3_77d'")) << r.output;
   EXPECT_FALSE(fs::exists(dir / "l.txt"));
   EXPECT_FALSE(fs::exists(dir / "out" / "report.json"));
+}
+
+// Issue 33 item 4: a batch whose passes would store more than 2^20 templates is refused
+// after its first passes (sim/compiler/pass_templates.h), with the layer where the bound
+// would be reached and the split that fits, instead of after lowering passes up to the
+// bound: CNN1 at batch 100,000 on tpu-v1 (3,640 templates in the first pass of 55 samples,
+// 3,644 in each after it: 3,640 + 287 x 3,644 >= 2^20 in pass 288; 287 passes fit, 15,785
+// samples, so 7 runs) and BERT-base at batch 64 x 512 tokens on edge-npu-32 (one sample per
+// pass: 17,860 then 17,859 per pass; 58 fit).
+TEST(InputLimits, BatchOverTheStoredTemplateBoundIsRefusedAfterItsFirstPasses) {
+  const fs::path dir = scratch("limits-templates");
+  CliResult r = cli("run -q -a configs/tpu-v1.yaml -w workloads/tpu/cnn1.yaml --batch 100000 -o " +
+                        (dir / "cnn1").string(), 60);
+  expect_input_error(r, "workload 'cnn1' at batch 100000 (in passes of 55) on 'tpu-v1' would store about 6628432 "
+                        "instruction templates");
+  EXPECT_TRUE(contains(r.output, "projected from the first 2 of 1819 passes), more than the 1048576 one program may "
+                                 "store")) << r.output;
+  EXPECT_TRUE(contains(r.output, "it would reach them in pass 288, at layer 'b3_77d'; the largest batch that fits is "
+                                 "15785 (287 passes): split the batch into 7 runs of at most 15785 samples"))
+      << r.output;
+  EXPECT_FALSE(fs::exists(dir / "cnn1" / "report.json"));
+  const fs::path bert = fs::path(TESSERA_BINARY_DIR) / "workloads" / "onnx" / "bert_base.onnx";
+  if (!fs::exists(bert)) GTEST_SKIP() << bert << " not generated (needs python3-onnx)";
+  r = cli("run -q -a configs/edge-npu-32.yaml -w " + bert.string() + " --batch 64 --input-shape input_ids=64,512 -o " +
+              (dir / "bert").string(), 60);
+  expect_input_error(r, "workload 'bert_base' at batch 64 (in passes of 1) on 'edge-npu-32' would store about 1142973 "
+                        "instruction templates");
+  EXPECT_TRUE(contains(r.output, "about 17859 per pass of 1 sample, projected from the first 2 of 64 passes")) << r.output;
+  EXPECT_TRUE(contains(r.output, "it would reach them in pass 59, at layer '/encoder/layer.8/attention/self/MatMul_1'; "
+                                 "the largest batch that fits is 58 (58 passes): split the batch into 2 runs of at most "
+                                 "58 samples"))
+      << r.output;
+  EXPECT_FALSE(fs::exists(dir / "bert" / "report.json"));
 }
 
 // ---------------------------------------------------------------- D9: text that is not UTF-8
