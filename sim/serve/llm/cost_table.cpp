@@ -135,7 +135,7 @@ std::vector<CostPoint> run_pieces(const CostTableRequest& r, const std::vector<P
     index[id] = k;
     y << "  - path: " << json_string(file.string()) << "\n    name: " << id << "\n    batch: [" << batch << "]\n";
   }
-  y << "metrics: [summary.latency_s, summary.energy_j]\n";
+  y << "metrics: [summary.latency_s, summary.energy_j, summary.power_vs_load.idle_w]\n";
   const sweep::Experiment e = sweep::parse_experiment(YamlNode::load_string(y.str(), "<llm cost table>"), work);
   sweep::RunSettings s;
   s.out_dir = work;
@@ -166,6 +166,7 @@ std::vector<CostPoint> run_pieces(const CostTableRequest& r, const std::vector<P
         const double v = value.kind == sweep::Value::Kind::kInt ? static_cast<double>(value.i) : value.d;
         if (name == "summary.latency_s") c.seconds = v;
         if (name == "summary.energy_j") c.energy_j = v;
+        if (name == "summary.power_vs_load.idle_w") c.idle_w = v;
       }
       out[index.at(row.workload)] = c;
     }
@@ -357,6 +358,7 @@ LayerCostTable build_cost_table(const CostTableRequest& r) {
     fs::remove_all(work, ec);
     for (size_t k = 0; k < missing.size(); ++k) {
       cache["points"][piece_id(missing[k])] = {{"s", got[k].seconds}, {"j", got[k].energy_j}};
+      cache["idle_w"] = got[k].idle_w;
     }
     sweep::replace_file(file, cache.dump(1) + "\n");
   }
@@ -384,6 +386,7 @@ LayerCostTable build_cost_table(const CostTableRequest& r) {
     t.prefill_rows.push_back(row);
   }
   t.kv_tile = r.grid.kv_tile;
+  t.idle_w = cache.value("idle_w", 0.0);
   return t;
 }
 

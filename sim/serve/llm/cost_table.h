@@ -35,6 +35,7 @@ struct CostGrid {
 struct CostPoint {
   double seconds = 0;
   double energy_j = 0;
+  double idle_w = 0;  // simulate_pieces only: the run's idle power
 };
 
 struct CostTableRequest {
@@ -58,6 +59,7 @@ class LayerCostTable {
   CostPoint lm_head(int64_t rows) const;
 
   int64_t kv_tile = 1;
+  double idle_w = 0;      // the chip's idle power (the energy model's power_vs_load.idle_w)
   size_t simulated = 0;  // points this build simulated
   size_t cached = 0;     // ... found in the cache
   std::string key;       // the cache key (hex)
