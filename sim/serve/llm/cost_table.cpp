@@ -78,12 +78,18 @@ std::string table_key(const CostTableRequest& r) {
   return hex(f.h);
 }
 
-std::string piece_id(const PieceQuery& q) {
+// What is simulated: the public queries mapped onto the table's axes (prefill chunks to query blocks).
+struct Piece {
+  enum class Kind { kDense, kDecode, kPrefill, kHead } kind = Kind::kDense;
+  int64_t a = 0, b = 0;  // dense/head: (tokens, -); decode: (sequences, KV tokens); prefill: (blocks, KV tokens)
+};
+
+std::string piece_id(const Piece& q) {
   switch (q.kind) {
-    case PieceQuery::Kind::kDense: return "dense_t" + std::to_string(q.a);
-    case PieceQuery::Kind::kDecode: return "decode_b" + std::to_string(q.a) + "_l" + std::to_string(q.b);
-    case PieceQuery::Kind::kPrefill: return "prefill_t" + std::to_string(q.a) + "_c" + std::to_string(q.b);
-    case PieceQuery::Kind::kHead: return "head_n" + std::to_string(q.a);
+    case Piece::Kind::kDense: return "dense_t" + std::to_string(q.a);
+    case Piece::Kind::kDecode: return "decode_b" + std::to_string(q.a) + "_l" + std::to_string(q.b);
+    case Piece::Kind::kPrefill: return "prefill_n" + std::to_string(q.a) + "_kv" + std::to_string(q.b);
+    case Piece::Kind::kHead: return "head_n" + std::to_string(q.a);
   }
   return "";
 }
@@ -106,7 +112,7 @@ class CacheLock {
 };
 
 // Simulates `pieces` (distinct) in `work`, jobs at a time, through the sweep's runner.
-std::vector<CostPoint> run_pieces(const CostTableRequest& r, const std::vector<PieceQuery>& pieces, const fs::path& work) {
+std::vector<CostPoint> run_pieces(const CostTableRequest& r, const std::vector<Piece>& pieces, const fs::path& work) {
   std::vector<CostPoint> out(pieces.size());
   if (pieces.empty()) return out;
   sweep::make_output_dir(work);
@@ -117,17 +123,20 @@ std::vector<CostPoint> run_pieces(const CostTableRequest& r, const std::vector<P
   y << "workloads:\n";
   std::map<std::string, size_t> index;
   for (size_t k = 0; k < pieces.size(); ++k) {
-    const PieceQuery& q = pieces[k];
+    const Piece& q = pieces[k];
     std::string text;
     int64_t batch = 1;
     switch (q.kind) {
-      case PieceQuery::Kind::kDense: text = dense_graph_yaml(r.model, r.shard, r.precision, q.a); break;
-      case PieceQuery::Kind::kDecode:
+      case Piece::Kind::kDense: text = dense_graph_yaml(r.model, r.shard, r.precision, q.a); break;
+      case Piece::Kind::kDecode:
         text = decode_attention_graph_yaml(r.model, r.shard, r.precision, q.a, q.b);
         batch = q.a;
         break;
-      case PieceQuery::Kind::kPrefill: text = prefill_attention_graph_yaml(r.model, r.shard, r.precision, q.a, q.b); break;
-      case PieceQuery::Kind::kHead: text = lm_head_graph_yaml(r.model, r.shard, r.precision, q.a); break;
+      case Piece::Kind::kPrefill:
+        text = prefill_attention_graph_yaml(r.model, r.shard, r.precision, q.a, r.grid.q_block_rows, q.b);
+        batch = q.a * r.shard.kv_heads;
+        break;
+      case Piece::Kind::kHead: text = lm_head_graph_yaml(r.model, r.shard, r.precision, q.a); break;
     }
     const std::string id = piece_id(q);
     const fs::path file = work / "graphs" / (id + ".yaml");
@@ -193,45 +202,44 @@ struct TempDir {
   }
 };
 
-// first x {1, 2, 3, 4, 6, 8, 12, ...} up to last (included): two points an octave. A cost that
-// turns from memory- to compute-bound bends between two points; a step of 1.5 keeps the
-// chord within ~1% of the simulated bend (tests/sim/serve/llm: 3% at 50 random mixes).
-std::vector<int64_t> doubling_from(int64_t first, int64_t last) {
+// first x {1, 2, 3, 4, 6, 8, ...} (two points an octave) or x {1, 2, 4, ...} up to last (included).
+std::vector<int64_t> octave_points(int64_t first, int64_t last, int per_octave) {
   std::vector<int64_t> v;
-  for (int64_t x = 1; x * first < last; x = (x < 2 ? x + 1 : (x & (x - 1)) == 0 ? x + x / 2 : x / 3 * 4)) v.push_back(x * first);
+  for (int64_t x = first; x < last;) {
+    v.push_back(x);
+    int64_t step = x;  // the next point: x + x / per_octave ... at least 1
+    if (per_octave == 2) step = (x & (x - 1)) == 0 ? x / 2 : x / 3;
+    if (per_octave == 4) {
+      int64_t p = 1;
+      while (p * 2 <= x) p *= 2;
+      step = p / 4;
+    }
+    x += std::max<int64_t>(1, step);
+  }
   v.push_back(std::max(first, last));
   return v;
 }
 
-}  // namespace
-
-namespace {
-
-int64_t round_up(int64_t x, int64_t q) { return (x + q - 1) / q * q; }
-
-// KV lengths in whole tiles: every tile count up to 8 (short sequences, where a tile more is a
-// large step), then two points an octave.
-std::vector<int64_t> tile_points(int64_t first_tiles, int64_t last_tiles, int64_t tile) {
-  std::vector<int64_t> v;
-  int64_t k = first_tiles;
-  for (; k < std::min<int64_t>(8, last_tiles); ++k) v.push_back(k * tile);
-  for (int64_t x : doubling_from(std::max<int64_t>(k, 1), last_tiles)) {
-    if (x >= k) v.push_back(x * tile);
-  }
-  return v;
-}
+int64_t ceil_div(int64_t x, int64_t q) { return (x + q - 1) / q; }
 
 }  // namespace
 
-CostGrid CostGrid::doubling(int64_t max_tokens, int64_t max_batch, int64_t context, int64_t kv_tile) {
+CostGrid CostGrid::standard(int64_t max_tokens, int64_t max_batch, int64_t context, int64_t kv_tile,
+                            int64_t query_rows_per_token) {
   CostGrid g;
   g.kv_tile = kv_tile;
-  g.dense_tokens = doubling_from(1, max_tokens);
-  g.decode_batch = doubling_from(1, max_batch);
-  g.decode_kv = tile_points(1, (context + kv_tile - 1) / kv_tile, kv_tile);
-  g.prefill_tokens = doubling_from(1, std::min(max_tokens, context));
-  g.prefill_max_kv = context;
-  g.head_rows = doubling_from(1, std::min(max_tokens, max_batch * 2));
+  g.q_block_rows = kv_tile;
+  auto tiles_to = [](int64_t tiles) {
+    std::vector<int64_t> v;
+    for (int64_t k = 1; k < std::min<int64_t>(8, tiles); ++k) v.push_back(k);
+    for (int64_t k : octave_points(std::min<int64_t>(8, tiles), tiles, 2)) v.push_back(k);
+    return v;
+  };
+  g.dense_tiles = tiles_to(ceil_div(max_tokens, kv_tile));
+  g.decode_batch = octave_points(1, max_batch, 1);
+  g.kv_tiles = tiles_to(ceil_div(context, kv_tile));
+  g.prefill_blocks = octave_points(1, ceil_div(std::min(max_tokens, context) * query_rows_per_token, g.q_block_rows), 1);
+  g.head_tiles = tiles_to(ceil_div(std::min(max_tokens, max_batch * 2), kv_tile));
   return g;
 }
 
@@ -246,83 +254,115 @@ double interpolate_linear(const std::vector<double>& xs, const std::vector<doubl
 
 namespace {
 
-// A chunk's KV lengths simulated: from its own tokens (rounded up to whole tiles) doubling to the context.
-std::vector<int64_t> prefill_kv_points(const CostGrid& g, int64_t t) {
-  std::vector<int64_t> v;
-  const int64_t last = round_up(std::max(g.prefill_max_kv, t), g.kv_tile);
-  return tile_points(round_up(t, g.kv_tile) / g.kv_tile, last / g.kv_tile, g.kv_tile);
-}
+int64_t begun(int64_t tiles, int64_t w) { return (tiles - 1) * w + 1; }
 
-std::vector<PieceQuery> grid_pieces(const CostGrid& g) {
-  std::vector<PieceQuery> v;
-  using K = PieceQuery::Kind;
-  for (int64_t t : g.dense_tokens) v.push_back({K::kDense, t, 0});
+std::vector<Piece> grid_pieces(const CostGrid& g) {
+  std::vector<Piece> v;
+  using K = Piece::Kind;
+  for (int64_t k : g.dense_tiles) {
+    v.push_back({K::kDense, begun(k, g.kv_tile), 0});
+    if (g.kv_tile > 1) v.push_back({K::kDense, k * g.kv_tile, 0});
+  }
   for (int64_t b : g.decode_batch)
-    for (int64_t l : g.decode_kv) v.push_back({K::kDecode, b, l});
-  for (int64_t t : g.prefill_tokens)
-    for (int64_t kv : prefill_kv_points(g, t)) v.push_back({K::kPrefill, t, kv - t});
-  for (int64_t n : g.head_rows) v.push_back({K::kHead, n, 0});
+    for (int64_t k : g.kv_tiles) {
+      v.push_back({K::kDecode, b, begun(k, g.kv_tile)});
+      if (g.kv_tile > 1) v.push_back({K::kDecode, b, k * g.kv_tile});
+    }
+  for (int64_t n : g.prefill_blocks)
+    for (int64_t k : g.kv_tiles) {
+      v.push_back({K::kPrefill, n, begun(k, g.kv_tile)});
+      if (g.kv_tile > 1) v.push_back({K::kPrefill, n, k * g.kv_tile});
+    }
+  for (int64_t k : g.head_tiles) {
+    v.push_back({K::kHead, begun(k, g.kv_tile), 0});
+    if (g.kv_tile > 1) v.push_back({K::kHead, k * g.kv_tile, 0});
+  }
   return v;
 }
 
-CostPoint interp_row(const LayerCostTable::Row& row, double b) {
-  std::vector<double> xs, s, j;
-  for (size_t k = 0; k < row.b.size(); ++k) {
-    xs.push_back(static_cast<double>(row.b[k]));
-    s.push_back(std::max(row.cost[k].seconds, 1e-15));
-    j.push_back(std::max(row.cost[k].energy_j, 1e-18));
+CostPoint lerp_points(const std::vector<int64_t>& xs, const std::vector<CostPoint>& ys, double x) {
+  std::vector<double> dx, s, j;
+  for (size_t k = 0; k < xs.size(); ++k) {
+    dx.push_back(static_cast<double>(xs[k]));
+    s.push_back(ys[k].seconds);
+    j.push_back(ys[k].energy_j);
   }
-  return {interpolate_linear(xs, s, b), interpolate_linear(xs, j, b)};
+  return {interpolate_linear(dx, s, x), interpolate_linear(dx, j, x)};
 }
 
-// Interpolates over rows (first axis a), each row over its own second axis.
-CostPoint interp_2d(const std::vector<LayerCostTable::Row>& rows, double a, double b) {
-  std::vector<double> xs, s, j;
+// A row at `kv` tokens: the tile count's begun and full costs (each interpolated over the
+// tile grid), then between them by how full the last tile is.
+CostPoint eval_row(const LayerCostTable::Row& row, int64_t kv, int64_t w) {
+  if (row.tiles.empty()) return row.full.at(0);
+  const int64_t k = ceil_div(std::max<int64_t>(kv, 1), w);
+  const CostPoint lo = lerp_points(row.tiles, row.begun, static_cast<double>(k));
+  const CostPoint hi = lerp_points(row.tiles, row.full, static_cast<double>(k));
+  const double fill = w > 1 ? static_cast<double>(kv - begun(k, w)) / static_cast<double>(w - 1) : 0.0;
+  return {lo.seconds + fill * (hi.seconds - lo.seconds), lo.energy_j + fill * (hi.energy_j - lo.energy_j)};
+}
+
+CostPoint eval_rows(const std::vector<LayerCostTable::Row>& rows, double a, int64_t kv, int64_t w) {
+  std::vector<int64_t> xs;
+  std::vector<CostPoint> ys;
   for (const auto& row : rows) {
-    const CostPoint c = interp_row(row, b);
-    xs.push_back(static_cast<double>(row.a));
-    s.push_back(c.seconds);
-    j.push_back(c.energy_j);
+    xs.push_back(row.a);
+    ys.push_back(eval_row(row, kv, w));
   }
-  return {interpolate_linear(xs, s, a), interpolate_linear(xs, j, a)};
+  return lerp_points(xs, ys, a);
+}
+
+Piece to_piece(const PieceQuery& q, const CostGrid& g, const LayerShard& s) {
+  using K = Piece::Kind;
+  switch (q.kind) {
+    case PieceQuery::Kind::kDense: return {K::kDense, q.a, 0};
+    case PieceQuery::Kind::kDecode: return {K::kDecode, q.a, q.b};
+    case PieceQuery::Kind::kPrefill:
+      return {K::kPrefill, ceil_div(q.a * (s.heads / s.kv_heads), g.q_block_rows), q.a + q.b};
+    case PieceQuery::Kind::kHead: return {K::kHead, q.a, 0};
+  }
+  return {};
 }
 
 }  // namespace
 
 CostPoint LayerCostTable::dense(int64_t tokens) const {
   if (tokens <= 0) return {};
-  return interp_2d(dense_rows, static_cast<double>(tokens), 1);
+  return eval_rows(dense_rows, 1, tokens, kv_tile);
 }
 CostPoint LayerCostTable::decode_attention(int64_t sequences, int64_t kv_tokens) const {
   if (sequences <= 0) return {};
-  return interp_2d(decode_rows, static_cast<double>(sequences), static_cast<double>(round_up(std::max<int64_t>(kv_tokens, 1), kv_tile)));
+  return eval_rows(decode_rows, static_cast<double>(sequences), std::max<int64_t>(kv_tokens, 1), kv_tile);
 }
 CostPoint LayerCostTable::prefill_attention(int64_t tokens, int64_t context_tokens) const {
   if (tokens <= 0) return {};
-  return interp_2d(prefill_rows, static_cast<double>(tokens), static_cast<double>(round_up(tokens + context_tokens, kv_tile)));
+  const int64_t blocks = ceil_div(tokens * query_rows_per_token, q_block_rows);
+  return eval_rows(prefill_rows, static_cast<double>(blocks), tokens + context_tokens, kv_tile);
 }
 CostPoint LayerCostTable::lm_head(int64_t rows) const {
   if (rows <= 0) return {};
-  return interp_2d(head_rows, static_cast<double>(rows), 1);
+  return eval_rows(head_rows, 1, rows, kv_tile);
 }
 
-std::vector<CostPoint> simulate_pieces(const CostTableRequest& r, const std::vector<PieceQuery>& pieces) {
+std::vector<CostPoint> simulate_pieces(const CostTableRequest& r, const std::vector<PieceQuery>& queries) {
   TempDir tmp;
-  std::vector<PieceQuery> distinct;
+  std::vector<Piece> distinct;
   std::map<std::string, size_t> at;
-  for (const auto& q : pieces) {
-    if (at.emplace(piece_id(q), distinct.size()).second) distinct.push_back(q);
+  std::vector<std::string> ids;
+  for (const auto& q : queries) {
+    const Piece p = to_piece(q, r.grid, r.shard);
+    ids.push_back(piece_id(p));
+    if (at.emplace(ids.back(), distinct.size()).second) distinct.push_back(p);
   }
   const std::vector<CostPoint> got = run_pieces(r, distinct, tmp.path / "runs");
   std::vector<CostPoint> out;
-  for (const auto& q : pieces) out.push_back(got[at.at(piece_id(q))]);
+  for (const auto& id : ids) out.push_back(got[at.at(id)]);
   return out;
 }
 
 LayerCostTable build_cost_table(const CostTableRequest& r) {
   LayerCostTable t;
   t.key = table_key(r);
-  const std::vector<PieceQuery> pieces = grid_pieces(r.grid);
+  const std::vector<Piece> pieces = grid_pieces(r.grid);
   std::optional<TempDir> tmp;
   fs::path dir = r.cache_dir;
   if (dir.empty()) {
@@ -343,9 +383,11 @@ LayerCostTable build_cost_table(const CostTableRequest& r) {
     } catch (const std::exception&) {
     }
   }
-  std::vector<PieceQuery> missing;
+  std::vector<Piece> missing;
+  std::map<std::string, bool> seen;
   for (const auto& q : pieces) {
-    if (!cache["points"].contains(piece_id(q))) missing.push_back(q);
+    const std::string id = piece_id(q);
+    if (!cache["points"].contains(id) && seen.emplace(id, true).second) missing.push_back(q);
   }
   t.cached = pieces.size() - missing.size();
   t.simulated = missing.size();
@@ -362,30 +404,38 @@ LayerCostTable build_cost_table(const CostTableRequest& r) {
     }
     sweep::replace_file(file, cache.dump(1) + "\n");
   }
-  auto cost = [&](const PieceQuery& q) {
+  auto cost = [&](const Piece& q) {
     const auto& e = cache["points"][piece_id(q)];
     return CostPoint{e.at("s").get<double>(), e.at("j").get<double>()};
   };
-  using K = PieceQuery::Kind;
-  for (int64_t n : r.grid.dense_tokens) t.dense_rows.push_back({n, {1}, {cost({K::kDense, n, 0})}});
-  for (int64_t n : r.grid.head_rows) t.head_rows.push_back({n, {1}, {cost({K::kHead, n, 0})}});
-  for (int64_t b : r.grid.decode_batch) {
-    LayerCostTable::Row row{b, {}, {}};
-    for (int64_t l : r.grid.decode_kv) {
-      row.b.push_back(l);
-      row.cost.push_back(cost({K::kDecode, b, l}));
+  using K = Piece::Kind;
+  const int64_t w = r.grid.kv_tile;
+  // Dense and LM head: one row over their tiles (the piece's size is its second axis).
+  auto size_row = [&](K kind, const std::vector<int64_t>& tiles) {
+    LayerCostTable::Row row{1, tiles, {}, {}};
+    for (int64_t k : tiles) {
+      row.begun.push_back(cost({kind, begun(k, w), 0}));
+      row.full.push_back(w > 1 ? cost({kind, k * w, 0}) : row.begun.back());
     }
-    t.decode_rows.push_back(row);
-  }
-  for (int64_t tk : r.grid.prefill_tokens) {
-    LayerCostTable::Row row{tk, {}, {}};
-    for (int64_t kv : prefill_kv_points(r.grid, tk)) {
-      row.b.push_back(kv);
-      row.cost.push_back(cost({K::kPrefill, tk, kv - tk}));
+    return row;
+  };
+  t.dense_rows = {size_row(K::kDense, r.grid.dense_tiles)};
+  t.head_rows = {size_row(K::kHead, r.grid.head_tiles)};
+  auto tiled_rows = [&](K kind, const std::vector<int64_t>& firsts, std::vector<LayerCostTable::Row>& rows) {
+    for (int64_t a : firsts) {
+      LayerCostTable::Row row{a, r.grid.kv_tiles, {}, {}};
+      for (int64_t k : r.grid.kv_tiles) {
+        row.begun.push_back(cost({kind, a, begun(k, w)}));
+        row.full.push_back(w > 1 ? cost({kind, a, k * w}) : row.begun.back());
+      }
+      rows.push_back(row);
     }
-    t.prefill_rows.push_back(row);
-  }
-  t.kv_tile = r.grid.kv_tile;
+  };
+  tiled_rows(K::kDecode, r.grid.decode_batch, t.decode_rows);
+  tiled_rows(K::kPrefill, r.grid.prefill_blocks, t.prefill_rows);
+  t.kv_tile = w;
+  t.q_block_rows = r.grid.q_block_rows;
+  t.query_rows_per_token = r.shard.heads / r.shard.kv_heads;
   t.idle_w = cache.value("idle_w", 0.0);
   return t;
 }

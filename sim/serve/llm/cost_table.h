@@ -4,10 +4,8 @@
 // `tessera run` child started through the sweep's runner (SystemC elaborates once per
 // process), and memoized on disk per (chip, model, precision, tensor-parallel degree, grid):
 // a second build with the same inputs simulates nothing. Between grid points the cost is
-// interpolated linearly (bilinearly over two axes; beyond the grid the last segment extends).
-// KV lengths are rounded up to whole array tiles first: the score and context matmuls cost by
-// the tile (a staircase in the KV length, ~20% a step on a 32-wide array), affine in the tile
-// count; the tokens of the dense part and of a chunk stream through the array (affine).
+// interpolated linearly (beyond the grid the last segment extends); see CostGrid for the KV
+// axis and the prefill query blocks.
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -18,18 +16,27 @@
 
 namespace tessera::serve::llm {
 
-// The sizes simulated. Each axis doubles from its first value; prefill's second axis is the
-// chunk's whole KV length (context + chunk tokens), from the chunk's own tokens in whole tiles.
+// The sizes simulated. KV lengths are costed by array tiles of `kv_tile` tokens: for each tile
+// count k of the grid, two points, the tile just begun ((k-1) x kv_tile + 1 tokens) and full
+// (k x kv_tile): a matmul that costs by the tile (compute-bound: a staircase) and one that
+// costs by the byte (memory-bound: a line) are both affine between those two, and affine in k
+// across the grid. A prefill chunk's queries run in blocks of `q_block_rows` rows (the query
+// heads of a GQA group x its tokens), each block over the whole KV length, as a flash-
+// attention kernel tiles them: its cost is affine in the block count.
 struct CostGrid {
-  int64_t kv_tile = 1;                  // KV lengths are costed in multiples of this (the array's width)
-  std::vector<int64_t> dense_tokens;    // tokens of an iteration
+  int64_t kv_tile = 1;
+  int64_t q_block_rows = 1;
+  std::vector<int64_t> dense_tiles;     // the iteration's tokens, in tiles of kv_tile rows
   std::vector<int64_t> decode_batch;    // decode sequences
-  std::vector<int64_t> decode_kv;       // mean KV tokens per decode sequence
-  std::vector<int64_t> prefill_tokens;  // chunk tokens
-  int64_t prefill_max_kv = 0;           // largest context + chunk
-  std::vector<int64_t> head_rows;       // LM-head rows
-  // Powers of two: dense up to max_tokens, decode batch up to max_batch, KV from one tile up to the context.
-  static CostGrid doubling(int64_t max_tokens, int64_t max_batch, int64_t context, int64_t kv_tile);
+  std::vector<int64_t> kv_tiles;        // tile counts (decode and prefill KV lengths)
+  std::vector<int64_t> prefill_blocks;  // query blocks of a chunk
+  std::vector<int64_t> head_tiles;      // LM-head rows, in tiles of kv_tile rows
+  // The tokens of the dense part and the LM head's rows are tiled as the KV lengths are (their
+  // cost is a staircase of the array width too once compute-bound: +16% a step at 1,024-1,600
+  // tokens of Llama-3-8B on tpu-v6e). Tile counts every one to 8, then two an octave; decode
+  // batches and prefill blocks doubling (a batch's samples run one after another: affine).
+  static CostGrid standard(int64_t max_tokens, int64_t max_batch, int64_t context, int64_t kv_tile,
+                           int64_t query_rows_per_token);
 };
 
 struct CostPoint {
@@ -59,16 +66,19 @@ class LayerCostTable {
   CostPoint lm_head(int64_t rows) const;
 
   int64_t kv_tile = 1;
+  int64_t q_block_rows = 1;
+  int64_t query_rows_per_token = 1;
   double idle_w = 0;      // the chip's idle power (the energy model's power_vs_load.idle_w)
-  size_t simulated = 0;  // points this build simulated
-  size_t cached = 0;     // ... found in the cache
-  std::string key;       // the cache key (hex)
+  size_t simulated = 0;   // points this build simulated
+  size_t cached = 0;      // ... found in the cache
+  std::string key;        // the cache key (hex)
 
-  // Filled by build_cost_table: one entry per grid point.
+  // One value of the first axis: dense/head tokens or rows (no tiles), decode sequences,
+  // prefill query blocks; over the tile grid, the costs at a tile begun and full.
   struct Row {
-    int64_t a = 0;  // dense/head: tokens/rows; decode: sequences; prefill: chunk tokens
-    std::vector<int64_t> b;  // decode: KV tokens; prefill: whole KV lengths (context + chunk)
-    std::vector<CostPoint> cost;  // one per b (one entry for dense/head)
+    int64_t a = 0;
+    std::vector<int64_t> tiles;
+    std::vector<CostPoint> begun, full;
   };
   std::vector<Row> dense_rows, decode_rows, prefill_rows, head_rows;
 };

@@ -203,13 +203,13 @@ std::string decode_attention_graph_yaml(const LlmModelSpec& m, const LayerShard&
 }
 
 std::string prefill_attention_graph_yaml(const LlmModelSpec& m, const LayerShard& s, const LayerPrecision& p,
-                                         int64_t tokens, int64_t context_tokens) {
-  // The whole (context + chunk) x chunk score block: the causal mask's skipped half still runs
-  // on the array, as a dense attention kernel computes it.
-  return attention_graph(m.name + "_prefill_t" + std::to_string(tokens) + "_c" + std::to_string(context_tokens),
-                         "prefill attention of one " + m.display_name + " layer: a chunk of " + std::to_string(tokens) +
-                             " tokens over " + std::to_string(context_tokens) + " earlier ones",
-                         m, p, s.kv_heads, (s.heads / s.kv_heads) * tokens, context_tokens + tokens, 1);
+                                         int64_t blocks, int64_t block_rows, int64_t kv_tokens) {
+  // The whole block x KV score tile: a dense kernel computes the causal mask's skipped part too.
+  return attention_graph(m.name + "_prefill_n" + std::to_string(blocks) + "_kv" + std::to_string(kv_tokens),
+                         "prefill attention of one " + m.display_name + " layer: query blocks of " + std::to_string(block_rows) +
+                             " rows (the batch: " + std::to_string(blocks) + " blocks x " + std::to_string(s.kv_heads) +
+                             " KV heads) over " + std::to_string(kv_tokens) + " KV tokens",
+                         m, p, 1, block_rows, kv_tokens, blocks * s.kv_heads);
 }
 
 std::string lm_head_graph_yaml(const LlmModelSpec& m, const LayerShard& s, const LayerPrecision& p, int64_t rows) {

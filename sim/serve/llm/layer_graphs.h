@@ -5,7 +5,7 @@
 //  - dense(T):           norms, QKV, rotary, output projection, residuals, FFN (or the MoE
 //                        experts), for T tokens (prefill + decode) of the iteration;
 //  - decode_attention(B, L): B sequences of one new token each over L KV tokens (mean);
-//  - prefill_attention(t, c): one prompt chunk of t tokens over c earlier + t own KV tokens;
+//  - prefill_attention: one prompt chunk of t tokens over c earlier + t own KV tokens, in query blocks;
 //  - lm_head(n):         final norm and the vocabulary projection for n rows.
 // Every tensor is device-resident (the chip's `residency:`): activations come from the
 // previous piece, the KV cache lives in device memory. Shapes are per chip at the tensor-
@@ -39,8 +39,12 @@ struct LayerPrecision {
 std::string dense_graph_yaml(const LlmModelSpec& m, const LayerShard& s, const LayerPrecision& p, int64_t tokens);
 std::string decode_attention_graph_yaml(const LlmModelSpec& m, const LayerShard& s, const LayerPrecision& p,
                                         int64_t sequences, int64_t kv_tokens);
+// A prefill chunk as `blocks` query blocks of `block_rows` rows (GQA group heads x tokens,
+// the last block padded as a flash-attention kernel pads it), each over `kv_tokens` (context +
+// chunk) of its KV head: the graph's batch is blocks x KV heads; no block's scores outgrow the
+// on-chip buffer, as none of a flash-attention kernel's do.
 std::string prefill_attention_graph_yaml(const LlmModelSpec& m, const LayerShard& s, const LayerPrecision& p,
-                                         int64_t tokens, int64_t context_tokens);
+                                         int64_t blocks, int64_t block_rows, int64_t kv_tokens);
 std::string lm_head_graph_yaml(const LlmModelSpec& m, const LayerShard& s, const LayerPrecision& p, int64_t rows);
 
 }  // namespace tessera::serve::llm

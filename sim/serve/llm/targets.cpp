@@ -85,8 +85,8 @@ class ChipTarget final : public ServingTarget {
     c.shard = place_.shard;
     c.precision = precision_;
     c.grid = grid ? *grid
-                  : CostGrid::doubling(kActivationReserveTokens, kMaxDecodeBatch, model_.context,
-                                       std::max(arch_.array.rows, arch_.array.cols));
+                  : CostGrid::standard(kActivationReserveTokens, kMaxDecodeBatch, model_.context,
+                                       std::max(arch_.array.rows, arch_.array.cols), place_.shard.heads / place_.shard.kv_heads);
     c.cache_dir = r.cache_dir;
     c.runner_exe = runner;
     c.jobs = 2;
@@ -120,11 +120,10 @@ class ChipTarget final : public ServingTarget {
       const CostPoint head = table_.lm_head(head_rows(mb));
       double head_s = head.seconds;
       if (req_.tp > 1) head_s += models::all_gather_s(arch_.ici, req_.tp, elements_bytes(Dtype::kBf16, head_rows(mb) * place_.shard.vocab));
-      // The largest stage, and the last one's LM head (the stages are as long as the slowest).
-      double stage = place_.layers_per_stage * (layer.seconds + collectives) + (req_.pp == 1 ? head_s : 0);
+      // The largest stage with the last one's LM head (every stage is paced by the slowest),
+      // and with pp > 1 the activations' hop to the next stage over one ICI link.
+      double stage = place_.layers_per_stage * (layer.seconds + collectives) + head_s;
       if (req_.pp > 1) {
-        stage = std::max(stage, place_.layers_per_stage * (layer.seconds + collectives) + head_s);
-        // Activations to the next stage over one ICI link: its latency plus bytes / bandwidth.
         stage += arch_.ici.latency_ns * 1e-9 +
                  static_cast<double>(elements_bytes(Dtype::kBf16, tokens * model_.hidden)) / (arch_.ici.bandwidth_gb_per_s * 1e9);
       }

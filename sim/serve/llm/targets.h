@@ -26,7 +26,7 @@ struct TargetRequest {
 // throws tessera::InputError naming the file/key and what is allowed.
 // The chip's layer pieces are simulated by `tessera run` children of this executable (or of
 // $TESSERA_EXE when set); the overload names the executable and, for tests, a smaller grid
-// than the default (CostGrid::doubling to 8192 tokens, 256 decode sequences, the context).
+// than the default (CostGrid::standard to 8192 tokens, 256 decode sequences, the context).
 std::unique_ptr<ServingTarget> make_serving_target(const TargetRequest&);
 struct CostGrid;
 std::unique_ptr<ServingTarget> make_serving_target(const TargetRequest&, const std::filesystem::path& runner_exe,

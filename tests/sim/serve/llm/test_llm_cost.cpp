@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <random>
 
+#include "sim/common/error.h"
 #include "sim/serve/llm/cost_table.h"
 #include "sim/serve/llm/model_spec.h"
 
@@ -21,7 +22,7 @@ CostTableRequest tiny_request() {
   r.arch = kHere / "tiny-chip.yaml";
   r.model = load_llm_model(kHere / "tiny-llm.yaml");
   r.shard = shard_layer(r.model, 1, "test");
-  r.grid = CostGrid::doubling(64, 8, r.model.context, 32);  // tiny-chip.yaml: a 32 x 32 array
+  r.grid = CostGrid::standard(64, 8, r.model.context, 32, 4);  // tiny-chip.yaml: a 32 x 32 array; GQA groups of 4
   r.runner_exe = fs::path(TESSERA_BINARY_DIR) / "tessera";
   r.jobs = 2;
   return r;
@@ -71,4 +72,25 @@ TEST(LlmCostTable, InterpolationWithinThreePercentOfSimulation) {
   }
   RecordProperty("worst_mix_error", std::to_string(worst));
   std::printf("worst mix error %.4f\n", worst);
+}
+
+// W8A8: int8 weights run int8 x int8 on the array (tpu-v6e's 2x-rate mode, half the weight
+// bytes): the 64-token dense piece is faster than at bf16. fp8 and int4 weights need MAC modes
+// the chip does not have (bf16 x int4, fp8 x fp8): the run's exit-2 error names them.
+TEST(LlmCostTable, WeightDtypesRunOnTheChipsModes) {
+  CostTableRequest r = tiny_request();
+  using K = PieceQuery::Kind;
+  const double bf16 = simulate_pieces(r, {{K::kDense, 64, 0}})[0].seconds;
+  r.precision.weights = tessera::Dtype::kInt8;
+  const double int8 = simulate_pieces(r, {{K::kDense, 64, 0}})[0].seconds;
+  EXPECT_LT(int8, bf16);
+  for (tessera::Dtype d : {tessera::Dtype::kInt4, tessera::Dtype::kFp8E4m3}) {
+    r.precision.weights = d;
+    try {
+      simulate_pieces(r, {{K::kDense, 64, 0}});
+      ADD_FAILURE() << "no error for " << tessera::dtype_name(d);
+    } catch (const tessera::InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("mac_modes"), std::string::npos) << e.what();
+    }
+  }
 }

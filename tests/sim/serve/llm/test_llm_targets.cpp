@@ -162,6 +162,24 @@ TEST(LlmGpuTarget, H100ServesLlama3From80Gb) {
   EXPECT_GT(t4->kv_capacity_tokens(), 4 * t->kv_capacity_tokens());  // weights split: more room per GPU
 }
 
+// Pipeline parallelism, GPipe order: two identical micro-batches (one decode sequence each)
+// over 2 stages take t1 + t2 + (2 - 1) x max = 3 stage times; one alone takes 2 (it passes both
+// stages). So the 2-sequence iteration is 1.5x the 1-sequence one.
+TEST(LlmGpuTarget, PipelineStagesFollowTheGpipeSchedule) {
+  TargetRequest r;
+  r.arch = (kSrc / "configs/baselines/h100-sxm.yaml").string();
+  r.model = (kSrc / "workloads/llm/llama-3-8b.yaml").string();
+  r.pp = 2;
+  const auto t = make_serving_target(r);
+  IterationMix one, two;
+  one.decode_sequences = 1;
+  one.decode_kv_tokens = 512;
+  two.decode_sequences = 2;
+  two.decode_kv_tokens = 1024;
+  EXPECT_NEAR(t->iteration(two).seconds, 1.5 * t->iteration(one).seconds, 1e-12);
+  EXPECT_EQ(t->chips(), 2);
+}
+
 // End to end on the simulated tiny chip: the table builds (memoized: a second target on the
 // same cache simulates nothing) and a 2-chip TP target pays its all-reduces.
 TEST(LlmChipTarget, TinyModelOnTinyChip) {
@@ -172,7 +190,7 @@ TEST(LlmChipTarget, TinyModelOnTinyChip) {
   r.model = (kHere / "tiny-llm.yaml").string();
   r.cache_dir = cache.string();
   const fs::path exe = fs::path(TESSERA_BINARY_DIR) / "tessera";
-  const CostGrid small = CostGrid::doubling(48, 4, 128, 32);  // CI-sized; beyond it the last segments extend
+  const CostGrid small = CostGrid::standard(48, 4, 128, 32, 4);  // CI-sized; beyond it the last segments extend
   const auto t = make_serving_target(r, exe, &small);
   EXPECT_EQ(t->kv_capacity_tokens(), 63264);
   IterationMix mix;
