@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <algorithm>
 #include <random>
 
 #include "sim/common/error.h"
@@ -34,9 +35,8 @@ double rel(double a, double b) { return std::abs(a - b) / b; }
 
 // 50 random mixes (one prefill chunk with context, a decode batch at a mean KV length): the
 // iteration's layer cost (dense + decode attention + prefill attention) interpolated vs
-// simulated at exactly those sizes, within 3% (issue 31). Each piece alone within 5%: a lone
-// one-sequence decode between grid tiles is the worst (3.3% at 1 x 285 KV tokens, seed 31),
-// and it is a small share of any mix.
+// simulated at exactly those sizes, within 3% (issue 31; worst 0.34% at seed 31). Each piece
+// alone within 5% (worst 3.7%).
 TEST(LlmCostTable, InterpolationWithinThreePercentOfSimulation) {
   const CostTableRequest r = tiny_request();
   const LayerCostTable t = build_cost_table(r);
@@ -57,12 +57,13 @@ TEST(LlmCostTable, InterpolationWithinThreePercentOfSimulation) {
     pieces.push_back({K::kPrefill, m.chunk, m.context});
   }
   const std::vector<CostPoint> sim = simulate_pieces(r, pieces);
-  double worst = 0;
+  double worst = 0, worst_piece = 0;
   for (size_t k = 0; k < mixes.size(); ++k) {
     const Mix& m = mixes[k];
     const double dense = t.dense(m.chunk + m.batch).seconds, decode = t.decode_attention(m.batch, m.kv).seconds,
                  prefill = t.prefill_attention(m.chunk, m.context).seconds;
     const double s_dense = sim[3 * k].seconds, s_decode = sim[3 * k + 1].seconds, s_prefill = sim[3 * k + 2].seconds;
+    worst_piece = std::max({worst_piece, rel(dense, s_dense), rel(decode, s_decode), rel(prefill, s_prefill)});
     EXPECT_LT(rel(dense, s_dense), 0.05) << "dense " << m.chunk + m.batch;
     EXPECT_LT(rel(decode, s_decode), 0.05) << "decode " << m.batch << " x " << m.kv;
     EXPECT_LT(rel(prefill, s_prefill), 0.05) << "prefill " << m.chunk << " over " << m.context;
@@ -71,7 +72,7 @@ TEST(LlmCostTable, InterpolationWithinThreePercentOfSimulation) {
     EXPECT_LT(e, 0.03) << "mix " << k;
   }
   RecordProperty("worst_mix_error", std::to_string(worst));
-  std::printf("worst mix error %.4f\n", worst);
+  std::printf("worst mix error %.4f, worst piece error %.4f\n", worst, worst_piece);
 }
 
 // W8A8: int8 weights run int8 x int8 on the array (tpu-v6e's 2x-rate mode, half the weight
