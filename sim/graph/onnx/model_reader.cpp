@@ -409,12 +409,6 @@ std::vector<const onnx::NodeProto*> Importer::topo_order() {
 // An image-like graph input: it reaches a conv/pool (directly or through element-wise
 // ops), so it is stored channels last from the start.
 bool Importer::feeds_spatial(const std::string& value, int depth) const {
-  static const std::unordered_set<std::string> spatial = {"Conv", "ConvTranspose", "MaxPool", "AveragePool",
-                                                          "GlobalAveragePool", "GlobalMaxPool", "BatchNormalization",
-                                                          "Resize", "Upsample", "QLinearConv", "ConvInteger"};
-  static const std::unordered_set<std::string> through = {"Add", "Sub", "Mul", "Div", "Relu", "Clip", "Cast",
-                                                          "Identity", "Pad", "Sigmoid", "Tanh", "QuantizeLinear",
-                                                          "DequantizeLinear", "DynamicQuantizeLinear"};
   // Breadth first over the consumer lists, each value once: linear in the graph, however
   // wide (a recursive scan of every node per consumer was exponential in the fan-out).
   const auto& nodes = model_.graph().node();
@@ -427,8 +421,10 @@ bool Importer::feeds_spatial(const std::string& value, int depth) const {
       if (c == consumer_nodes_.end()) continue;
       for (int i : c->second) {
         const auto& n = nodes[i];
-        if (spatial.count(n.op_type())) return true;
-        if (through.count(n.op_type()) && n.output_size() > 0 && seen.insert(n.output(0)).second) next.push_back(n.output(0));
+        const OnnxOp* row = find_onnx_op(n.op_type());
+        if (!row) continue;
+        if (row->has(kSpatial)) return true;
+        if (row->has(kSpatialThrough) && n.output_size() > 0 && seen.insert(n.output(0)).second) next.push_back(n.output(0));
       }
     }
     level = std::move(next);
