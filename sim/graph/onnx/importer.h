@@ -136,6 +136,7 @@ class Importer {
   // ---- the driver
   friend class Folder;     // const_fold.cpp: constant folding, one family per row
   friend struct OnnxRows;  // op_table.cpp: the rows' handlers
+  friend class InputBinder;  // model_reader.cpp: binding the graph inputs, in steps
   // Dispatch; an unsupported node is recorded and poisons its outputs. Host work: ops an
   // accelerator of this kind leaves to the host (rows marked `host`) and every node that
   // reads a value the host computed.
@@ -156,7 +157,7 @@ class Importer {
   void load_initializer(const onnx::TensorProto& t, const std::string& what, const std::string& as = "");
   void read_tensor_data(const onnx::TensorProto& t, Value& v, bool need, const std::string& what);
   std::filesystem::path external_file(const std::string& what, const std::string& location) const;
-  void bind_inputs();
+  void bind_inputs();  // InputBinder, then bind_input_values
   void bind_input_values();  // --input-value: the inputs' elements, checked against their shapes
   std::vector<const Node*> topo_order();
 
