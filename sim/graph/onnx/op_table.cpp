@@ -136,6 +136,7 @@ std::vector<OnnxOp> OnnxRows::elementwise() {
       {.name = "Round", .arity = {1, 1}, .handle = unary, .fold = &F::unary, .kind = OpKind::kRound},
       {.name = "Not", .arity = {1, 1}, .handle = unary, .fold = &F::unary, .kind = OpKind::kNot},
       {.name = "Softplus", .arity = {1, 1}, .handle = unary, .fold = &F::unary, .kind = OpKind::kSoftplus, .batch = B::kKeeps},
+      {.name = "Softsign", .arity = {1, 1}, .handle = unary, .fold = &F::unary, .kind = OpKind::kSoftsign, .batch = B::kKeeps},
       {.name = "Neg", .arity = {1, 1}, .handle = scalar, .fold = &F::unary, .kind = OpKind::kMul, .scalar = -1.0f,
        .batch = B::kKeeps},  // x * -1
       {.name = "Reciprocal", .arity = {1, 1}, .handle = scalar, .fold = &F::unary, .kind = OpKind::kDiv, .scalar = 1.0f,

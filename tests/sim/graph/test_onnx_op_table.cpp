@@ -107,3 +107,17 @@ TEST(OnnxOpTable, ConstantsFoldThroughTheKernels) {
   EXPECT_EQ(g.layers[0].op, OpKind::kMul);
   EXPECT_EQ(g.layers[0].const_values, std::vector<float>{-4.0f});
 }
+
+// The table's newest row (Softsign) folds through its OpDef kernel with no other change:
+// Softsign(3) = 3 / (1 + 3) = 0.75 multiplies x.
+TEST(OnnxOpTable, SoftsignFoldsThroughItsKernel) {
+  Model m;
+  m.input("x", {int64_t{1}, int64_t{4}});
+  m.floats("c", {3.0f});
+  m.node("Softsign", {"c"}, {"s"}, "softsign");
+  m.node("Mul", {"x", "s"}, {"z"}, "mul");
+  m.output("z");
+  const Graph g = load_onnx(m.save("fold_softsign.onnx"), {});
+  ASSERT_EQ(g.layers.size(), 1u);
+  EXPECT_EQ(g.layers[0].const_values, std::vector<float>{0.75f});
+}
