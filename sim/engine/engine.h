@@ -24,7 +24,7 @@ namespace tessera::engine {
 //  raw_stall     the next matmul waits for results of another unit (read-after-write)
 //  non_matrix    the array is idle while vector work, controller issue or other non-matrix work runs
 //  pcie          the array is idle while host transfers run (or a matmul waits for host input)
-// Two buckets are split further for the TPU paper's Table 3 (sim/report/table3.h); the
+// Two buckets are split further for the TPU paper's Table 3 (sim/report/tpu_paper_view.h); the
 // parts are not buckets of their own, so total() does not count them:
 //  array_drain   of array_active: the exposed result drain (the rest, array_stream(), is the
 //                array streaming at its MAC rate: the paper's "array active cycles")

@@ -105,6 +105,7 @@ enum class OpKind {
   kQuantize,
   kDequantize,
   kDynamicQuantize,
+  kSoftsign,  // x / (1 + |x|), element-wise (vector unit)
   // Add new ops above this line: tables over all ops iterate up to kOpCount.
   kOpCount,
 };

@@ -12,7 +12,7 @@
 #include "sim/report/energy_report.h"
 #include "sim/report/format.h"
 #include "sim/report/layer_columns.h"
-#include "sim/report/table3.h"
+#include "sim/report/tpu_paper_view.h"
 
 namespace tessera::report {
 
@@ -301,7 +301,7 @@ ordered_json build_report(const RunRecord& run, const ReportParts& parts) {
     roof["by_precision"] = by_precision;
     roof["layers"] = roof_layers;
   }
-  if (parts.table3) r["table3"] = table3_json(arch, st, tops, peak_tops);
+  if (parts.table3) r["table3"] = tpu_paper_view_json(arch, st, tops, peak_tops);
   r["baselines"] = ordered_json::array();
   return r;
 }
@@ -385,7 +385,7 @@ std::string summary_markdown(const ordered_json& r, const std::string& precision
   out << "## Cycle breakdown\n\n| cause | cycles | share |\n|---|---:|---:|\n";
   for (const char* b : kCycleCauses) out << "| " << b << " | " << c[b].get<int64_t>() << " | " << cycle_share(c, b) << " |\n";
   out << "| total | " << c["total"].get<int64_t>() << " | 100.0% |\n";
-  out << table3_markdown(r) << "\n";
+  out << tpu_paper_view_markdown(r) << "\n";
   out << "## Layers\n\n" << layers_markdown_header();
   for (const auto& l : r["layers"]) out << layer_markdown_row(l);
   if (s.value("spill_bytes", uint64_t{0}) > 0) {

@@ -13,21 +13,6 @@ namespace tessera::graph::onnx_import {
 
 namespace {
 
-// Ops whose output has the shape of their first input (or its broadcast with constants).
-const std::unordered_set<std::string>& same_axes_ops() {
-  static const std::unordered_set<std::string> s = {
-      "Identity", "Cast", "CastLike", "Dropout", "Relu", "Sigmoid", "Tanh", "Clip", "LeakyRelu", "HardSigmoid", "HardSwish",
-      "Gelu", "Erf", "Sqrt", "Exp", "Log", "Neg", "Abs", "Reciprocal", "Softplus", "Softmax", "LogSoftmax", "Slice", "Pad",
-      "QuantizeLinear", "DequantizeLinear", "Concat", "Split", "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min"};
-  return s;
-}
-
-const std::unordered_set<std::string>& first_axis_batch_ops() {  // read their input 0's first axis as the batch
-  static const std::unordered_set<std::string> s = {"MatMul", "Gemm", "Conv", "ConvTranspose", "MaxPool", "AveragePool",
-                                                   "GlobalAveragePool", "GlobalMaxPool", "BatchNormalization"};
-  return s;
-}
-
 // Integer elements stored inline in a tensor (raw little-endian bytes or the typed field).
 std::vector<int64_t> inline_ints(const onnx::TensorProto& t) {
   std::vector<int64_t> out;
@@ -142,11 +127,12 @@ int Importer::usage_batch_axis(const UseIndex& index, const std::string& input, 
     for (const Node* np : c->second) {
       const Node& n = *np;
       if (!n.domain().empty() && n.domain() != "ai.onnx") continue;
-      const std::string& op = n.op_type();
+      const OnnxOp* row = find_onnx_op(n.op_type());
+      const BatchRule rule = row ? row->batch : BatchRule::kStops;
       for (int pos = 0; pos < n.input_size(); ++pos) {
         if (n.input(pos) != r.value) continue;
         // Ops that say where the batch is.
-        if (op == "LSTM" || op == "GRU" || op == "RNN") {
+        if (rule == BatchRule::kRecurrent) {
           const auto* l = attr(n, "layout");
           const int layout = l && l->type() == onnx::AttributeProto_AttributeType_INT ? static_cast<int>(l->i()) : 0;
           // X [T, batch, I] and the initial states [directions, batch, hidden] (layout 0).
@@ -156,7 +142,7 @@ int Importer::usage_batch_axis(const UseIndex& index, const std::string& input, 
           }
           continue;
         }
-        if (op == "Gemm" && pos == 0) {
+        if (rule == BatchRule::kGemm && pos == 0) {
           const auto* t = attr(n, "transA");
           if (t && t->type() == onnx::AttributeProto_AttributeType_INT && t->i() != 0) {
             if (rk == 2 && at(1) >= 0) {
@@ -166,20 +152,17 @@ int Importer::usage_batch_axis(const UseIndex& index, const std::string& input, 
             continue;
           }
         }
-        if (first_axis_batch_ops().count(op) && pos == 0) {
+        if ((rule == BatchRule::kFirstAxis || rule == BatchRule::kGemm) && pos == 0) {
           if (weak < 0 && !r.permuted && rk >= 2 && at(0) >= 0) weak = at(0);
           continue;
         }
         // Ops that carry the axes through.
         std::vector<int> out;
         bool permuted = r.permuted;
-        if (same_axes_ops().count(op)) {
-          if (pos > 0 && op != "Concat" && op != "Add" && op != "Sub" && op != "Mul" && op != "Div" && op != "Max" &&
-              op != "Min") {
-            continue;  // a slice bound, a clip limit, a pad width
-          }
+        if (rule == BatchRule::kKeeps || rule == BatchRule::kKeepsAll || rule == BatchRule::kSplits) {
+          if (pos > 0 && rule != BatchRule::kKeepsAll) continue;  // a slice bound, a clip limit, a pad width
           out = r.axes;
-        } else if (op == "Gather" && pos == 0) {
+        } else if (rule == BatchRule::kGather && pos == 0) {
           const auto* a = attr(n, "axis");
           int64_t axis = a ? a->i() : 0;
           const auto idx_info = n.input_size() > 1 ? file_ints(index, n.input(1)) : std::nullopt;
@@ -188,7 +171,8 @@ int Importer::usage_batch_axis(const UseIndex& index, const std::string& input, 
           out.assign(r.axes.begin(), r.axes.begin() + axis);
           out.insert(out.end(), static_cast<size_t>(idx_info->first), -1);
           out.insert(out.end(), r.axes.begin() + axis + 1, r.axes.end());
-        } else if ((op == "Squeeze" || op == "Unsqueeze") && pos == 0) {
+        } else if ((rule == BatchRule::kSqueeze || rule == BatchRule::kUnsqueeze) && pos == 0) {
+          const bool squeeze = rule == BatchRule::kSqueeze;
           std::vector<int64_t> axes;
           if (const auto* a = attr(n, "axes")) {
             axes.assign(a->ints().begin(), a->ints().end());
@@ -199,8 +183,8 @@ int Importer::usage_batch_axis(const UseIndex& index, const std::string& input, 
           } else {
             continue;  // Squeeze of every size-1 axis: which ones is not known yet
           }
-          const int64_t out_rank = op == "Squeeze" ? rk - static_cast<int64_t>(axes.size()) : rk + static_cast<int64_t>(axes.size());
-          const int64_t ref_rank = op == "Squeeze" ? rk : out_rank;
+          const int64_t out_rank = squeeze ? rk - static_cast<int64_t>(axes.size()) : rk + static_cast<int64_t>(axes.size());
+          const int64_t ref_rank = squeeze ? rk : out_rank;
           std::vector<bool> listed(static_cast<size_t>(std::max<int64_t>(ref_rank, 0)), false);
           bool ok = out_rank >= 0 && out_rank <= kMaxRank;
           for (int64_t a : axes) {
@@ -213,7 +197,7 @@ int Importer::usage_batch_axis(const UseIndex& index, const std::string& input, 
             *flag = true;
           }
           if (!ok) continue;
-          if (op == "Squeeze") {
+          if (squeeze) {
             for (size_t i = 0; i < r.axes.size(); ++i) {
               if (!listed[i]) out.push_back(r.axes[i]);
             }
@@ -221,7 +205,7 @@ int Importer::usage_batch_axis(const UseIndex& index, const std::string& input, 
             size_t k = 0;
             for (size_t i = 0; i < listed.size(); ++i) out.push_back(listed[i] ? -1 : r.axes.at(k++));
           }
-        } else if (op == "Transpose" && pos == 0) {
+        } else if (rule == BatchRule::kTranspose && pos == 0) {
           std::vector<int64_t> perm;
           if (const auto* p = attr(n, "perm")) perm.assign(p->ints().begin(), p->ints().end());
           if (perm.empty()) for (size_t i = r.axes.size(); i-- > 0;) perm.push_back(static_cast<int64_t>(i));
@@ -235,7 +219,7 @@ int Importer::usage_batch_axis(const UseIndex& index, const std::string& input, 
         } else {
           continue;  // Reshape, Flatten and the rest: the axes are not followed further
         }
-        const int outputs = op == "Split" ? n.output_size() : 1;
+        const int outputs = rule == BatchRule::kSplits ? n.output_size() : 1;
         for (int k = 0; k < outputs && k < n.output_size(); ++k) {
           if (!n.output(k).empty()) reach(n.output(k), out, permuted);
         }

@@ -5,42 +5,16 @@
 
 #include "sim/common/checked_math.h"
 #include "sim/common/error.h"
+#include "sim/graph/onnx/const_fold.h"
 #include "sim/graph/onnx/importer.h"
+#include "sim/graph/onnx/op_table.h"
 
 namespace tessera::graph::onnx_import {
 
-// How many inputs each op the importer handles takes (ONNX's operator schemas, across
-// the opsets it reads): one table, checked before any handler reads input(i), so a node
-// with too few or too many inputs is an error naming it and the allowed counts.
-void Importer::check_arity(const Node& n) const {
-  struct Arity {
-    int min_in, max_in;
-  };
-  constexpr int kAny = std::numeric_limits<int>::max();
-  static const std::unordered_map<std::string, Arity> table = {
-      {"Constant", {0, 0}}, {"ConstantOfShape", {1, 1}}, {"Range", {3, 3}}, {"Shape", {1, 1}}, {"Size", {1, 1}},
-      {"Conv", {2, 3}}, {"ConvTranspose", {2, 3}}, {"Gemm", {2, 3}}, {"MatMul", {2, 2}}, {"LSTM", {3, 8}}, {"GRU", {3, 6}},
-      {"BatchNormalization", {5, 5}}, {"LayerNormalization", {2, 3}}, {"Clip", {1, 3}}, {"FastGelu", {1, 2}},
-      {"Add", {2, 2}}, {"Sub", {2, 2}}, {"Mul", {2, 2}}, {"Div", {2, 2}}, {"Pow", {2, 2}}, {"Mod", {2, 2}},
-      {"Equal", {2, 2}}, {"Less", {2, 2}}, {"Greater", {2, 2}}, {"LessOrEqual", {2, 2}}, {"GreaterOrEqual", {2, 2}},
-      {"And", {2, 2}}, {"Or", {2, 2}}, {"Max", {1, kAny}}, {"Min", {1, kAny}}, {"Where", {3, 3}},
-      {"ReduceMean", {1, 2}}, {"ReduceSum", {1, 2}}, {"ReduceMax", {1, 2}}, {"ReduceMin", {1, 2}}, {"ReduceProd", {1, 2}},
-      {"Reshape", {2, 2}}, {"Squeeze", {1, 2}}, {"Unsqueeze", {1, 2}}, {"CastLike", {2, 2}}, {"Dropout", {1, 3}},
-      {"QuantizeLinear", {2, 3}}, {"DequantizeLinear", {2, 3}}, {"Concat", {1, kAny}}, {"Split", {1, 2}},
-      {"Gather", {2, 2}}, {"Expand", {2, 2}}, {"Resize", {1, 4}}, {"Upsample", {1, 2}}, {"Tile", {2, 2}},
-      {"CumSum", {2, 2}}, {"Einsum", {1, kAny}}, {"QLinearConv", {8, 9}}, {"QLinearMatMul", {8, 8}},
-      {"ConvInteger", {2, 4}}, {"MatMulInteger", {2, 4}}};
-  // Every other op the importer handles or folds takes exactly one input.
-  static const std::unordered_set<std::string> unary = {
-      "Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "HardSwish", "Gelu", "Erf", "Sqrt", "Exp", "Log", "Neg",
-      "Reciprocal", "Abs", "Floor", "Ceil", "Round", "Not", "Sign", "Softmax", "LogSoftmax", "MaxPool", "AveragePool",
-      "GlobalAveragePool", "GlobalMaxPool", "Flatten", "Identity", "Cast", "Transpose", "ArgMax", "ArgMin", "DynamicQuantizeLinear"};
-  Arity a{-1, -1};
-  if (n.op_type() == "Slice") a = opset_ < 10 ? Arity{1, 1} : Arity{3, 5};  // starts/ends: attributes, then inputs
-  else if (n.op_type() == "Pad") a = opset_ < 11 ? Arity{1, 1} : Arity{2, 4};
-  else if (n.op_type() == "TopK") a = opset_ < 10 ? Arity{1, 1} : Arity{2, 2};  // k: an attribute, then an input
-  else if (auto it = table.find(n.op_type()); it != table.end()) a = it->second;
-  else if (unary.count(n.op_type())) a = {1, 1};
+// Input counts, required attributes (from the node's row: op_table.cpp), checked before
+// any handler reads input(i), so a node with too few or too many inputs is an error naming
+// it and the allowed counts.
+void Importer::check_arity(const Node& n, const OnnxOp* row) const {
   if (n.output_size() < 1) fail_node(n, "has no outputs (every op has at least one; corrupt file?)");
   for (int i = 0; i < n.attribute_size(); ++i) {
     for (int j = 0; j < i; ++j) {
@@ -49,23 +23,25 @@ void Importer::check_arity(const Node& n) const {
       }
     }
   }
-  if (a.min_in < 0) return;  // not an op of the importer's: reported as unsupported
-  // Attributes the op's schema requires (a default would silently change its meaning).
-  static const std::unordered_map<std::string, std::vector<std::string>> required = {
-      {"Cast", {"to"}}, {"Concat", {"axis"}}, {"MaxPool", {"kernel_shape"}}, {"AveragePool", {"kernel_shape"}}};
-  if (auto r = required.find(n.op_type()); r != required.end()) {
-    for (const auto& name : r->second) {
-      if (!attr(n, name)) fail_node(n, "needs the attribute '" + name + "', which is missing");
+  if (!row || row->arity.min < 0) return;  // not an op of the importer's: reported as unsupported
+  const bool legacy = opset_ < row->legacy_until;
+  const OnnxArity a = legacy ? row->legacy_arity : row->arity;
+  for (const auto& name : row->required) {
+    if (!attr(n, std::string(name))) fail_node(n, "needs the attribute '" + std::string(name) + "', which is missing");
+  }
+  if (legacy && !row->legacy_required.empty()) {
+    for (const auto& name : row->legacy_required) {
+      if (attr(n, std::string(name))) continue;
+      std::vector<std::string> names;
+      for (const auto& r : row->legacy_required) names.push_back("'" + std::string(r) + "'");
+      fail_node(n, "needs the attributes " + join(names, " and ") + " (opset " + std::to_string(opset_) + ")");
     }
   }
-  if (opset_ < 10 && n.op_type() == "Slice" && (!attr(n, "starts") || !attr(n, "ends"))) {
-    fail_node(n, "needs the attributes 'starts' and 'ends' (opset " + std::to_string(opset_) + ")");
-  }
   const int k = n.input_size();
-  if (k >= a.min_in && k <= a.max_in) return;
-  const std::string allowed = a.min_in == a.max_in ? std::to_string(a.min_in)
-                              : a.max_in == kAny   ? "at least " + std::to_string(a.min_in)
-                                                   : std::to_string(a.min_in) + " to " + std::to_string(a.max_in);
+  if (k >= a.min && k <= a.max) return;
+  const std::string allowed = a.min == a.max              ? std::to_string(a.min)
+                              : a.max == OnnxArity::kAny ? "at least " + std::to_string(a.min)
+                                                         : std::to_string(a.min) + " to " + std::to_string(a.max);
   fail_node(n, "needs " + allowed + " inputs" + (opset_ ? " (opset " + std::to_string(opset_) + ")" : std::string()) + ", has " +
                    std::to_string(k));
 }
@@ -98,35 +74,23 @@ void Importer::check_outputs(const Node& n) {
   }
 }
 
-void Importer::dispatch(const Node& n) {
-  const std::string& op = n.op_type();
-  const std::string& dom = n.domain();
-  const bool ms = dom == "com.microsoft";
-  if (!dom.empty() && dom != "ai.onnx" && !(ms && (op == "Gelu" || op == "FastGelu"))) {
-    throw Unsupported{"op of domain '" + dom + "'"};
-  }
-  if (op == "If") return op_if(n);
-  if (op == "Loop") return op_loop(n);
-  if (op == "Scan") return op_scan(n);
-  check_arity(n);
-  if (op == "Shape" || op == "Size" || all_constant(n)) return fold_or_shape(n);
-
-  const auto& table = handler_table();
-  auto it = table.find(op);
-  if (it == table.end()) throw Unsupported{""};
-  it->second(*this, n);
+// An op of a domain the row does not read (Gelu and FastGelu are also com.microsoft's).
+static bool foreign_domain(const std::string& dom, const OnnxOp* row) {
+  return !dom.empty() && dom != "ai.onnx" && !(dom == "com.microsoft" && row && row->microsoft);
 }
 
-// ONNX ops whose work an accelerator of this kind leaves to the host: outputs whose size
-// depends on the data (NonMaxSuppression, NonZero, Unique), gathers by index lists the
-// vector unit has no addressing for, strings and sequences.
-bool Importer::host_op_type(const std::string& op) {
-  static const std::unordered_set<std::string> ops = {
-      "NonMaxSuppression", "NonZero", "Unique", "GatherND", "GatherElements", "ScatterND", "ScatterElements",
-      "StringNormalizer", "StringConcat", "StringSplit", "RegexFullMatch", "TfIdfVectorizer", "SequenceAt",
-      "SequenceConstruct", "SequenceEmpty", "SequenceErase", "SequenceInsert", "SequenceLength", "SequenceMap",
-      "SplitToSequence", "ConcatFromSequence"};
-  return ops.count(op) > 0;
+void Importer::dispatch(const Node& n) {
+  const OnnxOp* row = find_onnx_op(n.op_type());
+  if (foreign_domain(n.domain(), row)) throw Unsupported{"op of domain '" + n.domain() + "'"};
+  if (row && row->subgraphs) return row->handle(*this, n, *row);
+  check_arity(n, row);
+  bool constant = true;  // every data input
+  for (int i = 0; i < n.input_size() && constant; ++i) {
+    if (!n.input(i).empty() && !val(n, i).constant) constant = false;
+  }
+  if ((row && row->folds_always) || constant) return Folder(*this, n, row).run();
+  if (!row || !row->handle) throw Unsupported{""};
+  row->handle(*this, n, *row);
 }
 
 const Value* Importer::host_operand(const Node& n, std::string* name) const {
@@ -181,17 +145,15 @@ void Importer::import_node(const Node& n) {
       // accelerator's MACs uncounted, so it is a blocker.
       std::string read;
       if (const Value* h = host_operand(n, &read)) {
-        static const std::unordered_set<std::string> matrix = {
-            "Conv", "ConvTranspose", "Gemm", "MatMul", "LSTM", "GRU", "RNN", "Einsum", "QLinearConv", "QLinearMatMul",
-            "ConvInteger", "MatMulInteger"};
-        if (matrix.count(n.op_type())) {
+        const OnnxOp* row = find_onnx_op(n.op_type());
+        if (row && row->has(kMacs)) {
           throw Unsupported{"reads '" + utf8_safe(read) + "', computed on the host by " + h->host_by +
                             ": a matrix op after host work"};
         }
         host_node(n, "reads '" + utf8_safe(read) + "' from " + h->host_by);
         return;
       }
-      if (host_op_type(n.op_type()) && n.domain().empty()) {
+      if (const OnnxOp* row = find_onnx_op(n.op_type()); row && row->host && n.domain().empty()) {
         host_node(n, n.op_type());
         return;
       }
@@ -248,114 +210,16 @@ std::string Importer::blocker_message(const std::string& unbound) const {
 // inputs): reported with unbound dimensions, before any node is imported.
 std::vector<std::pair<std::string, std::string>> Importer::nodes_without_handler() const {
   std::vector<std::pair<std::string, std::string>> out;
-  const auto& table = handler_table();
   for (const auto& n : model_.graph().node()) {
     const std::string& op = n.op_type();
-    const std::string& dom = n.domain();
-    const bool ms = dom == "com.microsoft" && (op == "Gelu" || op == "FastGelu");
-    if (!dom.empty() && dom != "ai.onnx" && !ms) {
-      out.emplace_back(node_name(n), op + ": op of domain '" + dom + "'");
-    } else if (!table.count(op) && !foldable_op(op) && op != "If" && op != "Loop" && op != "Scan" && !host_op_type(op)) {
+    const OnnxOp* row = find_onnx_op(op);
+    if (foreign_domain(n.domain(), row)) {
+      out.emplace_back(node_name(n), op + ": op of domain '" + n.domain() + "'");
+    } else if (!row || !(row->handled() || row->host)) {
       out.emplace_back(node_name(n), op);
     }
   }
   return out;
-}
-
-// The ONNX op types with a handler: dispatch() and the unsupported-node message (and
-// onnx_supported_ops()) read this one table, so the message cannot drift from it.
-const std::map<std::string, Importer::Handler>& Importer::handler_table() {
-  static const std::map<std::string, Handler> table = {
-      {"Conv", [](Importer& m, const Node& n) { m.op_conv(n, false); }},
-      {"ConvTranspose", [](Importer& m, const Node& n) { m.op_conv(n, true); }},
-      {"Gemm", [](Importer& m, const Node& n) { m.op_gemm(n); }},
-      {"MatMul", [](Importer& m, const Node& n) { m.op_matmul(n); }},
-      {"LSTM", [](Importer& m, const Node& n) { m.op_recurrent(n, true); }},
-      {"GRU", [](Importer& m, const Node& n) { m.op_recurrent(n, false); }},
-      {"BatchNormalization", [](Importer& m, const Node& n) { m.op_batchnorm(n); }},
-      {"Relu", [](Importer& m, const Node& n) { m.op_activation(n); }},
-      {"Sigmoid", [](Importer& m, const Node& n) { m.op_activation(n); }},
-      {"Tanh", [](Importer& m, const Node& n) { m.op_activation(n); }},
-      {"Clip", [](Importer& m, const Node& n) { m.op_activation(n); }},
-      {"LeakyRelu", [](Importer& m, const Node& n) { m.op_unary(n, OpKind::kLeakyRelu); }},
-      {"HardSigmoid", [](Importer& m, const Node& n) { m.op_unary(n, OpKind::kHardSigmoid); }},
-      {"HardSwish", [](Importer& m, const Node& n) { m.op_unary(n, OpKind::kHardSwish); }},
-      {"Gelu", [](Importer& m, const Node& n) { m.op_unary(n, OpKind::kGelu); }},
-      {"FastGelu", [](Importer& m, const Node& n) { m.op_unary(n, OpKind::kGelu); }},
-      {"Erf", [](Importer& m, const Node& n) { m.op_unary(n, OpKind::kErf); }},
-      {"Sqrt", [](Importer& m, const Node& n) { m.op_unary(n, OpKind::kSqrt); }},
-      {"Exp", [](Importer& m, const Node& n) { m.op_unary(n, OpKind::kExp); }},
-      {"Log", [](Importer& m, const Node& n) { m.op_unary(n, OpKind::kLog); }},
-      {"Abs", [](Importer& m, const Node& n) { m.op_unary(n, OpKind::kAbs); }},
-      {"Sign", [](Importer& m, const Node& n) { m.op_unary(n, OpKind::kSign); }},
-      {"Floor", [](Importer& m, const Node& n) { m.op_unary(n, OpKind::kFloor); }},
-      {"Ceil", [](Importer& m, const Node& n) { m.op_unary(n, OpKind::kCeil); }},
-      {"Round", [](Importer& m, const Node& n) { m.op_unary(n, OpKind::kRound); }},
-      {"Not", [](Importer& m, const Node& n) { m.op_unary(n, OpKind::kNot); }},
-      {"Softplus", [](Importer& m, const Node& n) { m.op_unary(n, OpKind::kSoftplus); }},
-      {"Neg", [](Importer& m, const Node& n) { m.op_with_scalar(n, OpKind::kMul, -1.0f, false); }},  // x * -1
-      {"Reciprocal", [](Importer& m, const Node& n) { m.op_with_scalar(n, OpKind::kDiv, 1.0f, true); }},  // 1 / x
-      {"Add", [](Importer& m, const Node& n) { m.op_binary(n, OpKind::kAdd); }},
-      {"Sub", [](Importer& m, const Node& n) { m.op_binary(n, OpKind::kSub); }},
-      {"Mul", [](Importer& m, const Node& n) { m.op_binary(n, OpKind::kMul); }},
-      {"Div", [](Importer& m, const Node& n) { m.op_binary(n, OpKind::kDiv); }},
-      {"Pow", [](Importer& m, const Node& n) { m.op_binary(n, OpKind::kPow); }},
-      {"Max", [](Importer& m, const Node& n) { m.op_variadic(n, OpKind::kMax); }},
-      {"Min", [](Importer& m, const Node& n) { m.op_variadic(n, OpKind::kMin); }},
-      {"Where", [](Importer& m, const Node& n) { m.op_binary(n, OpKind::kWhere); }},
-      {"Greater", [](Importer& m, const Node& n) { m.op_binary(n, OpKind::kGreater); }},
-      {"GreaterOrEqual", [](Importer& m, const Node& n) { m.op_binary(n, OpKind::kGreaterEqual); }},
-      {"Less", [](Importer& m, const Node& n) { m.op_binary(n, OpKind::kLess); }},
-      {"LessOrEqual", [](Importer& m, const Node& n) { m.op_binary(n, OpKind::kLessEqual); }},
-      {"Equal", [](Importer& m, const Node& n) { m.op_binary(n, OpKind::kEqual); }},
-      {"And", [](Importer& m, const Node& n) { m.op_binary(n, OpKind::kAnd); }},
-      {"Or", [](Importer& m, const Node& n) { m.op_binary(n, OpKind::kOr); }},
-      {"Mod", [](Importer& m, const Node& n) { m.op_binary(n, m.attr_i(n, "fmod", 0) ? OpKind::kFmod : OpKind::kMod); }},
-      {"CumSum", [](Importer& m, const Node& n) { m.op_cumsum(n); }},
-      {"TopK", [](Importer& m, const Node& n) { m.op_topk(n); }},
-      {"ArgMax", [](Importer& m, const Node& n) { m.op_arg(n, OpKind::kArgMax); }},
-      {"ArgMin", [](Importer& m, const Node& n) { m.op_arg(n, OpKind::kArgMin); }},
-      {"Einsum", [](Importer& m, const Node& n) { m.op_einsum(n); }},
-      {"Range", [](Importer&, const Node&) {
-         throw Unsupported{"start, limit or delta computed from the activations (a data-dependent shape)"};
-       }},
-      {"Softmax", [](Importer& m, const Node& n) { m.op_softmax(n); }},
-      {"LogSoftmax", [](Importer& m, const Node& n) { m.op_softmax(n); }},
-      {"LayerNormalization", [](Importer& m, const Node& n) { m.op_layernorm(n); }},
-      {"ReduceMean", [](Importer& m, const Node& n) { m.op_reduce(n, OpKind::kReduceMean); }},
-      {"ReduceSum", [](Importer& m, const Node& n) { m.op_reduce(n, OpKind::kReduceSum); }},
-      {"ReduceMax", [](Importer& m, const Node& n) { m.op_reduce(n, OpKind::kReduceMax); }},
-      {"MaxPool", [](Importer& m, const Node& n) { m.op_pool(n, OpKind::kMaxPool); }},
-      {"AveragePool", [](Importer& m, const Node& n) { m.op_pool(n, OpKind::kAvgPool); }},
-      {"GlobalAveragePool", [](Importer& m, const Node& n) { m.op_global_pool(n, OpKind::kGlobalAvgPool); }},
-      {"GlobalMaxPool", [](Importer& m, const Node& n) { m.op_global_pool(n, OpKind::kGlobalMaxPool); }},
-      {"Reshape", [](Importer& m, const Node& n) { m.op_reshape_like(n); }},
-      {"Flatten", [](Importer& m, const Node& n) { m.op_reshape_like(n); }},
-      {"Squeeze", [](Importer& m, const Node& n) { m.op_reshape_like(n); }},
-      {"Unsqueeze", [](Importer& m, const Node& n) { m.op_reshape_like(n); }},
-      {"Identity", [](Importer& m, const Node& n) { m.op_reshape_like(n); }},
-      {"Cast", [](Importer& m, const Node& n) { m.op_reshape_like(n); }},
-      {"CastLike", [](Importer& m, const Node& n) { m.op_reshape_like(n); }},
-      {"Dropout", [](Importer& m, const Node& n) { m.op_reshape_like(n); }},
-      {"QuantizeLinear", [](Importer& m, const Node& n) { m.op_quantize(n); }},
-      {"DequantizeLinear", [](Importer& m, const Node& n) { m.op_dequantize(n); }},
-      {"DynamicQuantizeLinear", [](Importer& m, const Node& n) { m.op_dynamic_quantize(n); }},
-      {"QLinearConv", [](Importer& m, const Node& n) { m.op_qlinear(n); }},
-      {"QLinearMatMul", [](Importer& m, const Node& n) { m.op_qlinear(n); }},
-      {"ConvInteger", [](Importer& m, const Node& n) { m.op_integer(n); }},
-      {"MatMulInteger", [](Importer& m, const Node& n) { m.op_integer(n); }},
-      {"Transpose", [](Importer& m, const Node& n) { m.op_transpose(n); }},
-      {"Concat", [](Importer& m, const Node& n) { m.op_concat(n); }},
-      {"Split", [](Importer& m, const Node& n) { m.op_split(n); }},
-      {"Slice", [](Importer& m, const Node& n) { m.op_slice(n); }},
-      {"Gather", [](Importer& m, const Node& n) { m.op_gather(n); }},
-      {"Expand", [](Importer& m, const Node& n) { m.op_expand(n); }},
-      {"Tile", [](Importer& m, const Node& n) { m.op_tile(n); }},
-      {"Pad", [](Importer& m, const Node& n) { m.op_pad(n); }},
-      {"Resize", [](Importer& m, const Node& n) { m.op_resize(n); }},
-      {"Upsample", [](Importer& m, const Node& n) { m.op_resize(n); }},
-  };
-  return table;
 }
 
 Graph Importer::run() {
@@ -461,9 +325,14 @@ Graph Importer::run() {
 }
 
 
+// The ONNX op types with a handler (control flow aside), sorted: the unsupported-node
+// message and onnx_supported_ops() read the table, so they cannot drift from it.
 std::vector<std::string> Importer::supported_op_types() {
   std::vector<std::string> ops;
-  for (const auto& [op, handler] : handler_table()) ops.push_back(op);
+  for (const OnnxOp& row : onnx_op_table()) {
+    if (row.handle && !row.subgraphs) ops.emplace_back(row.name);
+  }
+  std::sort(ops.begin(), ops.end());
   return ops;
 }
 

@@ -8,13 +8,14 @@
 //   node_reader.cpp      typed attributes, constant inputs, ONNX shapes and axes -> IR shapes
 //   ir_builder.cpp       IR tensors and layers, NCHW <-> channels-last conversion, aliases
 //   shape_inference.cpp  output shapes shared by the constant and the activation paths
-//   const_fold.cpp       constant and shape sub-graphs: the folding kernels
+//   op_table.{h,cpp}     one row per ONNX op: arity, handler, batch-axis rule, host work, folding
+//   const_fold.{h,cpp}   constant and shape sub-graphs: the Folder, one family per row
 //   ops_matrix.cpp       Conv, ConvTranspose, Gemm, MatMul, LSTM, GRU, pooling
 //   ops_vector.cpp       activations, element-wise ops, normalisation, softmax, reductions
 //   ops_layout.cpp       reshape-like ops, Transpose, Concat, Split, Slice, Gather, Expand, Pad, Resize
 //   control_flow.cpp     If, Loop and Scan inlined at import time (conditions and trip counts folded)
 //   batch_axis.cpp       which axis of each graph input holds the batch, from how the input is used
-//   importer.cpp         validation, dispatch and the handler table, the driver, the blocker message, load_onnx
+//   importer.cpp         validation, dispatch through the table, the driver, the blocker message, load_onnx
 //   symbolic.{h,cpp}     the batch as a symbol, checked arithmetic, shape rules
 //   text.{h,cpp}         names and messages
 #include <onnx/onnx_pb.h>
@@ -35,6 +36,7 @@
 #include "sim/common/checked_math.h"
 #include "sim/common/error.h"
 #include "sim/graph/graph.h"
+#include "sim/graph/onnx/op_table.h"
 #include "sim/graph/onnx/symbolic.h"
 #include "sim/graph/onnx/text.h"
 #include "sim/graph/onnx_importer.h"
@@ -118,7 +120,7 @@ class Importer {
       : path_(std::move(path)), file_(path_.string()), opts_(opts), info_(info) {}
 
   Graph run();
-  static std::vector<std::string> supported_op_types();  // the handler table's keys, sorted
+  static std::vector<std::string> supported_op_types();  // the rows with a handler, sorted
 
  private:
   using Node = onnx::NodeProto;
@@ -132,10 +134,13 @@ class Importer {
   static std::string node_name(const Node& n) { return n.name().empty() ? (n.output_size() ? n.output(0) : "?") : n.name(); }
 
   // ---- the driver
-  void import_node(const Node& n);  // dispatch; an unsupported node is recorded and poisons its outputs
-  // Host work: ops an accelerator of this kind leaves to the host (NonMaxSuppression,
-  // string and sequence ops, ...) and every node that reads a value the host computed.
-  static bool host_op_type(const std::string& op);
+  friend class Folder;     // const_fold.cpp: constant folding, one family per row
+  friend struct OnnxRows;  // op_table.cpp: the rows' handlers
+  friend class InputBinder;  // model_reader.cpp: binding the graph inputs, in steps
+  // Dispatch; an unsupported node is recorded and poisons its outputs. Host work: ops an
+  // accelerator of this kind leaves to the host (rows marked `host`) and every node that
+  // reads a value the host computed.
+  void import_node(const Node& n);
   // n runs on the host: the activations it reads become graph outputs (sent over PCIe), its
   // outputs are host values; recorded in Graph::host_ops and absorbed as "host: <why>".
   void host_node(const Node& n, const std::string& why);
@@ -145,7 +150,6 @@ class Importer {
   // the first node names (`unbound`: dynamic dimensions left unbound, reported first).
   std::string blocker_message(const std::string& unbound) const;
   std::vector<std::pair<std::string, std::string>> nodes_without_handler() const;  // node, op (main graph)
-  static bool foldable_op(const std::string& op);  // folded on constant inputs (const_fold.cpp)
 
   // ---- model reading
   void read_model();
@@ -153,7 +157,7 @@ class Importer {
   void load_initializer(const onnx::TensorProto& t, const std::string& what, const std::string& as = "");
   void read_tensor_data(const onnx::TensorProto& t, Value& v, bool need, const std::string& what);
   std::filesystem::path external_file(const std::string& what, const std::string& location) const;
-  void bind_inputs();
+  void bind_inputs();  // InputBinder, then bind_input_values
   void bind_input_values();  // --input-value: the inputs' elements, checked against their shapes
   std::vector<const Node*> topo_order();
 
@@ -258,17 +262,11 @@ class Importer {
   }
 
   // ---- validation shared by every op
-  void check_arity(const Node& n) const;     // input and output counts the op allows
+  void check_arity(const Node& n, const OnnxOp* row) const;  // input and output counts the op allows
   void check_outputs(const Node& n);         // every value the node produced: dims >= 0, size bounded
 
   // ---- ops
-  void dispatch(const Node& n);
-  using Handler = std::function<void(Importer&, const Node&)>;
-  static const std::map<std::string, Handler>& handler_table();
-  bool all_constant(const Node& n);
-  void fold_or_shape(const Node& n);  // every data input constant
-  Value fold_binary(const Node& n, const Value& x, const Value& y);  // Add, Sub, ..., Equal, And, Max, Min
-  void fold_quantization(const Node& n, const Value& x, Value& res);  // QuantizeLinear, DequantizeLinear
+  void dispatch(const Node& n);  // through n's row: folded when every data input is constant, else its handler
   void op_conv(const Node& n, bool transposed);
   void op_gemm(const Node& n);
   void op_matmul(const Node& n);
@@ -279,7 +277,7 @@ class Importer {
   void op_unary(const Node& n, OpKind kind);
   // Neg, Reciprocal: an element-wise op with a scalar constant `value` (the first operand when `const_first`).
   void op_with_scalar(const Node& n, OpKind kind, float value, bool const_first);
-  void op_activation(const Node& n);  // Relu, Clip, Sigmoid, Tanh: fused when possible
+  void op_activation(const Node& n, OpKind kind);  // Relu, Clip, Sigmoid, Tanh: fused when possible
   void op_binary(const Node& n, OpKind kind);
   void op_variadic(const Node& n, OpKind kind);  // Max, Min of 1, 2 or more inputs: a chain of binary layers
   void op_softmax(const Node& n);
@@ -337,7 +335,6 @@ class Importer {
   // Reshape, Flatten, Squeeze, Unsqueeze. `keep_batch`: squeezing an axis that holds the
   // batch is unsupported (an activation keeps its batch) rather than a shape error.
   SymShape reshape_like_shape(const Node& n, const SymShape& in, bool keep_batch);
-  SymShape infer_shape_only(const Node& n);  // output 0 shape for ops on constants
   SymShape expand_shape(const Node& n, const SymShape& in);  // Expand: in broadcast to input 1
   struct SliceSpec {
     std::vector<int64_t> starts, ends, axes, steps;  // one entry per sliced axis, checked

@@ -75,9 +75,22 @@ std::filesystem::path Importer::external_file(const std::string& what, const std
   return real;
 }
 
-void Importer::bind_inputs() {
-  std::unordered_set<std::string> inits;
-  for (const auto& t : model_.graph().initializer()) inits.insert(t.name());
+// Binding the graph inputs (Importer::bind_inputs), in steps: read them, check the
+// options that name them, bind the named dimensions, choose each batch axis, then build
+// each input's value; dimensions no step binds are reported all at once.
+class InputBinder {
+ public:
+  explicit InputBinder(Importer& m) : m_(m), opts_(m.opts_) {}
+  void run() {
+    read_inputs();
+    check_option_names();
+    bind_named_dims();
+    choose_batch_axes();
+    for (In& r : ins_) bind(r);
+    report_unbound();
+  }
+
+ private:
   struct In {
     int idx = 0;
     const onnx::ValueInfoProto* info = nullptr;
@@ -87,9 +100,36 @@ void Importer::bind_inputs() {
     std::vector<int64_t> fixed;       // > 0 where the model fixes the dim
     std::vector<std::string> params;  // dim_param names
   };
-  std::vector<In> ins;
-  std::set<std::string> input_names, param_names;
-  const auto& ginputs = model_.graph().input();
+  enum Evidence { kDefault = 0, kNamed, kUse, kStrongUse, kGiven };
+
+  void read_inputs();
+  void check_option_names() const;
+  void bind_named_dims();
+  void choose_batch_axes();
+  void bind(In& r);  // the input's dimensions and its value
+  void report_unbound();
+  [[noreturn]] void fail(const std::string& msg) const { m_.fail(msg); }
+
+  Importer& m_;
+  const OnnxOptions& opts_;
+  std::vector<In> ins_;
+  std::set<std::string> input_names_, param_names_;
+  std::map<std::string, int64_t> param_value_;
+  std::map<std::string, std::vector<std::string>> unbound_named_;  // param -> "input dim d"
+  std::vector<std::string> unbound_;
+  std::string batch_from_;
+  bool have_batch_ = false;
+};
+
+void Importer::bind_inputs() {
+  InputBinder(*this).run();
+  bind_input_values();
+}
+
+void InputBinder::read_inputs() {
+  std::unordered_set<std::string> inits;
+  for (const auto& t : m_.model_.graph().initializer()) inits.insert(t.name());
+  const auto& ginputs = m_.model_.graph().input();
   for (int idx = 0; idx < ginputs.size(); ++idx) {
     const auto& in = ginputs[idx];
     if (inits.count(in.name())) continue;  // an initializer listed as an input (older exporters)
@@ -111,21 +151,24 @@ void Importer::bind_inputs() {
       // 0 means an empty tensor (not a dynamic dimension): -2 marks it, reported below unless bound.
       r.fixed.push_back(dim.has_dim_value() ? (dim.dim_value() > 0 ? dim.dim_value() : -2) : -1);
       r.params.push_back(dim.has_dim_param() ? dim.dim_param() : "");
-      if (!r.params.back().empty()) param_names.insert(r.params.back());
+      if (!r.params.back().empty()) param_names_.insert(r.params.back());
     }
-    input_names.insert(in.name());
     input_names_.insert(in.name());
-    ins.push_back(std::move(r));
+    m_.input_names_.insert(in.name());
+    ins_.push_back(std::move(r));
   }
+}
+
+void InputBinder::check_option_names() const {
   for (const auto& [name, values] : opts_.input_values) {
-    if (!input_names.count(name)) {
-      std::vector<std::string> names(input_names.begin(), input_names.end());
+    if (!input_names_.count(name)) {
+      std::vector<std::string> names(input_names_.begin(), input_names_.end());
       fail("--input-value names '" + name + "', which is not a graph input (" + join(names) + ")");
     }
   }
   for (const auto& [name, axis] : opts_.batch_axes) {
-    if (!input_names.count(name)) {
-      std::vector<std::string> names(input_names.begin(), input_names.end());
+    if (!input_names_.count(name)) {
+      std::vector<std::string> names(input_names_.begin(), input_names_.end());
       fail("--batch-axis names '" + name + "', which is not a graph input (" + join(names) + ")");
     }
     if (opts_.input_values.count(name) || opts_.constant_inputs.count(name)) {
@@ -133,14 +176,16 @@ void Importer::bind_inputs() {
            "' is bound by value (--input-value), so it has no batch");
     }
   }
+}
+
+void InputBinder::bind_named_dims() {
   // Named dimensions: bound directly (--input-shape sequence=128) or through any input
   // that has them (--input-shape input_ids=1,128 binds 'sequence' for every input).
-  std::map<std::string, int64_t> param_value;
   for (const auto& [name, dims] : opts_.input_shapes) {
-    if (input_names.count(name)) continue;
-    if (!param_names.count(name)) {
-      std::vector<std::string> names(input_names.begin(), input_names.end());
-      std::vector<std::string> params(param_names.begin(), param_names.end());
+    if (input_names_.count(name)) continue;
+    if (!param_names_.count(name)) {
+      std::vector<std::string> names(input_names_.begin(), input_names_.end());
+      std::vector<std::string> params(param_names_.begin(), param_names_.end());
       fail("--input-shape names '" + name + "', which is neither a graph input (" + join(names) + ")" +
            (params.empty() ? std::string() : " nor a named dimension (" + join(params) + ")"));
     }
@@ -149,28 +194,29 @@ void Importer::bind_inputs() {
       fail("--input-shape " + name + "=" + std::to_string(dims[0]) + ": a dimension must be in [1, " + std::to_string(kMaxBoundDim) +
            "] (the --batch cap)");
     }
-    param_value[name] = dims[0];
+    param_value_[name] = dims[0];
   }
-  for (const In& r : ins) {
+  for (const In& r : ins_) {
     auto bound = opts_.input_shapes.find(r.info->name());
     if (bound == opts_.input_shapes.end() || r.rank < 0) continue;
     for (int d = 0; d < r.rank && d < static_cast<int>(bound->second.size()); ++d) {
       const std::string& p = r.params[static_cast<size_t>(d)];
       if (p.empty()) continue;
-      auto [it, fresh] = param_value.emplace(p, bound->second[static_cast<size_t>(d)]);
+      auto [it, fresh] = param_value_.emplace(p, bound->second[static_cast<size_t>(d)]);
       if (!fresh && it->second != bound->second[static_cast<size_t>(d)]) {
         fail("--input-shape " + r.info->name() + " binds dimension '" + p + "' to " +
              std::to_string(bound->second[static_cast<size_t>(d)]) + ", but it is already bound to " + std::to_string(it->second));
       }
     }
   }
+}
 
+void InputBinder::choose_batch_axes() {
   // Each input's batch axis: --batch-axis, else what its uses say (an LSTM's state, a
   // Gemm's transposed A; MatMul, Gemm and Conv read their first axis as the batch), else
   // the dimension named like the batch of the other inputs, else the first axis.
-  enum Evidence { kDefault = 0, kNamed, kUse, kStrongUse, kGiven };
-  const UseIndex uses = index_uses();
-  for (In& r : ins) {
+  const UseIndex uses = m_.index_uses();
+  for (In& r : ins_) {
     const std::string& name = r.info->name();
     auto bound = opts_.input_shapes.find(name);
     const int rk = r.rank >= 0 ? r.rank : bound != opts_.input_shapes.end() ? static_cast<int>(bound->second.size()) : -1;
@@ -185,20 +231,20 @@ void Importer::bind_inputs() {
       continue;
     }
     bool strong = false;
-    const int used = usage_batch_axis(uses, name, rk, strong);
+    const int used = m_.usage_batch_axis(uses, name, rk, strong);
     r.batch_axis = used >= 0 ? std::min(rk - 1, used) : 0;
     r.evidence = used < 0 ? kDefault : strong ? kStrongUse : kUse;
   }
   std::set<std::string> batch_params;  // the batch's named dimension(s)
   for (bool any : {false, true}) {
-    for (const In& r : ins) {
+    for (const In& r : ins_) {
       const auto a = static_cast<size_t>(r.batch_axis);
       if (r.batch_axis < 0 || a >= r.params.size() || r.params[a].empty()) continue;
       if (any ? r.evidence == kDefault : r.evidence > kNamed) batch_params.insert(r.params[a]);
     }
     if (!batch_params.empty()) break;  // evidence from uses first; else every input's first axis
   }
-  for (In& r : ins) {
+  for (In& r : ins_) {
     if (r.evidence != kDefault || r.batch_axis < 0) continue;
     int named = -1, matches = 0;
     for (size_t d = 0; d < r.params.size(); ++d) {
@@ -206,106 +252,104 @@ void Importer::bind_inputs() {
     }
     if (matches == 1) r.batch_axis = named, r.evidence = kNamed;
   }
+}
 
-  std::map<std::string, std::vector<std::string>> unbound_named;  // param -> "input dim d"
-  std::vector<std::string> unbound;
-  std::string batch_from;
-  bool have_batch = false;
-  for (In& r : ins) {
-    const std::string& name = r.info->name();
-    const bool as_constant = opts_.constant_inputs.count(name) > 0;
-    auto bound = opts_.input_shapes.find(name);
-    if (r.rank < 0 && bound == opts_.input_shapes.end()) {
-      unbound.push_back("input '" + name + "' has no shape in the model (give all of it: --input-shape " + name + "=d0,d1,...)");
-      continue;
-    }
-    const int rk = r.rank >= 0 ? r.rank : static_cast<int>(bound->second.size());
-    if (r.rank < 0) {
-      r.fixed.assign(static_cast<size_t>(rk), -1);
-      r.params.assign(static_cast<size_t>(rk), "");
-    }
-    if (bound != opts_.input_shapes.end() && static_cast<int>(bound->second.size()) != rk) {
-      fail("--input-shape " + name + " gives " + std::to_string(bound->second.size()) + " dimensions, the model's input has " +
-           std::to_string(rk));
-    }
-    const bool by_value = opts_.input_values.count(name) > 0;
-    const int ba = rk == 0 || as_constant || by_value ? -1 : std::min(rk - 1, std::max(r.batch_axis, 0));
-    if (info_) info_->batch_axes[name] = ba;
-    std::vector<int64_t> dims(static_cast<size_t>(rk), -1);
-    for (int d = 0; d < rk; ++d) {
-      const int64_t fixed = r.fixed[static_cast<size_t>(d)];
-      const std::string& param = r.params[static_cast<size_t>(d)];
-      int64_t& out = dims[static_cast<size_t>(d)];
-      if (bound != opts_.input_shapes.end()) {
-        const int64_t want = bound->second[static_cast<size_t>(d)];
-        if (want < 1 || want > kMaxBoundDim) {
-          fail("--input-shape " + name + ": dimension " + std::to_string(d) + " is " + std::to_string(want) + ", must be in [1, " +
-               std::to_string(kMaxBoundDim) + "] (the --batch cap)");
-        }
-        if (fixed > 0 && fixed != want && d != ba) {
-          fail("--input-shape " + name + ": dimension " + std::to_string(d) + " is fixed to " + std::to_string(fixed) +
-               " in the model, not " + std::to_string(want));
-        }
-        out = want;
-      } else if (!param.empty() && param_value.count(param)) {
-        out = param_value[param];
-      } else if (fixed > 0) {
-        out = fixed;
-      } else if (fixed == -2 && d != ba) {
-        fail("input '" + utf8_safe(name) + "' dimension " + std::to_string(d) +
-             " is 0 in the model: empty tensors are not supported (if the dimension is dynamic, bind it with --input-shape " +
-             utf8_safe(name) + "=d0,d1,...)");
-      } else if (d == ba) {
-        out = 1;  // a dynamic batch defaults to 1 (--batch sets the run's batch)
-      } else if (!param.empty()) {
-        unbound_named[param].push_back("'" + name + "' dim " + std::to_string(d));
-      } else {
-        unbound.push_back("input '" + name + "' dimension " + std::to_string(d) + " (unnamed)");
+void InputBinder::bind(In& r) {
+  const std::string& name = r.info->name();
+  const bool as_constant = opts_.constant_inputs.count(name) > 0;
+  auto bound = opts_.input_shapes.find(name);
+  if (r.rank < 0 && bound == opts_.input_shapes.end()) {
+    unbound_.push_back("input '" + name + "' has no shape in the model (give all of it: --input-shape " + name + "=d0,d1,...)");
+    return;
+  }
+  const int rk = r.rank >= 0 ? r.rank : static_cast<int>(bound->second.size());
+  if (r.rank < 0) {
+    r.fixed.assign(static_cast<size_t>(rk), -1);
+    r.params.assign(static_cast<size_t>(rk), "");
+  }
+  if (bound != opts_.input_shapes.end() && static_cast<int>(bound->second.size()) != rk) {
+    fail("--input-shape " + name + " gives " + std::to_string(bound->second.size()) + " dimensions, the model's input has " +
+         std::to_string(rk));
+  }
+  const bool by_value = opts_.input_values.count(name) > 0;
+  const int ba = rk == 0 || as_constant || by_value ? -1 : std::min(rk - 1, std::max(r.batch_axis, 0));
+  if (m_.info_) m_.info_->batch_axes[name] = ba;
+  std::vector<int64_t> dims(static_cast<size_t>(rk), -1);
+  for (int d = 0; d < rk; ++d) {
+    const int64_t fixed = r.fixed[static_cast<size_t>(d)];
+    const std::string& param = r.params[static_cast<size_t>(d)];
+    int64_t& out = dims[static_cast<size_t>(d)];
+    if (bound != opts_.input_shapes.end()) {
+      const int64_t want = bound->second[static_cast<size_t>(d)];
+      if (want < 1 || want > kMaxBoundDim) {
+        fail("--input-shape " + name + ": dimension " + std::to_string(d) + " is " + std::to_string(want) + ", must be in [1, " +
+             std::to_string(kMaxBoundDim) + "] (the --batch cap)");
       }
-    }
-    int64_t elements = 1;
-    for (int64_t d : dims) {
-      if (d > 0 && !checked_mul(elements, d)) elements = kMaxTensorElements + 1;
-      else if (d > 0) elements *= d;
-    }
-    if (elements > kMaxTensorElements) {
-      fail("input '" + utf8_safe(name) + "' " + shape_text(dims) + " has more than 2^50 elements (at most " +
-           std::to_string(kMaxTensorElements) + ")");
-    }
-    Value v;
-    v.elem = r.info->type().tensor_type().elem_type();
-    v.is_float = is_float_type(v.elem);
-    if (ba < 0) {
-      v.constant = true;
-      for (int64_t d : dims) v.shape.push_back({std::max<int64_t>(d, 1), 0});
+      if (fixed > 0 && fixed != want && d != ba) {
+        fail("--input-shape " + name + ": dimension " + std::to_string(d) + " is fixed to " + std::to_string(fixed) +
+             " in the model, not " + std::to_string(want));
+      }
+      out = want;
+    } else if (!param.empty() && param_value_.count(param)) {
+      out = param_value_[param];
+    } else if (fixed > 0) {
+      out = fixed;
+    } else if (fixed == -2 && d != ba) {
+      fail("input '" + utf8_safe(name) + "' dimension " + std::to_string(d) +
+           " is 0 in the model: empty tensors are not supported (if the dimension is dynamic, bind it with --input-shape " +
+           utf8_safe(name) + "=d0,d1,...)");
+    } else if (d == ba) {
+      out = 1;  // a dynamic batch defaults to 1 (--batch sets the run's batch)
+    } else if (!param.empty()) {
+      unbound_named_[param].push_back("'" + name + "' dim " + std::to_string(d));
     } else {
-      v.constant = false;
-      v.graph_input = r.idx;
-      v.prefer_channels_last = rk >= 3 && ba == 0 && feeds_spatial(name);
-      for (int d = 0; d < rk; ++d) v.shape.push_back(d == ba ? Sym{1, 1} : Sym{std::max<int64_t>(dims[static_cast<size_t>(d)], 1), 0});
-      const int64_t b = dims[static_cast<size_t>(ba)];
-      if (b > 0) {
-        if (have_batch && b != batch_) {
-          fail("graph inputs disagree on the batch: '" + batch_from + "' has " + std::to_string(batch_) + ", '" + name +
-               "' has " + std::to_string(b) + " on axis " + std::to_string(ba) +
-               " (each input's batch axis is inferred from its use; set it with --batch-axis NAME=AXIS)");
-        }
-        batch_ = b, have_batch = true, batch_from = name;
-      }
+      unbound_.push_back("input '" + name + "' dimension " + std::to_string(d) + " (unnamed)");
     }
-    values_[name] = std::move(v);
   }
-  for (const auto& [param, where] : unbound_named) {
-    unbound.push_back("'" + param + "' (" + join(where) + ")");
+  int64_t elements = 1;
+  for (int64_t d : dims) {
+    if (d > 0 && !checked_mul(elements, d)) elements = kMaxTensorElements + 1;
+    else if (d > 0) elements *= d;
   }
-  if (!unbound.empty()) {
+  if (elements > kMaxTensorElements) {
+    fail("input '" + utf8_safe(name) + "' " + shape_text(dims) + " has more than 2^50 elements (at most " +
+         std::to_string(kMaxTensorElements) + ")");
+  }
+  Value v;
+  v.elem = r.info->type().tensor_type().elem_type();
+  v.is_float = is_float_type(v.elem);
+  if (ba < 0) {
+    v.constant = true;
+    for (int64_t d : dims) v.shape.push_back({std::max<int64_t>(d, 1), 0});
+  } else {
+    v.constant = false;
+    v.graph_input = r.idx;
+    v.prefer_channels_last = rk >= 3 && ba == 0 && m_.feeds_spatial(name);
+    for (int d = 0; d < rk; ++d) v.shape.push_back(d == ba ? Sym{1, 1} : Sym{std::max<int64_t>(dims[static_cast<size_t>(d)], 1), 0});
+    const int64_t b = dims[static_cast<size_t>(ba)];
+    if (b > 0) {
+      if (have_batch_ && b != m_.batch_) {
+        fail("graph inputs disagree on the batch: '" + batch_from_ + "' has " + std::to_string(m_.batch_) + ", '" + name +
+             "' has " + std::to_string(b) + " on axis " + std::to_string(ba) +
+             " (each input's batch axis is inferred from its use; set it with --batch-axis NAME=AXIS)");
+      }
+      m_.batch_ = b, have_batch_ = true, batch_from_ = name;
+    }
+  }
+  m_.values_[name] = std::move(v);
+}
+
+void InputBinder::report_unbound() {
+  for (const auto& [param, where] : unbound_named_) {
+    unbound_.push_back("'" + param + "' (" + join(where) + ")");
+  }
+  if (!unbound_.empty()) {
     // Reported with the nodes no binding would make importable (all blockers at once).
-    unsupported_ = nodes_without_handler();
-    fail(blocker_message("dynamic dimension(s) left unbound: " + join(unbound, "; ") +
-                         ". Bind them with --input-shape INPUT=d0,d1,... (the first dimension is the batch) or "
-                         "--input-shape DIM=value for a named dimension"));
+    m_.unsupported_ = m_.nodes_without_handler();
+    fail(m_.blocker_message("dynamic dimension(s) left unbound: " + join(unbound_, "; ") +
+                            ". Bind them with --input-shape INPUT=d0,d1,... (the first dimension is the batch) or "
+                            "--input-shape DIM=value for a named dimension"));
   }
-  bind_input_values();
 }
 
 // --input-value NAME=v0,v1,...: the input becomes a constant with these elements (its
@@ -409,12 +453,6 @@ std::vector<const onnx::NodeProto*> Importer::topo_order() {
 // An image-like graph input: it reaches a conv/pool (directly or through element-wise
 // ops), so it is stored channels last from the start.
 bool Importer::feeds_spatial(const std::string& value, int depth) const {
-  static const std::unordered_set<std::string> spatial = {"Conv", "ConvTranspose", "MaxPool", "AveragePool",
-                                                          "GlobalAveragePool", "GlobalMaxPool", "BatchNormalization",
-                                                          "Resize", "Upsample", "QLinearConv", "ConvInteger"};
-  static const std::unordered_set<std::string> through = {"Add", "Sub", "Mul", "Div", "Relu", "Clip", "Cast",
-                                                          "Identity", "Pad", "Sigmoid", "Tanh", "QuantizeLinear",
-                                                          "DequantizeLinear", "DynamicQuantizeLinear"};
   // Breadth first over the consumer lists, each value once: linear in the graph, however
   // wide (a recursive scan of every node per consumer was exponential in the fan-out).
   const auto& nodes = model_.graph().node();
@@ -427,8 +465,10 @@ bool Importer::feeds_spatial(const std::string& value, int depth) const {
       if (c == consumer_nodes_.end()) continue;
       for (int i : c->second) {
         const auto& n = nodes[i];
-        if (spatial.count(n.op_type())) return true;
-        if (through.count(n.op_type()) && n.output_size() > 0 && seen.insert(n.output(0)).second) next.push_back(n.output(0));
+        const OnnxOp* row = find_onnx_op(n.op_type());
+        if (!row) continue;
+        if (row->has(kSpatial)) return true;
+        if (row->has(kSpatialThrough) && n.output_size() > 0 && seen.insert(n.output(0)).second) next.push_back(n.output(0));
       }
     }
     level = std::move(next);

@@ -12,12 +12,12 @@ namespace tessera::graph::onnx_import {
 
 void Importer::op_reshape_like(const Node& n) {
   Value& x = val(n, 0);
-  const std::string& op = n.op_type();
+  const OnnxOp* row = find_onnx_op(n.op_type());
   for (int i = 1; i < n.output_size(); ++i) {
     if (!n.output(i).empty() && consumers_.count(n.output(i))) throw Unsupported{"output " + std::to_string(i)};
   }
   SymShape shape = x.shape;  // Identity, Cast, Dropout, (De)QuantizeLinear: precision is the policy's business
-  if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze") {
+  if (row && row->reshape != ReshapeRule::kNone) {
     try {
       shape = reshape_like_shape(n, x.shape, true);
     } catch (const ShapeError& e) {
@@ -127,7 +127,7 @@ void Importer::op_concat(const Node& n) {
   Sym total{0, 0};
   for (Value* v : ins) {
     if (v->shape.size() != x.shape.size()) fail_node(n, "inputs differ in rank");
-    auto s = sym_binary("Add", total, v->shape[static_cast<size_t>(axis)]);
+    auto s = sym_binary(OpKind::kAdd, total, v->shape[static_cast<size_t>(axis)]);
     if (!s) throw Unsupported{"Concat along the batch dimension"};
     total = *s;
   }

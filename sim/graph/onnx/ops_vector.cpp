@@ -55,18 +55,15 @@ void Importer::op_with_scalar(const Node& n, OpKind kind, float value, bool cons
   op_elementwise(n, l);
 }
 
-void Importer::op_activation(const Node& n) {
-  const std::string& op = n.op_type();
+void Importer::op_activation(const Node& n, OpKind kind) {
   Value& x = val(n, 0);
   Activation act = Activation::kNone;
-  OpKind kind = OpKind::kRelu;
   Layer clip;
   clip.op = OpKind::kClip;
-  if (op == "Relu") act = Activation::kRelu, kind = OpKind::kRelu;
-  if (op == "Sigmoid") act = Activation::kSigmoid, kind = OpKind::kSigmoid;
-  if (op == "Tanh") act = Activation::kTanh, kind = OpKind::kTanh;
-  if (op == "Clip") {
-    kind = OpKind::kClip;
+  if (kind == OpKind::kRelu) act = Activation::kRelu;
+  if (kind == OpKind::kSigmoid) act = Activation::kSigmoid;
+  if (kind == OpKind::kTanh) act = Activation::kTanh;
+  if (kind == OpKind::kClip) {
     std::optional<double> lo, hi;
     if (opset_ < 11) {
       if (has_attr(n, "min")) lo = attr_f(n, "min", 0);
@@ -441,12 +438,12 @@ bool Importer::feeds_only_matrix_ops(const std::string& value, int depth) const 
   if (it == consumer_nodes_.end()) return false;
   for (int idx : it->second) {
     const Node& c = model_.graph().node(idx);
-    const std::string& op = c.op_type();
+    const OnnxOp* row = find_onnx_op(c.op_type());
     for (int i = 0; i < c.input_size(); ++i) {
       if (c.input(i) != value) continue;
-      const bool streamed = ((op == "Conv" || op == "ConvTranspose" || op == "Gemm") && i == 0) || (op == "MatMul" && i < 2);
-      const bool alias = (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity") &&
-                         i == 0 && c.output_size() > 0 && feeds_only_matrix_ops(c.output(0), depth + 1);
+      const bool streamed = row && i < row->streamed_inputs;
+      const bool alias = row && row->has(kAliasOf0) && i == 0 && c.output_size() > 0 &&
+                         feeds_only_matrix_ops(c.output(0), depth + 1);
       if (!streamed && !alias) return false;
     }
   }

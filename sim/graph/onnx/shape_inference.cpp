@@ -33,7 +33,7 @@ SymShape Importer::infer_reshape(const Node& n, const SymShape& in) {
     if (static_cast<int>(i) != unknown) known = sym_mul(known, out[i]);
   }
   if (unknown >= 0) {
-    auto q = sym_binary("Div", total, known);
+    auto q = sym_binary(OpKind::kDiv, total, known);
     if (!q) {
       // The target hard-codes the batch (e.g. 1): solve at the bound batch.
       const int64_t t = eval(total, batch_), k = eval(known, batch_);
@@ -61,12 +61,13 @@ SymShape Importer::infer_reshape(const Node& n, const SymShape& in) {
 }
 
 SymShape Importer::reshape_like_shape(const Node& n, const SymShape& in, bool keep_batch) {
-  const std::string& op = n.op_type();
-  if (op == "Reshape") return infer_reshape(n, in);
-  if (op == "Flatten") return flatten_shape(in, flatten_axis(attr_i(n, "axis", 1), in.size()));
+  const OnnxOp* row = find_onnx_op(n.op_type());
+  const ReshapeRule rule = row ? row->reshape : ReshapeRule::kNone;
+  if (rule == ReshapeRule::kReshape) return infer_reshape(n, in);
+  if (rule == ReshapeRule::kFlatten) return flatten_shape(in, flatten_axis(attr_i(n, "axis", 1), in.size()));
   std::vector<int64_t> axes;
   if (auto ax = ints_attr_or_input(n, "axes", 1, 13)) axes = *ax;
-  if (op == "Unsqueeze") return unsqueeze_shape(in, axes);
+  if (rule == ReshapeRule::kUnsqueeze) return unsqueeze_shape(in, axes);
   if (keep_batch) {
     for (int64_t a : axes) {
       const int64_t k = a < 0 ? a + static_cast<int64_t>(in.size()) : a;
@@ -121,55 +122,6 @@ int64_t Importer::gather_index(const Node& n, int64_t k, int64_t dim) const {
                      std::to_string(-dim) + " to " + std::to_string(dim - 1) + ")");
   }
   return k < 0 ? k + dim : k;
-}
-
-SymShape Importer::infer_shape_only(const Node& n) {
-  const std::string& op = n.op_type();
-  Value& x = val(n, 0);
-  if (op == "MatMul") {
-    SymShape a = x.shape, b = val(n, 1).shape;
-    if (a.size() < 2 || b.size() < 2) throw Unsupported{"1-D MatMul operands"};
-    SymShape la(a.begin(), a.end() - 2), lb(b.begin(), b.end() - 2);
-    SymShape out = broadcast_sym(la, lb);
-    out.push_back(a[a.size() - 2]);
-    out.push_back(b.back());
-    return out;
-  }
-  if (op == "Gemm") {
-    const Value& b = val(n, 1);
-    if (x.shape.size() != 2 || b.shape.size() != 2) throw ShapeError("Gemm needs 2-D operands, got " + sym_shape_text(x.shape) + " and " + sym_shape_text(b.shape));
-    const Sym m = attr_i(n, "transA", 0) ? x.shape.at(1) : x.shape.at(0);
-    const Sym nn = attr_i(n, "transB", 0) ? b.shape.at(0) : b.shape.at(1);
-    return {m, nn};
-  }
-  if (op == "Tile") {
-    const auto reps = const_ints(n, 1, "repeats");
-    if (reps.size() != x.shape.size()) {
-      throw ShapeError("repeats has " + std::to_string(reps.size()) + " entries for rank " + std::to_string(x.shape.size()));
-    }
-    SymShape out = x.shape;
-    for (size_t i = 0; i < out.size(); ++i) {
-      if (reps[i] < 0) throw ShapeError("repeats must be >= 0, got " + std::to_string(reps[i]));
-      out[i].v = mul64(out[i].v, reps[i]);
-    }
-    return out;
-  }
-  if (op == "Einsum") {
-    std::vector<size_t> ranks;
-    std::vector<const SymShape*> shapes;
-    for (int i = 0; i < n.input_size(); ++i) {
-      ranks.push_back(val(n, i).shape.size());
-      shapes.push_back(&val(n, i).shape);
-    }
-    return einsum_shape(n, einsum_spec(n, ranks), shapes);
-  }
-  if (op.rfind("Reduce", 0) == 0) {
-    std::vector<int64_t> axes = reduce_axes(n);
-    const bool keep = attr_i(n, "keepdims", 1) != 0;
-    axes = norm_axes(axes, x.shape.size(), "axis");
-    return reduce_shape(x.shape, axes, keep);
-  }
-  throw Unsupported{"op " + op + " on constant inputs is not supported"};
 }
 
 }  // namespace tessera::graph::onnx_import

@@ -163,72 +163,83 @@ std::vector<int64_t> broadcast_map(const std::vector<int64_t>& in, const std::ve
 }
 
 // Integer folding, exact or not at all: nullopt when the result is not a constant (it
-// depends on the batch, or divides by 0); a ShapeError when it does not fit 64 bits.
-// `fmod`: ONNX Mod's attribute (1: the dividend's sign, 0: the divisor's).
-std::optional<Sym> sym_binary(const std::string& op, Sym a, Sym b, bool fmod) {
-  if (op == "Add" || op == "Sub") {
-    const bool add = op == "Add";
-    if (a.p == b.p) return Sym{add ? add64(a.v, b.v) : sub64(a.v, b.v), a.p};
-    if (b.v == 0) return a;
-    if (a.v == 0) return Sym{add ? b.v : sub64(0, b.v), b.p};
-    return std::nullopt;
+// depends on the batch, or divides by 0) or the op has no integer form; a ShapeError when
+// it does not fit 64 bits. kMod takes the divisor's sign, kFmod the dividend's (ONNX Mod's fmod).
+std::optional<Sym> sym_binary(OpKind op, Sym a, Sym b) {
+  switch (op) {
+    case OpKind::kAdd:
+    case OpKind::kSub: {
+      const bool add = op == OpKind::kAdd;
+      if (a.p == b.p) return Sym{add ? add64(a.v, b.v) : sub64(a.v, b.v), a.p};
+      if (b.v == 0) return a;
+      if (a.v == 0) return Sym{add ? b.v : sub64(0, b.v), b.p};
+      return std::nullopt;
+    }
+    case OpKind::kMul:
+      return sym_mul(a, b);
+    case OpKind::kDiv: {
+      if (b.v == 0 || a.p < b.p || checked_rem(a.v, b.v) != 0) return std::nullopt;
+      const auto q = checked_div(a.v, b.v);
+      if (!q) overflow(a.v, "/", b.v);
+      return Sym{*q, a.p - b.p};
+    }
+    case OpKind::kMod:
+    case OpKind::kFmod:
+      if (a.p || b.p || b.v == 0) return std::nullopt;
+      return Sym{*(op == OpKind::kFmod ? checked_rem(a.v, b.v) : checked_floor_mod(a.v, b.v)), 0};
+    case OpKind::kEqual:
+      if (a == b) return Sym{1, 0};
+      if (a.p == b.p) return Sym{0, 0};
+      if ((a.p && b.v <= 0) || (b.p && a.v <= 0)) return Sym{0, 0};  // the batch is >= 1
+      return std::nullopt;
+    case OpKind::kLess:
+    case OpKind::kGreater:
+    case OpKind::kLessEqual:
+    case OpKind::kGreaterEqual:
+    case OpKind::kMax:
+    case OpKind::kMin: {
+      if (a.p != b.p) return std::nullopt;
+      const bool lt = a.v < b.v, eq = a.v == b.v;
+      if (op == OpKind::kLess) return Sym{lt, 0};
+      if (op == OpKind::kGreater) return Sym{!lt && !eq, 0};
+      if (op == OpKind::kLessEqual) return Sym{lt || eq, 0};
+      if (op == OpKind::kGreaterEqual) return Sym{!lt, 0};
+      if (op == OpKind::kMax) return lt ? b : a;
+      return lt ? a : b;
+    }
+    case OpKind::kAnd:
+      return Sym{a.v && b.v, 0};
+    case OpKind::kOr:
+      return Sym{a.v || b.v, 0};
+    case OpKind::kPow: {
+      if (a.p || b.p || b.v < 0) return std::nullopt;
+      // Square-and-multiply: a huge exponent takes 63 steps, not b.v.
+      const auto r = checked_pow(a.v, b.v);
+      if (!r) overflow(a.v, "**", b.v);
+      return Sym{*r, 0};
+    }
+    default:
+      return std::nullopt;
   }
-  if (op == "Mul") return sym_mul(a, b);
-  if (op == "Div") {
-    if (b.v == 0 || a.p < b.p || checked_rem(a.v, b.v) != 0) return std::nullopt;
-    const auto q = checked_div(a.v, b.v);
-    if (!q) overflow(a.v, "/", b.v);
-    return Sym{*q, a.p - b.p};
-  }
-  if (op == "Mod") {
-    if (a.p || b.p || b.v == 0) return std::nullopt;
-    return Sym{*(fmod ? checked_rem(a.v, b.v) : checked_floor_mod(a.v, b.v)), 0};
-  }
-  if (op == "Equal") {
-    if (a == b) return Sym{1, 0};
-    if (a.p == b.p) return Sym{0, 0};
-    if ((a.p && b.v <= 0) || (b.p && a.v <= 0)) return Sym{0, 0};  // the batch is >= 1
-    return std::nullopt;
-  }
-  if (op == "Less" || op == "Greater" || op == "LessOrEqual" || op == "GreaterOrEqual" || op == "Max" || op == "Min") {
-    if (a.p != b.p) return std::nullopt;
-    const bool lt = a.v < b.v, eq = a.v == b.v;
-    if (op == "Less") return Sym{lt, 0};
-    if (op == "Greater") return Sym{!lt && !eq, 0};
-    if (op == "LessOrEqual") return Sym{lt || eq, 0};
-    if (op == "GreaterOrEqual") return Sym{!lt, 0};
-    if (op == "Max") return lt ? b : a;
-    return lt ? a : b;
-  }
-  if (op == "And") return Sym{a.v && b.v, 0};
-  if (op == "Or") return Sym{a.v || b.v, 0};
-  if (op == "Pow") {
-    if (a.p || b.p || b.v < 0) return std::nullopt;
-    // Square-and-multiply: a huge exponent takes 63 steps, not b.v.
-    const auto r = checked_pow(a.v, b.v);
-    if (!r) overflow(a.v, "**", b.v);
-    return Sym{*r, 0};
-  }
-  return std::nullopt;
 }
 
-std::optional<double> float_binary(const std::string& op, double a, double b) {
-  if (op == "Add") return a + b;
-  if (op == "Sub") return a - b;
-  if (op == "Mul") return a * b;
-  if (op == "Div") return a / b;
-  if (op == "Pow") return std::pow(a, b);
-  if (op == "Max") return std::max(a, b);
-  if (op == "Min") return std::min(a, b);
-  if (op == "Equal") return a == b ? 1.0 : 0.0;
-  if (op == "Less") return a < b ? 1.0 : 0.0;
-  if (op == "Greater") return a > b ? 1.0 : 0.0;
-  if (op == "LessOrEqual") return a <= b ? 1.0 : 0.0;
-  if (op == "GreaterOrEqual") return a >= b ? 1.0 : 0.0;
-  if (op == "And") return a != 0 && b != 0 ? 1.0 : 0.0;
-  if (op == "Or") return a != 0 || b != 0 ? 1.0 : 0.0;
-  if (op == "Mod") return std::fmod(a, b);
-  return std::nullopt;
+std::optional<Sym> sym_unary(OpKind op, Sym s) {
+  switch (op) {
+    case OpKind::kAbs:
+      return Sym{s.v < 0 ? sub64(0, s.v) : s.v, s.p};
+    case OpKind::kNot:
+      return Sym{s.v == 0, 0};
+    case OpKind::kRelu:
+      return Sym{std::max<int64_t>(0, s.v), s.p};
+    case OpKind::kFloor:
+    case OpKind::kCeil:
+    case OpKind::kRound:
+      return s;
+    case OpKind::kSign:
+      return Sym{s.v > 0 ? 1 : s.v < 0 ? -1 : 0, 0};  // the batch is >= 1
+    default:
+      return std::nullopt;
+  }
 }
 
 // [product of the dims before axis, product of the rest].

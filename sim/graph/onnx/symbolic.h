@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/graph/graph.h"
+
 namespace tessera::graph::onnx_import {
 
 // ---------------------------------------------------------------- symbolic dims
@@ -72,8 +74,10 @@ void for_each_index(const std::vector<int64_t>& dims, F&& f) {
     }
   }
 }
-std::optional<Sym> sym_binary(const std::string& op, Sym a, Sym b, bool fmod = false);
-std::optional<double> float_binary(const std::string& op, double a, double b);
+// The exact integer (and batch-symbolic) form of an element-wise IR op; nullopt when the
+// result is not a constant or the op has none (its fp32 kernel is in its OpDef).
+std::optional<Sym> sym_binary(OpKind op, Sym a, Sym b);
+std::optional<Sym> sym_unary(OpKind op, Sym s);
 SymShape flatten_shape(const SymShape& in, int64_t axis);  // axis from flatten_axis
 SymShape squeeze_shape(const SymShape& in, std::vector<int64_t> axes);
 SymShape unsqueeze_shape(const SymShape& in, std::vector<int64_t> axes);

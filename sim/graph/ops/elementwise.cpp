@@ -62,6 +62,7 @@ float erf_fn(float x) { return std::erf(x); }
 float exp_fn(float x) { return std::exp(x); }
 // log(1 + e^x) without overflow for large x: max(x, 0) + log1p(e^-|x|).
 float softplus(float x) { return std::max(x, 0.0f) + std::log1p(std::exp(-std::fabs(x))); }
+float softsign(float x) { return x / (1.0f + std::fabs(x)); }
 float gelu(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)); }  // erf form
 
 float add(float a, float b) { return a + b; }
@@ -256,6 +257,9 @@ void add_elementwise_ops(OpRegistry& r) {
   OpDef softplus_def = unary(OpKind::kSoftplus, "softplus", softplus);
   softplus_def.work_per_output = two_ops;  // exp, then log1p
   r.add(transcendental(softplus_def));
+  OpDef softsign_def = unary(OpKind::kSoftsign, "softsign", softsign);
+  softsign_def.work_per_output = two_ops;  // 1 + |x|, then a divide
+  r.add(transcendental(softsign_def));     // the divide: a reciprocal
   r.add(transcendental(unary(OpKind::kLog, "log", log_fn)));
   r.add(unary(OpKind::kAbs, "abs", abs_fn));
   r.add(unary(OpKind::kSign, "sign", sign_fn));

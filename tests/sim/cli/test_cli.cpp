@@ -100,7 +100,7 @@ TEST_P(GoldenApps, SummaryMatchesGolden) {
   json got;
   got["latency_cycles"] = rep["summary"]["latency_cycles"];
   got["cycles"] = rep["summary"]["cycles"];
-  // The TPU paper's Table 3 from the counters (sim/report/table3.h): the split causes and
+  // The TPU paper's Table 3 from the counters (sim/report/tpu_paper_view.h): the split causes and
   // each row's count (rows 1-8).
   got["cycles_split"] = rep["summary"]["cycles_split"];
   for (const auto& row : rep["table3"]["rows"]) {

@@ -118,6 +118,20 @@ TEST(OnnxOps, SoftplusIsLogOnePlusExp) {
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(y[i], want[i], 1e-6) << i;
 }
 
+// Softsign (added through the recipe of issue 32: its OpKind line, its OpDef row with the
+// fp32 kernel, its ONNX table row): x / (1 + |x|) = [1/2, 2/3, -3/4, 1/3] for x = [1, 2, -3, 0.5].
+TEST(OnnxOps, SoftsignIsXOverOnePlusAbsX) {
+  const Graph g = load_onnx(one_node_model("Softsign", "softsign.onnx"), {});
+  ASSERT_EQ(g.layers.size(), 1u);
+  EXPECT_EQ(g.layers[0].op, OpKind::kSoftsign);
+  EXPECT_EQ(op_name(g.layers[0].op), "softsign");
+  EXPECT_EQ(g.tensors[g.layers[0].output].shape, (Shape{4}));
+  const std::vector<float> y = reference_of(g);
+  const std::vector<double> want = {0.5, 2.0 / 3.0, -0.75, 1.0 / 3.0};
+  ASSERT_EQ(y.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(y[i], want[i], 1e-7) << i;
+}
+
 // ---------------------------------------------------------------- issue 15: the ops real exports use
 
 #include "tests/support/onnx_model.h"

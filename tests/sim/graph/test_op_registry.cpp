@@ -120,7 +120,7 @@ TEST(OpRegistry, EveryOpIsWritableInYamlAndDocumented) {
   const std::set<std::string> binary = {"add", "sub", "mul", "div", "pow", "max", "min", "greater", "greater_equal", "less",
                                         "less_equal", "equal", "and", "or", "mod", "fmod"};
   const std::set<std::string> unary = {"relu", "sigmoid", "tanh", "leaky_relu", "hard_sigmoid", "hard_swish", "gelu",
-                                       "erf", "sqrt", "exp", "softplus", "log", "abs", "sign", "floor", "ceil", "round",
+                                       "erf", "sqrt", "exp", "softplus", "softsign", "log", "abs", "sign", "floor", "ceil", "round",
                                        "not", "batch_norm"};
   std::string yaml =
       "name: every_op\ninputs:\n  - {name: x, shape: [4, 4, 8]}\n  - {name: s, shape: [4, 8]}\n"

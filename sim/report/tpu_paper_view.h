@@ -15,9 +15,9 @@ namespace tessera::report {
 
 // report.json's `table3`: {source, total_cycles, array_pes, rows: [{row, label, value, unit,
 // count, count_unit} x 9]} (row 9 has no count). `tops` and `peak_tops` are the summary's.
-nlohmann::ordered_json table3_json(const ArchConfig& arch, const engine::RunStats& stats, double tops, double peak_tops);
+nlohmann::ordered_json tpu_paper_view_json(const ArchConfig& arch, const engine::RunStats& stats, double tops, double peak_tops);
 
 // summary.md's "Table 3 view" section ("" for a report without `table3`).
-std::string table3_markdown(const nlohmann::ordered_json& report);
+std::string tpu_paper_view_markdown(const nlohmann::ordered_json& report);
 
 }  // namespace tessera::report

@@ -1,4 +1,4 @@
-#include "sim/report/table3.h"
+#include "sim/report/tpu_paper_view.h"
 
 #include <sstream>
 #include <string_view>
@@ -30,7 +30,7 @@ ordered_json row(int number, const std::string& label, int64_t count, const char
 
 }  // namespace
 
-ordered_json table3_json(const ArchConfig& arch, const engine::RunStats& stats, double tops, double peak_tops) {
+ordered_json tpu_paper_view_json(const ArchConfig& arch, const engine::RunStats& stats, double tops, double peak_tops) {
   const engine::CycleBreakdown& c = stats.cycles;
   const int64_t total = c.total();
   const int64_t pes = arch.active_matrix_units() * arch.array.rows * arch.array.cols;
@@ -61,7 +61,7 @@ ordered_json table3_json(const ArchConfig& arch, const engine::RunStats& stats, 
   return t;
 }
 
-std::string table3_markdown(const ordered_json& r) {
+std::string tpu_paper_view_markdown(const ordered_json& r) {
   if (!r.contains("table3")) return "";
   static const char* const kFrom[] = {
       "array streaming at its MAC rate (`array_active` less the exposed drain)",
