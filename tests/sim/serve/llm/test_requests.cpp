@@ -131,3 +131,10 @@ TEST(LlmRequests, EmpiricalColumnOfACsv) {
 }
 
 }  // namespace
+
+TEST(LlmRequests, ShippedTraceLoads) {
+  const LlmTrace t = load_llm_trace_csv(std::string(TESSERA_SOURCE_DIR) + "/workloads/llm/traces/conversation-1k.csv");
+  ASSERT_EQ(t.requests.size(), 1000u);
+  EXPECT_EQ(t.requests[0].prompt_tokens, 1660);
+  EXPECT_EQ(t.requests[0].output_tokens, 134);
+}
