@@ -2,6 +2,8 @@
 // files, another seed other files; the headline of a rate search meets its SLOs.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include <nlohmann/json.hpp>
 
 #include "sim/serve/llm/llm_report.h"
@@ -89,6 +91,28 @@ TEST(LlmFiles, TokenCostFromChipHoursAndEnergy) {
   EXPECT_DOUBLE_EQ(c.usd_per_million, (2 * 1.5 + 4 * 0.25) / 2);
   EXPECT_TRUE(c.priced);
   EXPECT_FALSE(token_cost(r, LlmInputs{}).priced);
+}
+
+}  // namespace
+
+namespace {
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+std::string file_first_line(const std::string& path) {
+  std::ifstream f(path);
+  std::string line;
+  std::getline(f, line);
+  return line;
+}
+
+// analysis/fixtures/serve-llm feeds the plot tests: its CSV headers are the writers' own.
+TEST(LlmFiles, PlotFixturesHaveTheWritersHeaders) {
+  const auto files = files_of(search_spec(7));
+  const std::string dir = std::string(TESSERA_SOURCE_DIR) + "/analysis/fixtures/serve-llm/x1/";
+  EXPECT_EQ(file_first_line(dir + "requests.csv"), first_line(files[1]));
+  EXPECT_EQ(file_first_line(dir + "timeline.csv"), first_line(files[2]));
+  EXPECT_EQ(file_first_line(dir + "curve.csv"), first_line(files[3]));
 }
 
 }  // namespace
