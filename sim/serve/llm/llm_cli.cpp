@@ -12,6 +12,7 @@
 #include "sim/common/finite_check.h"
 #include "sim/common/output_dir.h"
 #include "sim/serve/cli.h"
+#include "sim/serve/mlperf.h"
 #include "sim/serve/llm/llm_report.h"
 #include "sim/serve/llm/llm_study.h"
 #include "sim/serve/llm/targets.h"
@@ -50,8 +51,10 @@ CLI::App* add_serve_llm_command(CLI::App& app, ServeLlmOptions& o) {
                   "Prompt lengths: fixed:N, uniform:LO:HI, lognormal:MEAN:SD[:MAX] or csv:FILE:COLUMN (default fixed:512)")
       ->type_name("DIST");
   cmd->add_option("--output-tokens", o.output_tokens, "Output lengths, as --prompt-tokens (default fixed:128)")->type_name("DIST");
-  cmd->add_option("--requests", o.requests, "Requests per run (default 1000; a trace: at most this many of its rows)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 26));
+  cmd->add_option("--requests", o.requests,
+                  "Requests per run (default 1000; --mlperf offline: the rules' 24576; a trace: at most this many of its rows)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 26))
+      ->each([&o](const std::string&) { o.requests_given = true; });
   cmd->add_option("--seed", o.seed, "Random seed; the same seed gives byte-identical files (default 1)")->check(CLI::Range(int64_t{0}, INT64_MAX));
   cmd->add_option("--max-batch-tokens", o.max_batch_tokens, "Token budget of one iteration: decodes + prefill chunks (default 2048)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
@@ -195,6 +198,7 @@ int run_serve_llm_command(const ServeLlmOptions& o) {
   } else if (o.mlperf == "offline") {
     spec.mode = LlmMode::kMlperfOffline;
     if (o.rate > 0 || !o.arrivals.empty()) throw InputError("--rate/--arrivals: --mlperf offline sends every request at t = 0");
+    if (!o.requests_given) rq.requests = mlperf::kOfflineMinSamples;  // "At least 24,576" samples (mlperf.h)
   } else if (o.rate > 0 || (!o.trace.empty() && !slos)) {
     spec.mode = LlmMode::kAtRate;
   } else if (slos) {

@@ -21,7 +21,8 @@ struct ServeLlmOptions {
   double cv = 0;
   std::string trace;
   std::string prompt_tokens, output_tokens;  // "": fixed:512 / fixed:128
-  int64_t requests = 1000;
+  int64_t requests = 1000;        // --mlperf offline, not given: the rules' 24,576 samples
+  bool requests_given = false;
   int64_t seed = 1;
   int64_t max_batch_tokens = 2048;
   int64_t max_batch = 256;

@@ -61,7 +61,8 @@ struct Runner {
   }
   uint64_t mlperf_requests(double rate) const {
     const double n = std::ceil(rate * spec.min_duration_s);
-    return std::clamp<uint64_t>(static_cast<uint64_t>(std::min(n, 1e18)), spec.requests.requests, spec.max_requests);
+    const uint64_t lo = std::min(spec.requests.requests, spec.max_requests);
+    return std::clamp<uint64_t>(static_cast<uint64_t>(std::min(n, 1e18)), lo, spec.max_requests);
   }
 };
 

@@ -2,6 +2,7 @@
 // files, another seed other files; the headline of a rate search meets its SLOs.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -113,6 +114,38 @@ TEST(LlmFiles, PlotFixturesHaveTheWritersHeaders) {
   EXPECT_EQ(file_first_line(dir + "requests.csv"), first_line(files[1]));
   EXPECT_EQ(file_first_line(dir + "timeline.csv"), first_line(files[2]));
   EXPECT_EQ(file_first_line(dir + "curve.csv"), first_line(files[3]));
+}
+
+}  // namespace
+
+namespace {
+
+// MLPerf Server on the TinyTarget with limits it can meet: the headline run passes early
+// stopping, covers the minimum duration (rate x duration requests, at least --requests)
+// and a run slightly above fails it. Offline: every request at t = 0.
+TEST(LlmFiles, MlperfServerAndOffline) {
+  tessera_test::TinyTarget t;
+  t.capacity_tokens = 400;
+  LlmStudySpec s = search_spec(3);
+  s.mode = LlmMode::kMlperfServer;
+  s.curve_points = 0;
+  s.requests.requests = 500;
+  s.min_duration_s = 100;
+  s.mlperf = MlperfLlmLimits{"tiny", 0.3, 0.05, "test"};
+  s.sim.slo_ttft_s = 0.3;
+  s.sim.slo_tpot_s = 0.05;
+  const LlmStudyResult r = run_llm_study(s, t);
+  ASSERT_TRUE(r.feasible);
+  ASSERT_TRUE(r.mlperf_check.has_value());
+  EXPECT_TRUE(r.mlperf_check->passed);
+  EXPECT_EQ(r.headline.requests, std::max<uint64_t>(500, static_cast<uint64_t>(std::ceil(r.rate_per_s * 100))));
+  EXPECT_GE(r.mlperf_check->queries, 459);
+  s.mode = LlmMode::kMlperfOffline;
+  const LlmStudyResult o = run_llm_study(s, t);
+  EXPECT_EQ(o.rate_per_s, 0);
+  EXPECT_EQ(o.headline.requests, 500u);
+  for (const auto& q : o.headline.per_request) EXPECT_EQ(q.arrival_s, 0);
+  EXPECT_DOUBLE_EQ(o.capacity_per_s, o.headline.requests_per_s);
 }
 
 }  // namespace
