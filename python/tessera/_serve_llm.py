@@ -63,7 +63,7 @@ _OPTIONS = {  # keyword -> flag; True adds the bare flag
     "preemption": "--preemption", "replicas": "--replicas", "dispatch": "--dispatch", "slo_ttft_ms": "--slo-ttft-ms",
     "slo_tpot_ms": "--slo-tpot-ms", "percentile": "--percentile", "mlperf": "--mlperf",
     "min_duration_s": "--min-duration-s", "max_requests": "--max-requests", "curve": "--curve",
-    "usd_per_chip_hour": "--usd-per-chip-hour", "usd_per_kwh": "--usd-per-kwh",
+    "usd_per_chip_hour": "--usd-per-chip-hour", "usd_per_kwh": "--usd-per-kwh", "baseline": "--baseline",
 }
 
 
@@ -93,7 +93,7 @@ def serve_llm(arch, model, out=None, *, chunked_prefill=True, mlperf_interactive
               arrivals, cv, trace, prompt_tokens ("lognormal:1020:1000:3000"), output_tokens, requests, seed,
               max_batch_tokens, max_batch, max_running, preemption ("recompute" | "swap"), replicas, dispatch,
               slo_ttft_ms, slo_tpot_ms, percentile, mlperf ("server" | "offline"), min_duration_s, max_requests,
-              curve, usd_per_chip_hour, usd_per_kwh
+              curve, usd_per_chip_hour, usd_per_kwh, baseline ("h100-sxm:4:3.5,a100:4")
     chunked_prefill=False: --no-chunked-prefill; mlperf_interactive: --mlperf-interactive
     timeout:  seconds before the run is killed (TesseraError)
 

@@ -1,6 +1,8 @@
 #include "sim/serve/llm/llm_cli.h"
 
 #include <chrono>
+#include <cmath>
+#include <sstream>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -8,6 +10,7 @@
 #include <new>
 
 #include "sim/common/atomic_file.h"
+#include "sim/common/data_path.h"
 #include "sim/common/error.h"
 #include "sim/common/finite_check.h"
 #include "sim/common/output_dir.h"
@@ -88,6 +91,11 @@ CLI::App* add_serve_llm_command(CLI::App& app, ServeLlmOptions& o) {
       ->check(number_in(0, 1e6, "$"));
   cmd->add_option("--usd-per-kwh", o.usd_per_kwh, "Price of electricity for $ per million tokens (no default) ([0, 1e3])")
       ->check(number_in(0, 1e3, "$"));
+  cmd->add_option("--baseline", o.baselines,
+                  "Run the same requests, scheduler and question on other targets too, comma-separated: "
+                  "ARCH[:TP[:USD_PER_CHIP_HOUR]], ARCH a config file or a name in configs/baselines (h100-sxm, h200, a100); "
+                  "TP default --tp (e.g. h100-sxm:4:3.5). report.json 'compared', summary.md's table, curve.csv")
+      ->type_name("LIST");
   cmd->add_flag("--quiet,-q", o.quiet, "Print nothing but errors");
   cmd->footer(
       "Each iteration of a replica runs one decode token of every running sequence plus prompt prefills up to the\n"
@@ -112,6 +120,60 @@ CLI::App* add_serve_llm_command(CLI::App& app, ServeLlmOptions& o) {
 }
 
 namespace {
+
+struct BaselineSpec {
+  std::string arch;  // a path
+  std::string as_given;
+  int tp = 1;
+  double usd_per_chip_hour = 0;
+};
+
+// --baseline: ARCH[:TP[:USD]] items; ARCH a file or a name in configs/baselines.
+std::vector<BaselineSpec> parse_baselines(const std::string& text, int default_tp) {
+  std::vector<BaselineSpec> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (item.empty()) continue;
+    BaselineSpec b;
+    b.as_given = item;
+    b.tp = default_tp;
+    std::vector<std::string> parts;
+    std::stringstream fields(item);
+    for (std::string f; std::getline(fields, f, ':');) parts.push_back(f);
+    if (parts.empty() || parts.size() > 3 || parts[0].empty()) {
+      throw InputError("--baseline: '" + item + "': expected ARCH[:TP[:USD_PER_CHIP_HOUR]], e.g. h100-sxm:4:3.5");
+    }
+    std::error_code ec;
+    if (fs::is_regular_file(parts[0], ec)) {
+      b.arch = parts[0];
+    } else {
+      const fs::path named = data_path("configs/baselines") / (parts[0] + ".yaml");
+      if (!fs::is_regular_file(named, ec)) {
+        throw InputError("--baseline: '" + parts[0] + "' is neither a file nor a baseline in " + data_path("configs/baselines").string());
+      }
+      b.arch = named.string();
+    }
+    if (parts.size() > 1) {
+      char* end = nullptr;
+      const long tp = std::strtol(parts[1].c_str(), &end, 10);
+      if (parts[1].empty() || *end != '\0' || tp < 1 || tp > 4096) {
+        throw InputError("--baseline " + item + ": TP must be an integer in [1, 4096], got '" + parts[1] + "'");
+      }
+      b.tp = static_cast<int>(tp);
+    }
+    if (parts.size() > 2) {
+      char* end = nullptr;
+      b.usd_per_chip_hour = std::strtod(parts[2].c_str(), &end);
+      if (parts[2].empty() || *end != '\0' || !std::isfinite(b.usd_per_chip_hour) || b.usd_per_chip_hour < 0 ||
+          b.usd_per_chip_hour > 1e6) {
+        throw InputError("--baseline " + item + ": USD_PER_CHIP_HOUR must be a number in [0, 1e6], got '" + parts[2] + "'");
+      }
+    }
+    out.push_back(b);
+  }
+  return out;
+}
 
 std::string model_stem(const std::string& model) { return fs::path(model).stem().string(); }
 
@@ -208,6 +270,8 @@ int run_serve_llm_command(const ServeLlmOptions& o) {
                      "rate meeting them), --trace (a recorded stream at its own rate) or --mlperf server|offline");
   }
 
+  const std::vector<BaselineSpec> baselines = parse_baselines(o.baselines, o.tp);
+
   const fs::path out = o.out;
   {
     std::error_code ec;
@@ -239,16 +303,37 @@ int run_serve_llm_command(const ServeLlmOptions& o) {
                        " needs more memory than this process may use; use fewer requests");
     }
   }();
+  // The same study on each --baseline.
+  std::vector<ComparedTarget> compared;
+  for (const BaselineSpec& b : baselines) {
+    TargetRequest breq = treq;
+    breq.arch = b.arch;
+    breq.tp = b.tp;
+    const std::unique_ptr<ServingTarget> bt = make_serving_target(breq);
+    ComparedTarget c;
+    c.in = in;
+    c.in.arch = b.as_given;
+    c.in.tp = b.tp;
+    c.in.target_name = bt->name();
+    c.in.chips_per_replica = bt->chips();
+    c.in.usd_per_chip_hour = b.usd_per_chip_hour;
+    c.result = run_llm_study(spec, *bt);
+    compared.push_back(std::move(c));
+  }
   const double sim_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - sim_started).count();
+  uint64_t simulated = result.simulated_requests;
+  for (const auto& c : compared) simulated += c.result.simulated_requests;
 
-  const auto json = llm_report_json(in, spec, result);
+  const auto json = llm_report_json(in, spec, result, compared);
   require_finite("serve-llm: report.json", first_non_finite(json));
   std::vector<OutputFile> files;
   files.push_back({out / "report.json", json.dump(2) + "\n", false, "--out (report.json)"});
   files.push_back({out / "requests.csv", llm_requests_csv(result), false, "--out (requests.csv)"});
   files.push_back({out / "timeline.csv", llm_timeline_csv(result), false, "--out (timeline.csv)"});
-  if (!result.curve.empty()) files.push_back({out / "curve.csv", llm_curve_csv(in, spec, result), false, "--out (curve.csv)"});
-  files.push_back({out / "summary.md", llm_summary_md(in, spec, result), false, "--out (summary.md)"});
+  if (!result.curve.empty()) {
+    files.push_back({out / "curve.csv", llm_curve_csv(in, spec, result, compared), false, "--out (curve.csv)"});
+  }
+  files.push_back({out / "summary.md", llm_summary_md(in, spec, result, compared), false, "--out (summary.md)"});
   for (const OutputFile& f : files) {
     if (f.path.extension() == ".csv") require_finite("serve-llm: " + f.path.filename().string(), first_non_finite_csv(f.contents));
   }
@@ -257,13 +342,14 @@ int run_serve_llm_command(const ServeLlmOptions& o) {
 
   if (!o.quiet) {
     std::cout << llm_console(in, spec, result);
+    for (const auto& c : compared) std::cout << llm_console(c.in, spec, c.result);
     std::cout << "wrote " << (out / "report.json").string() << ", requests.csv, timeline.csv, "
               << (result.curve.empty() ? "" : "curve.csv, ") << "summary.md\n";
     const double total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     char buf[200];
     std::snprintf(buf, sizeof buf, "serve-llm: %llu requests scheduled in %.2f s (%.3g requests/s); %.1f s in all\n",
-                  static_cast<unsigned long long>(result.simulated_requests), sim_s,
-                  sim_s > 0 ? static_cast<double>(result.simulated_requests) / sim_s : 0.0, total_s);
+                  static_cast<unsigned long long>(simulated), sim_s, sim_s > 0 ? static_cast<double>(simulated) / sim_s : 0.0,
+                  total_s);
     std::cerr << buf;
   }
   return 0;

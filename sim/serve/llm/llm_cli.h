@@ -39,6 +39,7 @@ struct ServeLlmOptions {
   int64_t max_requests = 1000000;
   int curve = 8;
   double usd_per_chip_hour = 0, usd_per_kwh = 0;
+  std::string baselines;          // ARCH[:TP[:USD_PER_CHIP_HOUR]],...: the same study on other targets
   bool quiet = false;
 };
 

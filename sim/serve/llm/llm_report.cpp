@@ -78,10 +78,7 @@ TokenCost token_cost(const LlmResult& r, const LlmInputs& in) {
   return c;
 }
 
-json llm_report_json(const LlmInputs& in, const LlmStudySpec& spec, const LlmStudyResult& res) {
-  json j;
-  j["tool"] = "tessera serve-llm";
-  j["mode"] = llm_mode_name(spec.mode);
+json target_json(const LlmInputs& in, int64_t replicas) {
   json t;
   t["name"] = in.target_name;
   t["arch"] = in.arch;
@@ -91,8 +88,16 @@ json llm_report_json(const LlmInputs& in, const LlmStudySpec& spec, const LlmStu
   t["weight_dtype"] = in.weight_dtype;
   t["kv_dtype"] = in.kv_dtype;
   t["chips_per_replica"] = in.chips_per_replica;
-  t["replicas"] = spec.sim.replicas;
-  j["target"] = t;
+  t["replicas"] = replicas;
+  return t;
+}
+
+json llm_report_json(const LlmInputs& in, const LlmStudySpec& spec, const LlmStudyResult& res,
+                     const std::vector<ComparedTarget>& compared) {
+  json j;
+  j["tool"] = "tessera serve-llm";
+  j["mode"] = llm_mode_name(spec.mode);
+  j["target"] = target_json(in, spec.sim.replicas);
   json s;
   const auto& sc = spec.sim.scheduler;
   s["max_batch_tokens"] = sc.max_batch_tokens;
@@ -152,7 +157,22 @@ json llm_report_json(const LlmInputs& in, const LlmStudySpec& spec, const LlmStu
     j["mlperf"] = m;
   }
   j["result"] = result_json(res.headline, in, spec.sim.quantile);
-  j["simulated_requests"] = res.simulated_requests;
+  uint64_t simulated = res.simulated_requests;
+  if (!compared.empty()) {
+    json cs = json::array();
+    for (const ComparedTarget& c : compared) {
+      json cj;
+      cj["target"] = target_json(c.in, spec.sim.replicas);
+      cj["feasible"] = c.result.feasible;
+      cj["rate_per_s"] = c.result.rate_per_s;
+      cj["capacity_per_s"] = c.result.capacity_per_s;
+      cj["result"] = result_json(c.result.headline, c.in, spec.sim.quantile);
+      cs.push_back(cj);
+      simulated += c.result.simulated_requests;
+    }
+    j["compared"] = cs;
+  }
+  j["simulated_requests"] = simulated;
   return j;
 }
 
@@ -183,11 +203,9 @@ std::string llm_timeline_csv(const LlmStudyResult& res) {
   return o.str();
 }
 
-std::string llm_curve_csv(const LlmInputs& in, const LlmStudySpec& spec, const LlmStudyResult& res) {
-  std::ostringstream o;
-  o << "target,replicas,rate_per_s,requests_per_s,output_tokens_per_s,goodput_per_s,slo_attainment,ttft_p50_ms,ttft_p90_ms,"
-       "ttft_p99_ms,tpot_p50_ms,tpot_p90_ms,tpot_p99_ms,e2e_p99_ms,slo_ttft_ms,slo_tpot_ms,energy_kwh_per_million,"
-       "usd_per_million\n";
+namespace {
+
+void curve_rows(std::ostringstream& o, const LlmInputs& in, const LlmStudySpec& spec, const LlmStudyResult& res) {
   for (const LlmCurvePoint& p : res.curve) {
     const LlmResult& r = p.result;
     const TokenCost c = token_cost(r, in);
@@ -199,10 +217,23 @@ std::string llm_curve_csv(const LlmInputs& in, const LlmStudySpec& spec, const L
       << num(ms(spec.sim.slo_ttft_s)) << ',' << num(ms(spec.sim.slo_tpot_s)) << ',' << num(c.energy_kwh_per_million) << ','
       << num(c.usd_per_million) << '\n';
   }
+}
+
+}  // namespace
+
+std::string llm_curve_csv(const LlmInputs& in, const LlmStudySpec& spec, const LlmStudyResult& res,
+                          const std::vector<ComparedTarget>& compared) {
+  std::ostringstream o;
+  o << "target,replicas,rate_per_s,requests_per_s,output_tokens_per_s,goodput_per_s,slo_attainment,ttft_p50_ms,ttft_p90_ms,"
+       "ttft_p99_ms,tpot_p50_ms,tpot_p90_ms,tpot_p99_ms,e2e_p99_ms,slo_ttft_ms,slo_tpot_ms,energy_kwh_per_million,"
+       "usd_per_million\n";
+  curve_rows(o, in, spec, res);
+  for (const ComparedTarget& c : compared) curve_rows(o, c.in, spec, c.result);
   return o.str();
 }
 
-std::string llm_summary_md(const LlmInputs& in, const LlmStudySpec& spec, const LlmStudyResult& res) {
+std::string llm_summary_md(const LlmInputs& in, const LlmStudySpec& spec, const LlmStudyResult& res,
+                           const std::vector<ComparedTarget>& compared) {
   const LlmResult& r = res.headline;
   const auto& sc = spec.sim.scheduler;
   const TokenCost cost = token_cost(r, in);
@@ -260,8 +291,25 @@ std::string llm_summary_md(const LlmInputs& in, const LlmStudySpec& spec, const 
     o << "; $" << fixed(cost.usd_per_million, 4) << " per million output tokens at $" << num(in.usd_per_chip_hour)
       << "/chip-hour and $" << num(in.usd_per_kwh) << "/kWh";
   }
-  o << ".\n\nFiles: report.json, requests.csv, timeline.csv" << (res.curve.empty() ? "" : ", curve.csv")
-    << ". docs/serving.md, \"LLM serving\".\n";
+  o << ".\n\n";
+  if (!compared.empty()) {
+    o << "## The same requests on other targets\n\n"
+      << "| target | chips | " << (spec.mode == LlmMode::kMaxRate || spec.mode == LlmMode::kMlperfServer ? "highest rate" : "rate")
+      << " (requests/s) | output tokens/s | TTFT p99 (ms) | TPOT p99 (ms) | kWh / M tokens |"
+      << (cost.priced ? " $ / M tokens |" : "") << "\n|---|---|---|---|---|---|---|" << (cost.priced ? "---|" : "") << "\n";
+    auto line = [&](const LlmInputs& ci, const LlmStudyResult& cr) {
+      const TokenCost cc = token_cost(cr.headline, ci);
+      o << "| " << ci.target_name << " x " << spec.sim.replicas << " | " << ci.chips_per_replica * spec.sim.replicas << " | "
+        << (cr.feasible ? num(cr.rate_per_s) : std::string("none")) << " | " << num(cr.headline.output_tokens_per_s) << " | "
+        << fixed(ms(cr.headline.ttft_s.p99), 1) << " | " << fixed(ms(cr.headline.tpot_s.p99), 2) << " | "
+        << num(cc.energy_kwh_per_million) << " |" << (cost.priced ? " " + fixed(cc.usd_per_million, 4) + " |" : "") << "\n";
+    };
+    line(in, res);
+    for (const ComparedTarget& c : compared) line(c.in, c.result);
+    o << "\n";
+  }
+  o << "Files: report.json, requests.csv, timeline.csv" << (res.curve.empty() ? "" : ", curve.csv")
+    << (compared.empty() ? "" : " (requests.csv and timeline.csv: the first target)") << ". docs/serving.md, \"LLM serving\".\n";
   return o.str();
 }
 

@@ -5,6 +5,7 @@
 // against the request rate) and summary.md. Same inputs and seed: byte-identical files.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -35,11 +36,22 @@ struct TokenCost {
 };
 TokenCost token_cost(const LlmResult& r, const LlmInputs& in);
 
-nlohmann::ordered_json llm_report_json(const LlmInputs& in, const LlmStudySpec& spec, const LlmStudyResult& result);
+// The same study on another target (a GPU baseline, another chip count): the same requests,
+// scheduler and question; reported next to the main one ("v6e x8 vs H100 x8 at TTFT <= 500 ms").
+struct ComparedTarget {
+  LlmInputs in;
+  LlmStudyResult result;
+};
+
+nlohmann::ordered_json llm_report_json(const LlmInputs& in, const LlmStudySpec& spec, const LlmStudyResult& result,
+                                       const std::vector<ComparedTarget>& compared = {});
 std::string llm_requests_csv(const LlmStudyResult& result);
 std::string llm_timeline_csv(const LlmStudyResult& result);
-std::string llm_curve_csv(const LlmInputs& in, const LlmStudySpec& spec, const LlmStudyResult& result);
-std::string llm_summary_md(const LlmInputs& in, const LlmStudySpec& spec, const LlmStudyResult& result);
+// One block of rows per target: the main one, then the compared ones.
+std::string llm_curve_csv(const LlmInputs& in, const LlmStudySpec& spec, const LlmStudyResult& result,
+                          const std::vector<ComparedTarget>& compared = {});
+std::string llm_summary_md(const LlmInputs& in, const LlmStudySpec& spec, const LlmStudyResult& result,
+                           const std::vector<ComparedTarget>& compared = {});
 // A few lines for the terminal.
 std::string llm_console(const LlmInputs& in, const LlmStudySpec& spec, const LlmStudyResult& result);
 

@@ -149,3 +149,36 @@ TEST(LlmFiles, MlperfServerAndOffline) {
 }
 
 }  // namespace
+
+namespace {
+
+// The same study on a second target twice as fast per step: reported next to the first,
+// with a higher highest rate; curve.csv holds both targets' points.
+TEST(LlmFiles, ComparedTargetsSideBySide) {
+  tessera_test::TinyTarget slow, fast;
+  slow.capacity_tokens = fast.capacity_tokens = 400;
+  fast.fixed_s = 0.005;
+  fast.per_prefill_token_s = 0.0005;
+  fast.per_decode_s = 0.0005;
+  LlmStudySpec s = search_spec(7);
+  const LlmStudyResult a = run_llm_study(s, slow);
+  ComparedTarget c;
+  c.in.target_name = "fast";
+  c.in.chips_per_replica = 2;
+  c.result = run_llm_study(s, fast);
+  LlmInputs in;
+  in.target_name = "slow";
+  const auto j = llm_report_json(in, s, a, {c});
+  ASSERT_EQ(j["compared"].size(), 1u);
+  EXPECT_EQ(j["compared"][0]["target"]["name"], "fast");
+  EXPECT_GT(j["compared"][0]["rate_per_s"].get<double>(), j["rate_per_s"].get<double>());
+  EXPECT_EQ(j["simulated_requests"].get<uint64_t>(), a.simulated_requests + c.result.simulated_requests);
+  const std::string md = llm_summary_md(in, s, a, {c});
+  EXPECT_NE(md.find("| slow x 1 | 1 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| fast x 1 | 2 |"), std::string::npos) << md;
+  const std::string curve = llm_curve_csv(in, s, a, {c});
+  EXPECT_EQ(std::count(curve.begin(), curve.end(), '\n'), 1 + 3 + 3);
+  EXPECT_NE(curve.find("\nfast,1,"), std::string::npos);
+}
+
+}  // namespace

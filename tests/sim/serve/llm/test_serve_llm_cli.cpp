@@ -40,6 +40,11 @@ TEST(ServeLlmCli, RefusesBadRatesAndLengths) {
                  d / "c");
   expect_refused(kTarget + " --slo-ttft-ms -5", "--slo-ttft-ms: must be in", d / "d");
   expect_refused(kTarget, "nothing to compute", d / "e");
+  expect_refused(kTarget + " --rate 1 --baseline nope", "--baseline: 'nope' is neither a file nor a baseline in", d / "f");
+  expect_refused(kTarget + " --rate 1 --baseline h100-sxm:0", "--baseline h100-sxm:0: TP must be an integer in [1, 4096], got '0'",
+                 d / "g");
+  expect_refused(kTarget + " --rate 1 --baseline h100-sxm:2:nan", "USD_PER_CHIP_HOUR must be a number in [0, 1e6], got 'nan'",
+                 d / "h");
 }
 
 TEST(ServeLlmCli, MalformedTraceLocatedToTheLine) {
