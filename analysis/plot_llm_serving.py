@@ -24,7 +24,7 @@ import metric_labels
 import style
 
 REQUEST_COLUMNS = ["arrival_s", "ttft_ms", "tpot_ms", "e2e_ms", "output_tokens"]
-CURVE_COLUMNS = ["rate_per_s", "output_tokens_per_s", "ttft_p99_ms", "tpot_p99_ms", "slo_ttft_ms", "slo_tpot_ms"]
+CURVE_COLUMNS = ["replicas", "rate_per_s", "output_tokens_per_s", "ttft_p99_ms", "tpot_p99_ms", "slo_ttft_ms", "slo_tpot_ms"]
 TIMELINE_COLUMNS = ["replica", "start_s", "seconds", "kv_occupancy", "preempted"]
 
 
@@ -71,7 +71,24 @@ def load_run(directory):
         "requests": read_csv(os.path.join(directory, "requests.csv"), REQUEST_COLUMNS),
         "timeline": read_csv(os.path.join(directory, "timeline.csv"), TIMELINE_COLUMNS),
         "curve": read_csv(curve_path, CURVE_COLUMNS) if os.path.exists(curve_path) else [],
+        "curve_targets": curve_targets(curve_path) if os.path.exists(curve_path) else [],
     }
+
+
+def curve_targets(path):
+    """The target column of curve.csv (one block of rows per target: the run's, then --baseline's)."""
+    with open(path, encoding="utf-8", newline="") as f:
+        return [r.get("target", "") for r in csv.DictReader(f)]
+
+
+def curve_lines(run):
+    """[(target name, [points])] of a run's curve.csv, in file order."""
+    lines = []
+    for name, point in zip(run["curve_targets"], run["curve"]):
+        if not lines or lines[-1][0] != name:
+            lines.append((name, []))
+        lines[-1][1].append(point)
+    return lines
 
 
 def run_label(run):
@@ -119,14 +136,18 @@ def throughput_vs_rate(runs, labels, out, width):
     _, ts = metric_labels.axis("output_tokens_per_s", [p["output_tokens_per_s"] for run in runs for p in run["curve"]])
     lat = [p[c] for run in runs for p in run["curve"] for c in ("ttft_p99_ms", "tpot_p99_ms")]
     _, ls = metric_labels.axis("ttft_ms", lat)
+    index = 0
     for i, run in enumerate(runs):
-        c = run["curve"]
-        top.plot([p["rate_per_s"] * xs for p in c], [p["output_tokens_per_s"] * ts for p in c], marker="o", ms=3,
-                 color=color(i), label=labels[i])
-        bottom.plot([p["rate_per_s"] * xs for p in c], [p["ttft_p99_ms"] * ls for p in c], marker="o", ms=3,
-                    color=color(i), label=f"{labels[i]}: TTFT p99")
-        bottom.plot([p["rate_per_s"] * xs for p in c], [p["tpot_p99_ms"] * ls for p in c], marker="s", ms=3,
-                    ls="--", color=color(i), label=f"{labels[i]}: TPOT p99")
+        lines = curve_lines(run)
+        for name, c in lines:
+            label = labels[i] if len(lines) == 1 else (name if len(runs) == 1 else f"{labels[i]}: {name}")
+            top.plot([p["rate_per_s"] * xs for p in c], [p["output_tokens_per_s"] * ts for p in c], marker="o", ms=3,
+                     color=color(index), label=label)
+            bottom.plot([p["rate_per_s"] * xs for p in c], [p["ttft_p99_ms"] * ls for p in c], marker="o", ms=3,
+                        color=color(index), label=f"{label}: TTFT p99")
+            bottom.plot([p["rate_per_s"] * xs for p in c], [p["tpot_p99_ms"] * ls for p in c], marker="s", ms=3,
+                        ls="--", color=color(index), label=f"{label}: TPOT p99")
+            index += 1
         rep = run["report"]
         if rep.get("mode") == "max-rate" and rep.get("feasible"):
             top.axvline(rep["rate_per_s"] * xs, color=color(i), ls=":", lw=0.8)
@@ -172,16 +193,23 @@ def kv_occupancy(runs, labels, out, width):
 
 
 def cost(runs, labels, out, width):
-    priced = all("usd_per_million_output_tokens" in run["report"]["result"] for run in runs)
+    # Every target of every run: the run's own, then its --baseline ones (report.json "compared").
+    bars = []
+    for i, run in enumerate(runs):
+        rep = run["report"]
+        bars.append((labels[i], rep["result"]))
+        for c in rep.get("compared", []):
+            bars.append((f"{labels[i]}: {c['target']['name']}" if len(runs) > 1 else c["target"]["name"], c["result"]))
+    priced = all("usd_per_million_output_tokens" in r for _, r in bars)
     key, field = ("usd_per_million", "usd_per_million_output_tokens") if priced else \
         ("energy_kwh_per_million", "energy_kwh_per_million_output_tokens")
-    values = [run["report"]["result"][field] for run in runs]
+    values = [r[field] for _, r in bars]
     fig, ax = style.figure(width, width * 0.6)
-    ax.bar(range(len(runs)), values, color=[color(i) for i in range(len(runs))])
+    ax.bar(range(len(bars)), values, color=[color(i) for i in range(len(bars))])
     for i, v in enumerate(values):
         ax.annotate(f"{v:.3g}", xy=(i, v), xytext=(0, 2), textcoords="offset points", ha="center", fontsize=6)
-    ax.set_xticks(range(len(runs)))
-    ax.set_xticklabels(labels)
+    ax.set_xticks(range(len(bars)))
+    ax.set_xticklabels([b[0] for b in bars], fontsize=6)
     ax.set_ylabel(metric_labels.axis(key, values)[0])
     ax.set_title("at the headline run" + ("" if priced else " (no --usd-per-chip-hour: energy only)"))
     return style.save(fig, f"{out}-cost")
