@@ -39,6 +39,7 @@ struct Runner {
     check_requests_fit(reqs, target, spec.sim, origin());
     LlmSimConfig c = spec.sim;
     c.keep_timeline = keep;
+    c.inter_token = keep;  // the search and the curve read no inter-token gaps
     LlmResult r = simulate_llm(reqs, target, c);
     out.simulated_requests += reqs.size();
     if (!keep) {
@@ -54,7 +55,9 @@ struct Runner {
     const auto reqs = generate_requests(rs);
     check_requests_fit(reqs, target, spec.sim, origin());
     out.simulated_requests += reqs.size();
-    return simulate_llm(reqs, target, spec.sim);
+    LlmSimConfig c = spec.sim;
+    c.inter_token = false;
+    return simulate_llm(reqs, target, c);
   }
   std::string origin() const {
     return spec.requests.trace ? "--trace " + spec.requests.trace->source : std::string("the generated requests");

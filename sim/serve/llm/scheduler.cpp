@@ -134,7 +134,7 @@ class Simulation {
       rec.first_token_s = t;
     } else {
       const double gap = t - s.last_token_s;
-      gaps_.push_back(gap);
+      if (c_.inter_token) gaps_.push_back(gap);
       rec.max_gap_s = std::max(rec.max_gap_s, gap);
     }
     if (c_.keep_token_times) rec.token_s.push_back(t);

@@ -46,6 +46,7 @@ struct LlmSimConfig {
   double slo_tpot_s = 0;                     // are at most these (0: no bound)
   double quantile = 0.99;                    // LlmResult::ttft_at_quantile_s / tpot_at_quantile_s
   bool keep_timeline = false;                // LlmResult::timeline
+  bool inter_token = true;                   // LlmResult::itl_s (holds every gap while it runs: 8 bytes a token)
   bool keep_token_times = false;             // RequestRecord::token_s
 };
 
@@ -94,7 +95,7 @@ struct LlmResult {
   double requests_per_s = 0;        // requests / span
   double output_tokens_per_s = 0;
   double total_tokens_per_s = 0;    // prompt + output
-  Distribution ttft_s, tpot_s, itl_s, e2e_s;  // tpot over requests with >= 2 tokens; itl over every gap
+  Distribution ttft_s, tpot_s, itl_s, e2e_s;  // tpot over requests with >= 2 tokens; itl over every gap (inter_token)
   double ttft_at_quantile_s = 0;    // at LlmSimConfig::quantile
   double tpot_at_quantile_s = 0;
   uint64_t slo_met = 0;             // requests within both SLOs
