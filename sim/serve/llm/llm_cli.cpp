@@ -263,6 +263,9 @@ int run_serve_llm_command(const ServeLlmOptions& o) {
     if (!o.requests_given) rq.requests = mlperf::kOfflineMinSamples;  // "At least 24,576" samples (mlperf.h)
   } else if (o.rate > 0 || (!o.trace.empty() && !slos)) {
     spec.mode = LlmMode::kAtRate;
+    if (o.rate <= 0 && arrivals != "trace") {
+      throw InputError("--arrivals " + arrivals + ": give the rate with --rate (only a trace's own arrivals need none)");
+    }
   } else if (slos) {
     spec.mode = LlmMode::kMaxRate;
   } else {

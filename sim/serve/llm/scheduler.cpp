@@ -218,8 +218,10 @@ void Replica::iterate(double start) {
     budget -= chunk;
     ++in_batch;
   }
-  // 3. Admission, first come first served; the head of the queue blocks the rest.
-  while (!waiting_.empty() && static_cast<int64_t>(running_.size()) < cfg.max_running && in_batch < cfg.max_batch &&
+  // 3. Admission, first come first served; the head of the queue blocks the rest. None in an
+  // iteration that preempted: the cache is full (vLLM swaps nothing in then), and the sequence
+  // just preempted would come straight back.
+  while (preempted_now_ == 0 && !waiting_.empty() && static_cast<int64_t>(running_.size()) < cfg.max_running && in_batch < cfg.max_batch &&
          budget > 0) {
     const int64_t id = waiting_.front();
     Seq& s = seqs[static_cast<size_t>(id)];

@@ -10,7 +10,8 @@
 //   3. admission of waiting requests (preempted ones first) while the KV cache holds the
 //      pages of the whole prompt, the running count stays under max_running and the
 //      iteration's token budget and sequence count last. Without chunked prefill a prompt
-//      is prefilled whole or waits; with it, the budget's remainder is taken.
+//      is prefilled whole or waits; with it, the budget's remainder is taken. An iteration
+//      that preempted admits nothing (the cache is full; vLLM swaps nothing in then).
 // The tokens of an iteration come out at its end: a decode's, and the first token of a
 // sequence whose prefill completes. A sequence preempted by recompute prefills its prompt
 // and the tokens it generated again and then emits its next token (vLLM's recompute); one

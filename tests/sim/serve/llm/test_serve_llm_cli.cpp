@@ -55,6 +55,9 @@ TEST(ServeLlmCli, MalformedTraceLocatedToTheLine) {
   std::ofstream(t) << "arrival_s,prompt_tokens,output_tokens\n0,10,2\n0.5,20,0\n";
   expect_refused(kTarget + " --trace " + t.string(), t.string() + ":3: output_tokens: must be an integer in [1, 16777216], got '0'",
                  d / "out");
+  std::ofstream(t) << "0,10,2\n0.5,20,3\n";
+  expect_refused(kTarget + " --trace " + t.string() + " --arrivals poisson",
+                 "--arrivals poisson: give the rate with --rate", d / "out");
   std::ofstream(t) << "0,10,2\n0.5,x,3\n";
   expect_refused(kTarget + " --trace " + t.string(), t.string() + ":2: prompt_tokens:", d / "out");
 }
