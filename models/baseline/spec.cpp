@@ -106,7 +106,7 @@ double BaselineSpec::peak_tops_at(Precision p) const {
 
 BaselineSpec parse_baseline_spec(const YamlNode& root, const std::string& id) {
   root.expect_keys({"name", "kind", "description", "precision", "peak_tops", "memory", "on_chip", "efficiency",
-                    "overheads", "host_link", "power"});
+                    "overheads", "host_link", "power", "chip_link"});
   BaselineSpec s;
   s.id = id;
   s.source = root.file();
@@ -173,6 +173,16 @@ BaselineSpec parse_baseline_spec(const YamlNode& root, const std::string& id) {
   } else if (s.kind == Kind::kGpu) {
     root.fail("missing required key 'host_link' (a GPU baseline moves inputs and outputs over PCIe: "
               "{bandwidth_gb_per_s, latency_us})");
+  }
+  if (auto link = root.get("chip_link")) {
+    if (s.kind == Kind::kCpu) link->fail("chip_link is for GPUs joined by NVLink; a CPU baseline has none");
+    link->expect_keys({"bandwidth_gb_per_s", "latency_ns", "ports"});
+    models::ChipLinkParams c;
+    c.bandwidth_gb_per_s = in_range(link->at("bandwidth_gb_per_s"), kMinRate, 1e6);
+    c.latency_ns = in_range(link->at("latency_ns"), 0, kMaxTimeUs * 1e3);
+    c.ports = static_cast<int>(link->at("ports").as_int(2, 64));
+    c.topology = models::ChipLinkParams::Topology::kRing;  // NCCL's ring over the NVSwitch fabric
+    s.chip_link = c;
   }
   if (auto power = root.get("power")) {
     power->expect_keys({"idle_w", "busy_w", "tdp_w", "host_w"});

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "models/interconnect/chip_link.h"
+
 namespace tessera {
 class YamlNode;
 }
@@ -103,6 +105,9 @@ struct BaselineSpec {
 
   std::optional<HostLink> host_link;  // required for GPUs, rejected for CPUs
   std::optional<PowerSpec> power;     // absent: no perf/W for this baseline
+  // GPU-to-GPU links (`chip_link:`, NVLink through NVSwitch) for tensor parallelism across GPUs
+  // (LLM serving); collectives run as rings on them (models/interconnect/chip_link.h).
+  std::optional<models::ChipLinkParams> chip_link;
 
   double peak_tops_at(Precision p) const;  // throws InputError if the part has no such mode
   double peak() const { return peak_tops_at(precision); }

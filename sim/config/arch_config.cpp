@@ -247,6 +247,35 @@ PcieConfig parse_pcie(const YamlNode& node) {
   return out;
 }
 
+// ici: the chip-to-chip links (docs/configs.md "Chip-to-chip links"). Every key but the
+// torus shape and wraparound is required: a link figure is a published number, not a default.
+models::ChipLinkParams parse_ici(const YamlNode& node) {
+  node.expect_keys({"bandwidth_gb_per_s", "latency_ns", "ports", "topology", "torus_x", "torus_y", "wraparound"});
+  models::ChipLinkParams out;
+  out.bandwidth_gb_per_s = positive_double(node.at("bandwidth_gb_per_s"), 1e6);
+  out.latency_ns = node.at("latency_ns").as_double(0.0, 1e9);
+  const YamlNode topology = node.at("topology");
+  const bool torus = topology.as_choice({"ring", "torus_2d"}) == "torus_2d";
+  out.topology = torus ? models::ChipLinkParams::Topology::kTorus2d : models::ChipLinkParams::Topology::kRing;
+  const YamlNode ports = node.at("ports");
+  out.ports = static_cast<int>(ports.as_int(1, 64));
+  if (out.ports < (torus ? 4 : 2)) {
+    ports.fail(std::string("must be >= ") + (torus ? "4 for torus_2d (a group of ports/4 links to each of the +x, -x, +y, -y neighbours)"
+                                                   : "2 for ring (a group of ports/2 links to each of the two neighbours)") +
+               ", got " + std::to_string(out.ports));
+  }
+  const auto tx = node.get("torus_x"), ty = node.get("torus_y");
+  if ((tx || ty) && !torus) (tx ? *tx : *ty).fail("is only for topology: torus_2d (this chip's topology is ring)");
+  if (tx && !ty) tx->fail("needs torus_y too (the slice is torus_x x torus_y chips)");
+  if (ty && !tx) ty->fail("needs torus_x too (the slice is torus_x x torus_y chips)");
+  if (tx) {
+    out.torus_x = static_cast<int>(tx->as_int(1, 1024));
+    out.torus_y = static_cast<int>(ty->as_int(1, 1024));
+  }
+  out.wraparound = node.bool_or("wraparound", true);
+  return out;
+}
+
 VectorUnitConfig parse_vector_unit(const std::optional<YamlNode>& node, const ArrayConfig& array) {
   VectorUnitConfig out;
   out.lanes = array.cols;
@@ -469,7 +498,7 @@ YamlNode section(const YamlNode& root, std::string_view name, std::string_view a
 ArchConfig parse_arch_config(const YamlNode& root) {
   root.expect_keys({"name", "clock_mhz", "cores", "megacore", "array", "matrix_units", "unified_buffer", "scratchpad",
                     "accumulators", "weight_fifo", "weight_memory", "device_memory", "pcie", "residency", "dma",
-                    "vector_unit", "controller", "energy", "ideal_memory"});
+                    "vector_unit", "controller", "energy", "ideal_memory", "ici"});
   ArchConfig cfg;
   cfg.source = root.file();
   const YamlNode name = root.at("name");
@@ -487,6 +516,10 @@ ArchConfig parse_arch_config(const YamlNode& root) {
   cfg.has_host_link = pcie.has_value();
   if (pcie) cfg.pcie = parse_pcie(*pcie);
   cfg.residency = parse_residency(root.get("residency"), pcie);
+  if (auto ici = root.get("ici")) {
+    cfg.ici = parse_ici(*ici);
+    cfg.has_chip_links = true;
+  }
   cfg.dma = parse_dma(root.get("dma"));
   cfg.vector_unit = parse_vector_unit(root.get("vector_unit"), cfg.array);
   cfg.controller = parse_controller(root.get("controller"));

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "models/array/params.h"
+#include "models/interconnect/chip_link.h"
 #include "models/interconnect/params.h"
 #include "models/memory/params.h"
 #include "models/units/params.h"
@@ -57,6 +58,10 @@ struct ArchConfig {
   WeightMemoryConfig weight_memory;
   PcieConfig pcie;
   bool has_host_link = true;  // false: no `pcie:` section; every tensor is device-resident
+  // Chip-to-chip links (`ici:`), for collectives across chips (tensor parallelism). A chip
+  // without the section has none: a multi-chip run on it is refused by its caller.
+  models::ChipLinkParams ici;
+  bool has_chip_links = false;
   VectorUnitConfig vector_unit;
   ControllerConfig controller;
   DmaConfig dma;

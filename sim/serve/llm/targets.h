@@ -3,6 +3,7 @@
 // (cost table from the SystemC model; tensor/pipeline parallelism over chip links) or a GPU
 // baseline (models/baseline). The scheduler sees only ServingTarget (serving_target.h).
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -22,7 +23,13 @@ struct TargetRequest {
 };
 
 // Bad input (unknown arch/model/dtype, weights that do not fit, TP not dividing the heads)
-// throws tessera::ConfigError naming the file/key and what is allowed.
+// throws tessera::InputError naming the file/key and what is allowed.
+// The chip's layer pieces are simulated by `tessera run` children of this executable (or of
+// $TESSERA_EXE when set); the overload names the executable and, for tests, a smaller grid
+// than the default (CostGrid::standard to 8192 tokens, 256 decode sequences, the context).
 std::unique_ptr<ServingTarget> make_serving_target(const TargetRequest&);
+struct CostGrid;
+std::unique_ptr<ServingTarget> make_serving_target(const TargetRequest&, const std::filesystem::path& runner_exe,
+                                                   const CostGrid* grid = nullptr);
 
 }  // namespace tessera::serve::llm

@@ -137,3 +137,74 @@ TEST(ChipConfig, BothNamesOfASectionAreRefused) {
                                       "scratchpad: {capacity: 1 MiB}\nunified_buffer: {capacity: 1 MiB}"));
   EXPECT_NE(e.find("gives the same section"), std::string::npos) << e;
 }
+
+// ici: chip-to-chip links (docs/configs.md "Chip-to-chip links").
+namespace {
+std::string with_ici(const std::string& section) { return chip() + "ici: " + section + "\n"; }
+}  // namespace
+
+TEST(ChipConfig, ShippedTpusHaveChipLinksPerPortPerDirection) {
+  // Per port per direction from the published per-chip bidirectional figure: v5e 400 GB/s / 4
+  // ports / 2 directions = 50; v6e 800 / 4 / 2 = 100; v4 [book] 45 per link one way.
+  struct Links {
+    const char* file;
+    double gb_per_s;
+    int ports;
+  };
+  for (const Links& l : {Links{"tpu-v5e.yaml", 50, 4}, Links{"tpu-v6e.yaml", 100, 4}, Links{"tpu-v4.yaml", 45, 6}}) {
+    const ArchConfig c = load_arch_config(kConfigs / l.file);
+    EXPECT_TRUE(c.has_chip_links) << l.file;
+    EXPECT_EQ(c.ici.bandwidth_gb_per_s, l.gb_per_s) << l.file;
+    EXPECT_EQ(c.ici.ports, l.ports) << l.file;
+    EXPECT_EQ(c.ici.topology, models::ChipLinkParams::Topology::kTorus2d) << l.file;
+    EXPECT_FALSE(c.ici.wraparound) << l.file;
+    EXPECT_EQ(c.ici.latency_ns, 1000) << l.file;
+  }
+  EXPECT_FALSE(load_arch_config(kConfigs / "tpu-v1.yaml").has_chip_links);  // no `ici:`: no chip links
+  EXPECT_FALSE(parse(chip()).has_chip_links);
+}
+
+TEST(ChipConfig, IciSectionParsesEveryKey) {
+  const ArchConfig c = parse(with_ici(
+      "{bandwidth_gb_per_s: 12.5, latency_ns: 250, ports: 8, topology: torus_2d, torus_x: 2, torus_y: 4, wraparound: true}"));
+  EXPECT_TRUE(c.has_chip_links);
+  EXPECT_EQ(c.ici.bandwidth_gb_per_s, 12.5);
+  EXPECT_EQ(c.ici.latency_ns, 250);
+  EXPECT_EQ(c.ici.ports, 8);
+  EXPECT_EQ(c.ici.topology, models::ChipLinkParams::Topology::kTorus2d);
+  EXPECT_EQ(c.ici.torus_x, 2);
+  EXPECT_EQ(c.ici.torus_y, 4);
+  EXPECT_TRUE(c.ici.wraparound);
+  const ArchConfig r = parse(with_ici("{bandwidth_gb_per_s: 50, latency_ns: 0, ports: 2, topology: ring}"));
+  EXPECT_EQ(r.ici.topology, models::ChipLinkParams::Topology::kRing);
+  EXPECT_EQ(r.ici.torus_x, 0);
+  EXPECT_TRUE(r.ici.wraparound);  // the default: links close each ring
+}
+
+TEST(ChipConfig, BadIciValuesAreLocatedErrors) {
+  struct Bad {
+    const char* section;
+    const char* key;    // the key path the message names
+    const char* words;  // and what it says is allowed
+  };
+  for (const Bad& b : {
+           Bad{"{bandwidth_gb_per_s: 0, latency_ns: 1000, ports: 4, topology: ring}", "ici.bandwidth_gb_per_s", "must be in (0"},
+           Bad{"{bandwidth_gb_per_s: .nan, latency_ns: 1000, ports: 4, topology: ring}", "ici.bandwidth_gb_per_s", "expected a number"},
+           Bad{"{bandwidth_gb_per_s: 50, latency_ns: -1, ports: 4, topology: ring}", "ici.latency_ns", "must be in [0, 1e+09]"},
+           Bad{"{bandwidth_gb_per_s: 50, ports: 4, topology: ring}", "latency_ns", "missing"},
+           Bad{"{bandwidth_gb_per_s: 50, latency_ns: 1000, ports: 3, topology: torus_2d}", "ici.ports", "must be >= 4 for torus_2d"},
+           Bad{"{bandwidth_gb_per_s: 50, latency_ns: 1000, ports: 1, topology: ring}", "ici.ports", "must be >= 2 for ring"},
+           Bad{"{bandwidth_gb_per_s: 50, latency_ns: 1000, ports: 4, topology: mesh}", "ici.topology", "ring, torus_2d"},
+           Bad{"{bandwidth_gb_per_s: 50, latency_ns: 1000, ports: 4, topology: ring, torus_x: 2, torus_y: 2}", "ici.torus_x",
+               "only for topology: torus_2d"},
+           Bad{"{bandwidth_gb_per_s: 50, latency_ns: 1000, ports: 4, topology: torus_2d, torus_x: 2}", "ici.torus_x", "needs torus_y"},
+           Bad{"{bandwidth_gb_per_s: 50, latency_ns: 1000, ports: 4, topology: torus_2d, torus_x: 0, torus_y: 2}", "ici.torus_x",
+               "must be in [1, 1024]"},
+           Bad{"{bandwidth: 50, latency_ns: 1000, ports: 4, topology: ring}", "bandwidth", "bandwidth_gb_per_s"},
+       }) {
+    const std::string e = error_of(with_ici(b.section));
+    EXPECT_NE(e.find("chip.yaml:"), std::string::npos) << b.section << " -> " << e;
+    EXPECT_NE(e.find(b.key), std::string::npos) << b.section << " -> " << e;
+    EXPECT_NE(e.find(b.words), std::string::npos) << b.section << " -> " << e;
+  }
+}

@@ -1,0 +1,512 @@
+#include "sim/serve/llm/cost_table.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include "sim/common/error.h"
+#include "sim/common/yaml_reader.h"
+#include "sim/sweep/experiment.h"
+#include "sim/sweep/runner.h"
+#include "sim/sweep/sweep_files.h"
+
+namespace fs = std::filesystem;
+
+namespace tessera::serve::llm {
+namespace {
+
+constexpr int kCacheVersion = 1;
+
+struct Fnv {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  void add(const char* p, size_t n) {
+    for (size_t k = 0; k < n; ++k) {
+      h ^= static_cast<unsigned char>(p[k]);
+      h *= 0x100000001b3ULL;
+    }
+  }
+  void add(const std::string& s) {
+    add(s.data(), s.size());
+    add("\n", 1);
+  }
+  void add_file(const fs::path& p) {
+    std::error_code ec;
+    if (!fs::is_regular_file(p, ec)) {
+      add("<not a regular file " + p.string() + ">");
+      return;
+    }
+    std::ifstream in(p, std::ios::binary);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    add(ss.str());
+  }
+};
+
+std::string hex(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// Everything but the piece sizes that decides a simulated cost.
+std::string table_key(const CostTableRequest& r) {
+  Fnv f;
+  f.add("tessera llm cost table v" + std::to_string(kCacheVersion));
+  f.add_file(r.runner_exe);
+  f.add_file(r.arch);
+  try {
+    std::vector<fs::path> chain;
+    YamlNode::load_composed(r.arch, &chain);
+    for (size_t i = 1; i < chain.size(); ++i) f.add_file(chain[i]);
+  } catch (const InputError&) {
+    f.add("<unreadable base chain>");  // the run itself reports what is wrong
+  }
+  f.add_file(r.model.source);
+  f.add("tp " + std::to_string(r.shard.tp));
+  f.add("weights " + std::string(dtype_name(r.precision.weights)) + " kv " + std::string(dtype_name(r.precision.kv)));
+  return hex(f.h);
+}
+
+// What is simulated: the public queries mapped onto the table's axes (prefill chunks to query blocks).
+struct Piece {
+  enum class Kind { kDense, kDecode, kPrefill, kHead } kind = Kind::kDense;
+  int64_t a = 0, b = 0;  // dense/head: (tokens, -); decode: (sequences, KV tokens); prefill: (blocks, KV tokens)
+};
+
+std::string piece_id(const Piece& q) {
+  switch (q.kind) {
+    case Piece::Kind::kDense: return "dense_t" + std::to_string(q.a);
+    case Piece::Kind::kDecode: return "decode_b" + std::to_string(q.a) + "_l" + std::to_string(q.b);
+    case Piece::Kind::kPrefill: return "prefill_n" + std::to_string(q.a) + "_kv" + std::to_string(q.b);
+    case Piece::Kind::kHead: return "head_n" + std::to_string(q.a);
+  }
+  return "";
+}
+
+std::string json_string(const std::string& s) { return nlohmann::json(s).dump(); }
+
+// Waits for other builds on the same cache directory (a sweep's points share one table).
+class CacheLock {
+ public:
+  explicit CacheLock(const fs::path& dir) {
+    fd_ = sweep::open_no_follow(dir / ".llm-cost.lock", O_RDWR | O_CREAT, "cannot create");
+    ::flock(fd_, LOCK_EX);
+  }
+  ~CacheLock() { ::close(fd_); }
+  CacheLock(const CacheLock&) = delete;
+  CacheLock& operator=(const CacheLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+// Simulates `pieces` (distinct) in `work`, jobs at a time, through the sweep's runner.
+std::vector<CostPoint> run_pieces(const CostTableRequest& r, const std::vector<Piece>& pieces, const fs::path& work) {
+  std::vector<CostPoint> out(pieces.size());
+  if (pieces.empty()) return out;
+  sweep::make_output_dir(work);
+  sweep::make_output_dir(work / "graphs");
+  std::ostringstream y;
+  y << "name: llm-cost-table\n";
+  y << "base: " << json_string(r.arch.string()) << "\n";
+  y << "workloads:\n";
+  std::map<std::string, size_t> index;
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    const Piece& q = pieces[k];
+    std::string text;
+    int64_t batch = 1;
+    switch (q.kind) {
+      case Piece::Kind::kDense: text = dense_graph_yaml(r.model, r.shard, r.precision, q.a); break;
+      case Piece::Kind::kDecode:
+        text = decode_attention_graph_yaml(r.model, r.shard, r.precision, q.a, q.b);
+        batch = q.a;
+        break;
+      case Piece::Kind::kPrefill:
+        text = prefill_attention_graph_yaml(r.model, r.shard, r.precision, q.a, r.grid.q_block_rows, q.b);
+        batch = q.a * r.shard.kv_heads;
+        break;
+      case Piece::Kind::kHead: text = lm_head_graph_yaml(r.model, r.shard, r.precision, q.a); break;
+    }
+    const std::string id = piece_id(q);
+    const fs::path file = work / "graphs" / (id + ".yaml");
+    sweep::replace_file(file, text);
+    index[id] = k;
+    y << "  - path: " << json_string(file.string()) << "\n    name: " << id << "\n    batch: [" << batch << "]\n";
+  }
+  y << "metrics: [summary.latency_s, summary.energy_j, summary.power_vs_load.idle_w]\n";
+  const sweep::Experiment e = sweep::parse_experiment(YamlNode::load_string(y.str(), "<llm cost table>"), work);
+  sweep::RunSettings s;
+  s.out_dir = work;
+  s.runner_exe = r.runner_exe;
+  s.jobs = std::max(1, r.jobs);
+  s.keep_reports = false;
+  if (!r.quiet) {
+    std::cerr << "serve-llm: simulating " << pieces.size() << " layer piece(s) of " << r.model.display_name << " on "
+              << r.arch.filename().string() << " (" << s.jobs << " at a time)\n";
+  }
+  sweep::LocalPool pool(e, s);
+  size_t next = 0, done = 0;
+  std::string first_error;
+  bool input_error = false;
+  while (done < e.points.size()) {
+    while (pool.has_room() && next < e.points.size()) pool.start(e.points[next++]);
+    for (const sweep::Row& row : pool.poll(200)) {
+      ++done;
+      if (!row.ok) {
+        if (first_error.empty()) {
+          first_error = row.workload + ": " + row.error;
+          input_error = row.error.rfind("exit 2", 0) == 0;
+        }
+        continue;
+      }
+      CostPoint c;
+      for (const auto& [name, value] : row.metrics) {
+        const double v = value.kind == sweep::Value::Kind::kInt ? static_cast<double>(value.i) : value.d;
+        if (name == "summary.latency_s") c.seconds = v;
+        if (name == "summary.energy_j") c.energy_j = v;
+        if (name == "summary.power_vs_load.idle_w") c.idle_w = v;
+      }
+      out[index.at(row.workload)] = c;
+    }
+  }
+  if (!first_error.empty()) {
+    const std::string msg = "simulating the iteration cost of " + r.model.display_name + " on " + r.arch.string() + ": " + first_error;
+    if (input_error) throw InputError(msg);
+    throw std::runtime_error(msg);
+  }
+  return out;
+}
+
+// A private directory for runs when no cache directory is given.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string t = (fs::temp_directory_path() / "tessera-llm-cost-XXXXXX").string();
+    if (!::mkdtemp(t.data())) throw std::runtime_error("cannot create a temporary directory for the cost table");
+    path = t;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+// first x {1, 2, 3, 4, 6, 8, ...} (two points an octave) or x {1, 2, 4, ...} up to last (included).
+std::vector<int64_t> octave_points(int64_t first, int64_t last, int per_octave) {
+  std::vector<int64_t> v;
+  for (int64_t x = first; x < last;) {
+    v.push_back(x);
+    int64_t step = x;  // the next point: x + x / per_octave ... at least 1
+    if (per_octave == 2) step = (x & (x - 1)) == 0 ? x / 2 : x / 3;
+    if (per_octave == 4) {
+      int64_t p = 1;
+      while (p * 2 <= x) p *= 2;
+      step = p / 4;
+    }
+    x += std::max<int64_t>(1, step);
+  }
+  v.push_back(std::max(first, last));
+  return v;
+}
+
+int64_t ceil_div(int64_t x, int64_t q) { return (x + q - 1) / q; }
+
+}  // namespace
+
+CostGrid CostGrid::standard(int64_t max_tokens, int64_t max_batch, int64_t context, int64_t kv_tile,
+                            int64_t query_rows_per_token) {
+  CostGrid g;
+  g.kv_tile = kv_tile;
+  g.q_block_rows = kv_tile;
+  auto tiles_to = [](int64_t tiles) {
+    std::vector<int64_t> v;
+    for (int64_t k = 1; k < std::min<int64_t>(8, tiles); ++k) v.push_back(k);
+    for (int64_t k : octave_points(std::min<int64_t>(8, tiles), tiles, 2)) v.push_back(k);
+    return v;
+  };
+  g.dense_tiles = tiles_to(ceil_div(max_tokens, kv_tile));
+  g.decode_batch = octave_points(1, max_batch, 1);
+  g.kv_tiles = tiles_to(ceil_div(context, kv_tile));
+  g.prefill_blocks = octave_points(1, ceil_div(std::min(max_tokens, context) * query_rows_per_token, g.q_block_rows), 1);
+  g.head_tiles = tiles_to(ceil_div(std::min(max_tokens, max_batch * 2), kv_tile));
+  return g;
+}
+
+double interpolate_linear(const std::vector<double>& xs, const std::vector<double>& ys, double x) {
+  if (xs.size() == 1) return ys[0] * (x / xs[0]);  // one point: proportional
+  size_t i = 0;
+  while (i + 2 < xs.size() && x > xs[i + 1]) ++i;
+  const double t = (x - xs[i]) / (xs[i + 1] - xs[i]);
+  // Below the grid a cost cannot fall under half the first point's (the fixed part of a run).
+  return std::max(ys[i] + t * (ys[i + 1] - ys[i]), 0.5 * std::min(ys[0], ys[1]));
+}
+
+namespace {
+
+int64_t begun(int64_t tiles, int64_t w) { return (tiles - 1) * w + 1; }
+
+std::vector<Piece> grid_pieces(const CostGrid& g) {
+  std::vector<Piece> v;
+  using K = Piece::Kind;
+  for (int64_t k : g.dense_tiles) {
+    v.push_back({K::kDense, begun(k, g.kv_tile), 0});
+    if (g.kv_tile > 1) v.push_back({K::kDense, k * g.kv_tile, 0});
+  }
+  for (int64_t b : g.decode_batch)
+    for (int64_t k : g.kv_tiles) {
+      v.push_back({K::kDecode, b, begun(k, g.kv_tile)});
+      if (g.kv_tile > 1) v.push_back({K::kDecode, b, k * g.kv_tile});
+    }
+  for (int64_t n : g.prefill_blocks)
+    for (int64_t k : g.kv_tiles) {
+      v.push_back({K::kPrefill, n, begun(k, g.kv_tile)});
+      if (g.kv_tile > 1) v.push_back({K::kPrefill, n, k * g.kv_tile});
+    }
+  for (int64_t k : g.head_tiles) {
+    v.push_back({K::kHead, begun(k, g.kv_tile), 0});
+    if (g.kv_tile > 1) v.push_back({K::kHead, k * g.kv_tile, 0});
+  }
+  return v;
+}
+
+CostPoint lerp_points(const std::vector<int64_t>& xs, const std::vector<CostPoint>& ys, double x) {
+  std::vector<double> dx, s, j;
+  for (size_t k = 0; k < xs.size(); ++k) {
+    dx.push_back(static_cast<double>(xs[k]));
+    s.push_back(ys[k].seconds);
+    j.push_back(ys[k].energy_j);
+  }
+  return {interpolate_linear(dx, s, x), interpolate_linear(dx, j, x)};
+}
+
+// A row at `kv` tokens: the tile count's begun and full costs (each interpolated over the
+// tile grid), then between them by how full the last tile is.
+CostPoint eval_row(const LayerCostTable::Row& row, int64_t kv, int64_t w) {
+  if (row.tiles.empty()) return row.full.at(0);
+  const int64_t k = ceil_div(std::max<int64_t>(kv, 1), w);
+  const CostPoint lo = lerp_points(row.tiles, row.begun, static_cast<double>(k));
+  const CostPoint hi = lerp_points(row.tiles, row.full, static_cast<double>(k));
+  const double fill = w > 1 ? static_cast<double>(kv - begun(k, w)) / static_cast<double>(w - 1) : 0.0;
+  return {lo.seconds + fill * (hi.seconds - lo.seconds), lo.energy_j + fill * (hi.energy_j - lo.energy_j)};
+}
+
+CostPoint eval_rows(const std::vector<LayerCostTable::Row>& rows, double a, int64_t kv, int64_t w) {
+  std::vector<int64_t> xs;
+  std::vector<CostPoint> ys;
+  for (const auto& row : rows) {
+    xs.push_back(row.a);
+    ys.push_back(eval_row(row, kv, w));
+  }
+  return lerp_points(xs, ys, a);
+}
+
+Piece to_piece(const PieceQuery& q, const CostGrid& g, const LayerShard& s) {
+  using K = Piece::Kind;
+  switch (q.kind) {
+    case PieceQuery::Kind::kDense: return {K::kDense, q.a, 0};
+    case PieceQuery::Kind::kDecode: return {K::kDecode, q.a, q.b};
+    case PieceQuery::Kind::kPrefill:
+      return {K::kPrefill, ceil_div(q.a * (s.heads / s.kv_heads), g.q_block_rows), q.a + q.b};
+    case PieceQuery::Kind::kHead: return {K::kHead, q.a, 0};
+  }
+  return {};
+}
+
+}  // namespace
+
+CostPoint LayerCostTable::dense(int64_t tokens) const {
+  if (tokens <= 0) return {};
+  return eval_rows(dense_rows, 1, tokens, 1);  // refined points, in tokens
+}
+CostPoint LayerCostTable::decode_attention(int64_t sequences, int64_t kv_tokens) const {
+  if (sequences <= 0) return {};
+  return eval_rows(decode_rows, static_cast<double>(sequences), std::max<int64_t>(kv_tokens, 1), kv_tile);
+}
+CostPoint LayerCostTable::prefill_attention(int64_t tokens, int64_t context_tokens) const {
+  if (tokens <= 0) return {};
+  const int64_t blocks = ceil_div(tokens * query_rows_per_token, q_block_rows);
+  return eval_rows(prefill_rows, static_cast<double>(blocks), tokens + context_tokens, kv_tile);
+}
+CostPoint LayerCostTable::lm_head(int64_t rows) const {
+  if (rows <= 0) return {};
+  return eval_rows(head_rows, 1, rows, kv_tile);
+}
+
+std::vector<CostPoint> simulate_pieces(const CostTableRequest& r, const std::vector<PieceQuery>& queries) {
+  TempDir tmp;
+  std::vector<Piece> distinct;
+  std::map<std::string, size_t> at;
+  std::vector<std::string> ids;
+  for (const auto& q : queries) {
+    const Piece p = to_piece(q, r.grid, r.shard);
+    ids.push_back(piece_id(p));
+    if (at.emplace(ids.back(), distinct.size()).second) distinct.push_back(p);
+  }
+  const std::vector<CostPoint> got = run_pieces(r, distinct, tmp.path / "runs");
+  std::vector<CostPoint> out;
+  for (const auto& id : ids) out.push_back(got[at.at(id)]);
+  return out;
+}
+
+namespace {
+
+// The dense part's cost has steps the tile grid does not find: the compiler re-tiles a layer
+// when its tensors outgrow the on-chip buffer, at token counts that are not multiples of the
+// array width (Llama-3-8B / tpu-v6e: +10-16% at 1,025, 1,312 and 1,568 tokens). So the dense
+// axis is refined: each interval whose simulated midpoint is off the chord by more than
+// kRefineTolerance is halved, down to kRefineMinGap tokens; the points join the cache, so a
+// second build simulates nothing. Deterministic: the refinement depends only on simulated costs.
+constexpr double kRefineTolerance = 0.01;
+constexpr int64_t kRefineMinGap = 8;
+constexpr int kRefineRounds = 8;
+
+LayerCostTable::Row refine_dense(const CostTableRequest& r, nlohmann::json& cache, const fs::path& file, const fs::path& dir,
+                                 LayerCostTable& t) {
+  using K = Piece::Kind;
+  std::map<int64_t, CostPoint> pts;
+  auto load = [&](int64_t n) {
+    const auto& e = cache["points"][piece_id({K::kDense, n, 0})];
+    pts[n] = CostPoint{e.at("s").get<double>(), e.at("j").get<double>()};
+  };
+  for (int64_t k : r.grid.dense_tiles) {
+    load(begun(k, r.grid.kv_tile));
+    load(k * r.grid.kv_tile);
+  }
+  std::vector<std::pair<int64_t, int64_t>> open;
+  for (auto it = pts.begin(); std::next(it) != pts.end(); ++it) open.emplace_back(it->first, std::next(it)->first);
+  for (int round = 0; round < kRefineRounds && !open.empty(); ++round) {
+    std::vector<Piece> missing;
+    std::vector<std::pair<int64_t, int64_t>> splittable;
+    for (const auto& [a, b] : open) {
+      if (b - a <= kRefineMinGap) continue;
+      splittable.emplace_back(a, b);
+      const int64_t m = (a + b) / 2;
+      if (!cache["points"].contains(piece_id({K::kDense, m, 0}))) missing.push_back({K::kDense, m, 0});
+    }
+    if (!missing.empty()) {
+      std::error_code ec;
+      const fs::path work = dir / ("llm-runs-" + t.key);
+      const std::vector<CostPoint> got = run_pieces(r, missing, work);
+      fs::remove_all(work, ec);
+      for (size_t k = 0; k < missing.size(); ++k) {
+        cache["points"][piece_id(missing[k])] = {{"s", got[k].seconds}, {"j", got[k].energy_j}};
+        if (cache.value("idle_w", 0.0) == 0.0) cache["idle_w"] = got[k].idle_w;
+      }
+      sweep::replace_file(file, cache.dump(1) + "\n");
+      t.simulated += missing.size();
+    }
+    open.clear();
+    for (const auto& [a, b] : splittable) {
+      const int64_t m = (a + b) / 2;
+      load(m);
+      const double chord = pts[a].seconds + (pts[b].seconds - pts[a].seconds) * static_cast<double>(m - a) / static_cast<double>(b - a);
+      if (std::abs(chord - pts[m].seconds) > kRefineTolerance * pts[m].seconds) {
+        open.emplace_back(a, m);
+        open.emplace_back(m, b);
+      }
+    }
+  }
+  LayerCostTable::Row row{1, {}, {}, {}};
+  for (const auto& [n, c] : pts) {
+    row.tiles.push_back(n);
+    row.begun.push_back(c);
+    row.full.push_back(c);
+  }
+  return row;
+}
+
+}  // namespace
+
+LayerCostTable build_cost_table(const CostTableRequest& r) {
+  LayerCostTable t;
+  t.key = table_key(r);
+  const std::vector<Piece> pieces = grid_pieces(r.grid);
+  std::optional<TempDir> tmp;
+  fs::path dir = r.cache_dir;
+  if (dir.empty()) {
+    tmp.emplace();
+    dir = tmp->path;
+  }
+  sweep::make_output_dir(dir);
+  CacheLock lock(dir);
+  const fs::path file = dir / ("llm-cost-" + t.key + ".json");
+  nlohmann::json cache = {{"format", "tessera-llm-cost-table"}, {"version", kCacheVersion}, {"points", nlohmann::json::object()}};
+  std::error_code ec;
+  if (fs::exists(fs::symlink_status(file, ec))) {
+    try {
+      nlohmann::json j = nlohmann::json::parse(sweep::read_no_follow(file));
+      if (j.value("format", "") == "tessera-llm-cost-table" && j.value("version", 0) == kCacheVersion && j.contains("points")) cache = j;
+    } catch (const sweep::UnsafeOutputPath&) {
+      throw;
+    } catch (const std::exception&) {
+    }
+  }
+  std::vector<Piece> missing;
+  std::map<std::string, bool> seen;
+  for (const auto& q : pieces) {
+    const std::string id = piece_id(q);
+    if (!cache["points"].contains(id) && seen.emplace(id, true).second) missing.push_back(q);
+  }
+  t.cached = pieces.size() - missing.size();
+  t.simulated = missing.size();
+  if (!missing.empty()) {
+    cache["model"] = r.model.name;
+    cache["arch"] = r.arch.filename().string();
+    cache["tp"] = r.shard.tp;
+    const fs::path work = dir / ("llm-runs-" + t.key);
+    const std::vector<CostPoint> got = run_pieces(r, missing, work);
+    fs::remove_all(work, ec);
+    for (size_t k = 0; k < missing.size(); ++k) {
+      cache["points"][piece_id(missing[k])] = {{"s", got[k].seconds}, {"j", got[k].energy_j}};
+      cache["idle_w"] = got[k].idle_w;
+    }
+    sweep::replace_file(file, cache.dump(1) + "\n");
+  }
+  auto cost = [&](const Piece& q) {
+    const auto& e = cache["points"][piece_id(q)];
+    return CostPoint{e.at("s").get<double>(), e.at("j").get<double>()};
+  };
+  using K = Piece::Kind;
+  const int64_t w = r.grid.kv_tile;
+  // Dense and LM head: one row over their tiles (the piece's size is its second axis).
+  auto size_row = [&](K kind, const std::vector<int64_t>& tiles) {
+    LayerCostTable::Row row{1, tiles, {}, {}};
+    for (int64_t k : tiles) {
+      row.begun.push_back(cost({kind, begun(k, w), 0}));
+      row.full.push_back(w > 1 ? cost({kind, k * w, 0}) : row.begun.back());
+    }
+    return row;
+  };
+  t.dense_rows = {refine_dense(r, cache, file, dir, t)};
+  t.head_rows = {size_row(K::kHead, r.grid.head_tiles)};
+  auto tiled_rows = [&](K kind, const std::vector<int64_t>& firsts, std::vector<LayerCostTable::Row>& rows) {
+    for (int64_t a : firsts) {
+      LayerCostTable::Row row{a, r.grid.kv_tiles, {}, {}};
+      for (int64_t k : r.grid.kv_tiles) {
+        row.begun.push_back(cost({kind, a, begun(k, w)}));
+        row.full.push_back(w > 1 ? cost({kind, a, k * w}) : row.begun.back());
+      }
+      rows.push_back(row);
+    }
+  };
+  tiled_rows(K::kDecode, r.grid.decode_batch, t.decode_rows);
+  tiled_rows(K::kPrefill, r.grid.prefill_blocks, t.prefill_rows);
+  t.kv_tile = w;
+  t.q_block_rows = r.grid.q_block_rows;
+  t.query_rows_per_token = r.shard.heads / r.shard.kv_heads;
+  t.idle_w = cache.value("idle_w", 0.0);
+  return t;
+}
+
+}  // namespace tessera::serve::llm

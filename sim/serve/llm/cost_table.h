@@ -1,0 +1,100 @@
+#pragma once
+// Iteration cost tables from the cycle model (issue 31 item 3). The pieces of one decoder
+// layer (layer_graphs.h) are simulated on the chip over grids of their sizes, each a
+// `tessera run` child started through the sweep's runner (SystemC elaborates once per
+// process), and memoized on disk per (chip, model, precision, tensor-parallel degree, grid):
+// a second build with the same inputs simulates nothing. Between grid points the cost is
+// interpolated linearly (beyond the grid the last segment extends); see CostGrid for the KV
+// axis and the prefill query blocks.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "sim/serve/llm/layer_graphs.h"
+#include "sim/serve/llm/model_spec.h"
+
+namespace tessera::serve::llm {
+
+// The sizes simulated. KV lengths are costed by array tiles of `kv_tile` tokens: for each tile
+// count k of the grid, two points, the tile just begun ((k-1) x kv_tile + 1 tokens) and full
+// (k x kv_tile): a matmul that costs by the tile (compute-bound: a staircase) and one that
+// costs by the byte (memory-bound: a line) are both affine between those two, and affine in k
+// across the grid. A prefill chunk's queries run in blocks of `q_block_rows` rows (the query
+// heads of a GQA group x its tokens), each block over the whole KV length, as a flash-
+// attention kernel tiles them: its cost is affine in the block count.
+struct CostGrid {
+  int64_t kv_tile = 1;
+  int64_t q_block_rows = 1;
+  std::vector<int64_t> dense_tiles;     // the iteration's tokens, in tiles of kv_tile rows
+  std::vector<int64_t> decode_batch;    // decode sequences
+  std::vector<int64_t> kv_tiles;        // tile counts (decode and prefill KV lengths)
+  std::vector<int64_t> prefill_blocks;  // query blocks of a chunk
+  std::vector<int64_t> head_tiles;      // LM-head rows, in tiles of kv_tile rows
+  // The tokens of the dense part and the LM head's rows are tiled as the KV lengths are (their
+  // cost is a staircase of the array width too once compute-bound: +16% a step at 1,024-1,600
+  // tokens of Llama-3-8B on tpu-v6e). Tile counts every one to 8, then two an octave; decode
+  // batches and prefill blocks doubling (a batch's samples run one after another: affine).
+  static CostGrid standard(int64_t max_tokens, int64_t max_batch, int64_t context, int64_t kv_tile,
+                           int64_t query_rows_per_token);
+};
+
+struct CostPoint {
+  double seconds = 0;
+  double energy_j = 0;
+  double idle_w = 0;  // simulate_pieces only: the run's idle power
+};
+
+struct CostTableRequest {
+  std::filesystem::path arch;        // chip config, absolute
+  LlmModelSpec model;
+  LayerShard shard;
+  LayerPrecision precision;
+  CostGrid grid;
+  std::filesystem::path cache_dir;   // "" = a temporary directory, removed after the build
+  std::filesystem::path runner_exe;  // the `tessera` executable
+  int jobs = 2;
+  bool quiet = true;
+};
+
+// One layer's pieces on one chip, interpolated. Costs are per layer (multiply by layers).
+class LayerCostTable {
+ public:
+  CostPoint dense(int64_t tokens) const;
+  CostPoint decode_attention(int64_t sequences, int64_t kv_tokens) const;
+  CostPoint prefill_attention(int64_t tokens, int64_t context_tokens) const;
+  CostPoint lm_head(int64_t rows) const;
+
+  int64_t kv_tile = 1;
+  int64_t q_block_rows = 1;
+  int64_t query_rows_per_token = 1;
+  double idle_w = 0;      // the chip's idle power (the energy model's power_vs_load.idle_w)
+  size_t simulated = 0;   // points this build simulated
+  size_t cached = 0;      // ... found in the cache
+  std::string key;        // the cache key (hex)
+
+  // One value of the first axis: dense/head tokens or rows (no tiles), decode sequences,
+  // prefill query blocks; over the tile grid, the costs at a tile begun and full.
+  struct Row {
+    int64_t a = 0;
+    std::vector<int64_t> tiles;
+    std::vector<CostPoint> begun, full;
+  };
+  std::vector<Row> dense_rows, decode_rows, prefill_rows, head_rows;
+};
+
+LayerCostTable build_cost_table(const CostTableRequest& r);
+
+// The pieces at exactly these sizes, simulated (no table, no cache): what the interpolation
+// is tested against. Each returns one value per request, in order.
+struct PieceQuery {
+  enum class Kind { kDense, kDecode, kPrefill, kHead } kind = Kind::kDense;
+  int64_t a = 0, b = 0;  // dense/head: (tokens, -); decode: (sequences, KV tokens); prefill: (tokens, context)
+};
+std::vector<CostPoint> simulate_pieces(const CostTableRequest& r, const std::vector<PieceQuery>& pieces);
+
+// Linear interpolation over an ascending grid xs, the end segments extended (not below half
+// the smallest of the first two values).
+double interpolate_linear(const std::vector<double>& xs, const std::vector<double>& ys, double x);
+
+}  // namespace tessera::serve::llm
