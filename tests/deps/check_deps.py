@@ -37,7 +37,9 @@ STAGES = {
                 "sim/energy", "sim/report"} | MODELS,
     # serving: a queueing simulation in plain C++ whose service times come from `tessera run`
     # children started through the sweep's runner; it never includes a SystemC stage.
-    "sim/serve": {"sim/config", "sim/graph", "sim/sweep"},
+    # LLM serving targets (sim/serve/llm) cost GPUs with the baseline model and TP collectives on the
+    # chip-link model: plain C++ models, no SystemC.
+    "sim/serve": {"sim/config", "sim/graph", "sim/sweep"} | MODELS,
     "sim/cli": {"sim/config", "sim/graph", "sim/precision", "sim/functional", "sim/compiler", "sim/engine",
                 "sim/energy", "sim/report", "sim/run", "sim/sweep", "sim/serve"} | MODELS,
 }
