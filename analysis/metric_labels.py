@@ -79,6 +79,18 @@ CATALOGUE = {
     "batch": Q("batch size", "inferences", short="b"),
     "workload": Q("workload", "", short=""),
     "input_shape.sequence": Q("sequence length", "tokens", short="seq"),
+    # tessera serve-llm (docs/serving.md, "LLM serving"): report.json result, curve.csv, timeline.csv
+    "ttft_ms": Q("time to first token", "s", "small", factor=1e-3, short="ttft"),
+    "tpot_ms": Q("time per output token", "s", "small", factor=1e-3, short="tpot"),
+    "e2e_ms": Q("end-to-end latency", "s", "small", factor=1e-3, short="e2e"),
+    "inter_token_ms": Q("inter-token latency", "s", "small", factor=1e-3, short="itl"),
+    "rate_per_s": Q("request rate", "requests/s", "large", short="rate"),
+    "output_tokens_per_s": Q("throughput", "tokens/s", "large", short="tokens_per_s"),
+    "goodput_per_s": Q("goodput", "requests/s", "large", short="goodput"),
+    "kv_occupancy": Q("KV-cache occupancy", "%", factor=100.0, short="kv"),
+    "start_s": Q("time", "s", "small", short="t"),
+    "energy_kwh_per_million": Q("energy per million output tokens", "kWh", short="kwh_per_m"),
+    "usd_per_million": Q("cost per million output tokens", "$", short="usd_per_m"),
 }
 CYCLE_NAMES = {"array_active": "array active", "weight_shift": "weight shift", "weight_stall": "weight stall",
                "input_stall": "input stall", "raw_stall": "RAW stall", "non_matrix": "non-matrix", "pcie": "PCIe",

@@ -14,6 +14,7 @@
 #include "sim/report/report_schema.h"
 #include "sim/run/pipeline.h"
 #include "sim/serve/cli.h"
+#include "sim/serve/llm/llm_cli.h"
 #include "sim/sweep/cli.h"
 
 namespace {
@@ -69,7 +70,8 @@ int tessera_cli(int argc, char** argv) {
       "Examples:\n"
       "  tessera run --arch configs/tpu-v1.yaml --workload workloads/tpu/mlp0.yaml --out out/mlp0\n"
       "  tessera compile --arch configs/tpu-v1.yaml --workload workloads/tpu/cnn0.yaml --batch 1\n"
-      "  tessera serve --arch configs/tpu-v1.yaml --workload workloads/tpu/mlp0.yaml --latency-bound-ms 7 --out out/serve\n\n"
+      "  tessera serve --arch configs/tpu-v1.yaml --workload workloads/tpu/mlp0.yaml --latency-bound-ms 7 --out out/serve\n"
+      "  tessera serve-llm --arch configs/tpu-v6e.yaml --model workloads/llm/llama-3-8b.yaml --rate 2 --out out/llm\n\n"
       "Exit codes: 0 success, 2 bad input (config, workload, command line), 1 internal error.",
       "tessera"};
   app.set_version_flag("--version", "tessera 0.1.0");
@@ -141,6 +143,8 @@ int tessera_cli(int argc, char** argv) {
 
   tessera::serve::ServeOptions serve_opts;
   auto* serve = tessera::serve::add_serve_command(app, serve_opts);
+  tessera::serve::llm::ServeLlmOptions serve_llm_opts;
+  auto* serve_llm = tessera::serve::llm::add_serve_llm_command(app, serve_llm_opts);
 
   try {
     app.parse(argc, argv);
@@ -158,6 +162,7 @@ int tessera_cli(int argc, char** argv) {
   return tessera::exit_code_of([&] {
     if (*sweep) return tessera::sweep::run_sweep_command(sweep_opts, argc, argv);
     if (*serve) return tessera::serve::run_serve_command(serve_opts);
+    if (*serve_llm) return tessera::serve::llm::run_serve_llm_command(serve_llm_opts);
     if (*compile) {
       const auto compiled = tessera::run::compile(compile_opts);
       if (!compiled.precision.note.empty()) std::cerr << compiled.precision.note << "\n";

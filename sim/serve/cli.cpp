@@ -32,8 +32,6 @@ namespace fs = std::filesystem;
 
 namespace tessera::serve {
 
-namespace {
-
 // Every numeric option of serve has a finite range, checked here at the edge in the configs'
 // message style: "--rate: must be in [0.001, 1e+12] requests/s, got '1e-305'". The bounds keep
 // every time and rate the queueing simulation derives finite (issue 34 item 1; docs/serving.md
@@ -52,7 +50,6 @@ CLI::Validator number_in(double lo, double hi, const char* unit) {
       "NUMBER");
 }
 
-}  // namespace
 
 // The ranges (docs/serving.md, "Ranges of the options").
 const ServeRanges kServeRanges{};

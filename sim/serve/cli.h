@@ -60,6 +60,10 @@ struct ServeRanges {
 };
 extern const ServeRanges kServeRanges;
 
+// A CLI11 check of a real-valued option: a finite number in [lo, hi], else "must be in
+// [lo, hi] UNIT, got 'TEXT'" (NaN, infinities and trailing text refused). Shared with serve-llm.
+CLI::Validator number_in(double lo, double hi, const char* unit);
+
 // Registers `serve` on `app` and returns it.
 CLI::App* add_serve_command(CLI::App& app, ServeOptions& o);
 

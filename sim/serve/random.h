@@ -41,7 +41,8 @@ class Rng {
 // Independent streams of one seed (arrivals, host times, device times): changing how many
 // draws one consumer makes does not shift the draws of another, so a run at a higher rate
 // sees the same host times (common random numbers make the rate search smooth).
-enum class Stream : uint64_t { kArrivals = 1, kRequestCpu = 2, kBatchCpu = 3, kDevice = 4 };
+// kPromptTokens and kOutputTokens: the LLM request lengths (sim/serve/llm/requests.h).
+enum class Stream : uint64_t { kArrivals = 1, kRequestCpu = 2, kBatchCpu = 3, kDevice = 4, kPromptTokens = 5, kOutputTokens = 6 };
 Rng stream(uint64_t seed, Stream which);
 
 }  // namespace tessera::serve

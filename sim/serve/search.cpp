@@ -11,6 +11,35 @@ Requirement quantile_at_most(double bound_s) {
   return [bound_s](const SimResult& r) { return r.latency_at_target_s <= bound_s; };
 }
 
+RateFound highest_rate_meeting(double capacity_per_s, double rel_tolerance, const std::function<bool(double rate)>& meets) {
+  RateFound out;
+  auto run_at = [&](double rate) {
+    ++out.evaluations;
+    return meets(rate);
+  };
+  static const double kScan[] = {0.995, 0.98, 0.95, 0.9, 0.85, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.05, 0.02, 0.01, 0.001};
+  double hi = capacity_per_s, lo = 0;
+  for (double f : kScan) {
+    const double rate = f * capacity_per_s;
+    if (run_at(rate)) {
+      lo = rate;
+      break;
+    }
+    hi = rate;
+  }
+  if (lo == 0) return out;  // not even at 0.1% of the capacity
+  while ((hi - lo) > rel_tolerance * hi) {
+    const double mid = 0.5 * (lo + hi);
+    if (run_at(mid)) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  out.rate_per_s = lo;
+  return out;
+}
+
 MaxRate max_rate(const SimConfig& base, const Requirement& ok, const RateSearch& search) {
   MaxRate out;
   out.capacity_per_s = capacity(base);
@@ -18,38 +47,19 @@ MaxRate max_rate(const SimConfig& base, const Requirement& ok, const RateSearch&
     throw InputError("serve: the configuration has no finite capacity to search below");
   }
   SimConfig c = base;
-  auto run_at = [&](double rate) {
+  SimResult best;
+  const RateFound found = highest_rate_meeting(out.capacity_per_s, search.rel_tolerance, [&](double rate) {
     c.arrivals.rate_per_s = rate;
     if (search.requests_at) c.requests = search.requests_at(rate);
-    ++out.evaluations;
-    return simulate(c);
-  };
-  static const double kScan[] = {0.995, 0.98, 0.95, 0.9, 0.85, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.05, 0.02, 0.01, 0.001};
-  double hi = out.capacity_per_s, lo = 0;
-  SimResult best;
-  for (double f : kScan) {
-    const double rate = f * out.capacity_per_s;
-    SimResult r = run_at(rate);
-    if (ok(r)) {
-      lo = rate;
-      best = std::move(r);
-      break;
-    }
-    hi = rate;
-  }
-  if (lo == 0) return out;  // not even at 0.1% of the capacity
-  while ((hi - lo) > search.rel_tolerance * hi) {
-    const double mid = 0.5 * (lo + hi);
-    SimResult r = run_at(mid);
-    if (ok(r)) {
-      lo = mid;
-      best = std::move(r);
-    } else {
-      hi = mid;
-    }
-  }
+    SimResult r = simulate(c);
+    if (!ok(r)) return false;
+    best = std::move(r);
+    return true;
+  });
+  out.evaluations = found.evaluations;
+  if (found.rate_per_s == 0) return out;
   out.feasible = true;
-  out.rate_per_s = lo;
+  out.rate_per_s = found.rate_per_s;
   out.at_max = std::move(best);
   return out;
 }

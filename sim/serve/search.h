@@ -31,6 +31,15 @@ struct MaxRate {
   int evaluations = 0;
 };
 
+// The search of max_rate over any simulation (the LLM serving one too): `meets(rate)` runs
+// at `rate` and says whether the run meets the requirement. Returns the highest meeting
+// rate found (0 when none down to 0.1% of the capacity) and the runs it took.
+struct RateFound {
+  double rate_per_s = 0;
+  int evaluations = 0;
+};
+RateFound highest_rate_meeting(double capacity_per_s, double rel_tolerance, const std::function<bool(double rate)>& meets);
+
 // The highest arrival rate in (0, capacity] whose run meets `ok`. With a fixed batch the
 // latency falls and then rises with the rate (batches fill faster, then queues grow), so
 // the feasible rates are an interval: the search walks down from the capacity to the first
