@@ -557,6 +557,20 @@ RunStats simulate(const ArchConfig& arch, const compiler::Program& program, cons
   // SimulateOptions::breakdown_every_instructions instructions of the first core, up to the
   // earliest cycle a unit may still log.
   Breakdown breakdown(*top, stats, !options.tracks);
+  const bool classify = options.tracks || options.cycle_breakdown;
+  if (!classify) {
+    // Nothing reads the breakdown's logs: their running totals (the counters) are all they keep.
+    for (auto& core : top->cores) {
+      for (auto& m : core->matrices) {
+        m->log().keep_intervals(false);
+        m->drain_log().keep_intervals(false);
+      }
+      core->controller->log().keep_intervals(false);
+      core->vector->log().keep_intervals(false);
+      for (auto& d : core->dmas) d->log().keep_intervals(false);
+    }
+    if (top->pcie) top->pcie->server().log().keep_intervals(false);
+  }
   if (!options.tracks) {
     coalesce_breakdown_logs(*top);
     Core& first = top->core0();
@@ -566,7 +580,7 @@ RunStats simulate(const ArchConfig& arch, const compiler::Program& program, cons
           const int64_t now = clock.now();
           int64_t low = issue_cycle;
           for (auto& core : top->cores) low = std::min(low, core->low_water(now));
-          breakdown.advance(low);
+          if (classify) breakdown.advance(low);
           // The unified-buffer ports are reserved by the array and the vector unit for their
           // instructions, which begin no earlier than their low-water marks.
           for (auto& core : top->cores) {
@@ -604,7 +618,7 @@ RunStats simulate(const ArchConfig& arch, const compiler::Program& program, cons
   }
   if (total > clock.max_cycle()) throw time_overflow();
   stats.total_cycles = total;
-  breakdown.advance(total);
+  if (classify) breakdown.advance(total);
   // Every module's counters, wherever it sits in the hierarchy.
   for (models::StatValue& v : models::collect_stats(*top)) {
     stats.counters.push_back(Counter{std::move(v.path), std::move(v.unit), std::move(v.description), v.value});

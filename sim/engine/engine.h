@@ -113,6 +113,12 @@ struct SimulateOptions {
   // Without tracks, the cycle breakdown is classified as the run goes, each time the
   // controller has issued this many more instructions (the logs hold the intervals since).
   uint32_t breakdown_every_instructions = 64;
+  // Attribute every cycle to a cause and a layer (RunStats::cycles, host_io, each layer's
+  // cycles). Without it those stay zero and the logs the breakdown reads keep no intervals:
+  // for a caller that reads none of them (a sweep point whose metrics read only such summary
+  // keys as latency and TOPS, report::ReportParts::cycle_breakdown; issue 35, ~4 % of a point).
+  // Ignored with tracks.
+  bool cycle_breakdown = true;
 };
 
 RunStats simulate(const ArchConfig& arch, const compiler::Program& program, const SimulateOptions& options = {});

@@ -43,6 +43,19 @@ using format::safe_div;
 
 }  // namespace
 
+bool summary_key_reads_cycle_breakdown(std::string_view key) {
+  // The summary's keys from the counters, the program and the latency (build_report below);
+  // not: cycles, host_io_cycles, cycles_split, host_io_energy_j.
+  static constexpr std::string_view kWithout[] = {
+      "latency_s", "latency_cycles", "inferences_per_s", "macs", "array_macs", "ops", "tops", "peak_tops",
+      "utilization", "oi_macs_per_weight_byte", "oi_ops_per_weight_byte", "oi_ops_per_dram_byte",
+      "weight_memory_bytes", "device_memory_bytes_written", "pcie_bytes_to_device", "pcie_bytes_to_host",
+      "unified_buffer_peak_bytes", "spill_bytes", "spill_bytes_out", "spill_bytes_in", "instructions",
+      "busy_cycles", "energy_j", "energy_per_inference_j", "inferences_per_j", "power_w", "chip_power_w",
+      "tops_per_w", "energy_breakdown_j", "power_vs_load", "perf_per_w", "area_mm2", "area_breakdown_mm2"};
+  return std::find(std::begin(kWithout), std::end(kWithout), key) == std::end(kWithout);
+}
+
 ordered_json build_report(const RunRecord& run, const ReportParts& parts) {
   const ArchConfig& arch = run.arch;
   const engine::RunStats& st = run.stats;
@@ -187,7 +200,10 @@ ordered_json build_report(const RunRecord& run, const ReportParts& parts) {
   // layer (the batch's host transfers) with the host_io cycles.
   energy::Activity host_activity;
   std::vector<energy::Activity> layer_activity;
-  if (parts.summary || parts.layers) layer_activity = layer_activities(prog, arch, host_activity);
+  // Without the breakdown, host_activity feeds only host_io_energy_j, a key left out.
+  if ((parts.summary && parts.cycle_breakdown) || parts.layers) {
+    layer_activity = layer_activities(prog, arch, host_activity);
+  }
   if (parts.summary) {
     ordered_json& s = r["summary"];
     s["latency_s"] = latency_s;
@@ -226,6 +242,14 @@ ordered_json build_report(const RunRecord& run, const ReportParts& parts) {
     const energy::Breakdown host_energy =
         energy::energy_of(arch, host_activity, static_cast<double>(st.host_io.total()) / clock_hz);
     add_energy_summary(s, arch, run_energy, host_energy, latency_s, prog.batch, tops);
+    if (!parts.cycle_breakdown) {
+      // The run was simulated without the breakdown: what reads it would be zeros.
+      ordered_json kept = ordered_json::object();
+      for (auto& [key, value] : s.items()) {
+        if (!summary_key_reads_cycle_breakdown(key)) kept[key] = std::move(value);
+      }
+      s = std::move(kept);
+    }
   }
 
   ordered_json layers = ordered_json::array();

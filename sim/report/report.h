@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 #include "sim/common/atomic_file.h"
 #include "sim/compiler/compiled.h"
@@ -36,7 +37,17 @@ struct Roofline {
 // (issue 35); what is built is the same as in the whole report.
 struct ReportParts {
   bool arch = true, workload = true, summary = true, layers = true, roofline = true, table3 = true;
+  // Off: `summary` holds only the keys that do not read the cycle breakdown
+  // (summary_key_reads_cycle_breakdown), for a run simulated without it
+  // (engine::SimulateOptions::cycle_breakdown; issue 35).
+  bool cycle_breakdown = true;
+  // Whether the parts built read the cycle breakdown: the run must be simulated with it.
+  bool reads_cycle_breakdown() const { return cycle_breakdown || layers || roofline || table3; }
 };
+// Whether `summary.<key>` reads the cycle breakdown (engine::RunStats::cycles, host_io, the
+// layers' cycles). Every key does but those listed as not, so that a key added to the summary
+// reads it until it is listed.
+bool summary_key_reads_cycle_breakdown(std::string_view key);
 nlohmann::ordered_json build_report(const RunRecord& run, const ReportParts& parts = {});
 std::string layers_csv(const nlohmann::ordered_json& report);
 // `precision_label` says which precision ran and why ("bf16 (from the workload)", run::PrecisionRan);

@@ -136,7 +136,7 @@ void refuse_overwriting_inputs(const std::vector<OutputFile>& outputs, const Com
 nlohmann::ordered_json simulate_report(const ArchConfig& arch, const graph::Graph& graph,
                                        const compiler::Program& program, const std::string& precision,
                                        const report::ReportParts& parts) {
-  const engine::RunStats stats = engine::simulate(arch, program, {.tracks = false});
+  const engine::RunStats stats = engine::simulate(arch, program, {.tracks = false, .cycle_breakdown = parts.reads_cycle_breakdown()});
   return report::build_report(report::RunRecord{arch, graph, program, stats, precision}, parts);
 }
 

@@ -113,4 +113,41 @@ TEST_F(ReportRoofline, SummaryMarkdownListsEveryMode) {
   EXPECT_NE(md.find("6.4 ops per DRAM byte"), std::string::npos) << md;
 }
 
+// A sweep point whose metrics read no key of the cycle breakdown runs without it (issue 35):
+// the summary it builds then holds every other key, with the values of the whole summary of
+// the same run, and none that reads the breakdown.
+TEST_F(ReportRoofline, SummaryWithoutCycleBreakdownKeepsEveryKeyThatDoesNotReadIt) {
+  stats.host_io.pcie = 200;
+  stats.host_io.pcie_input = 120;
+  stats.cycles.pcie = 200;
+  stats.cycles.pcie_input = 120;
+  const ordered_json whole = report::build_report({arch, graph, program, stats});
+  engine::RunStats without = stats;  // as simulated without the breakdown: its cycles all zero
+  without.cycles = {};
+  without.host_io = {};
+  for (auto& l : without.layers) l.cycles = {};
+  report::ReportParts parts{false, false, true, false, false, false, false};
+  EXPECT_FALSE(parts.reads_cycle_breakdown());
+  const ordered_json lean = report::build_report({arch, graph, program, without}, parts);
+  ASSERT_TRUE(lean.contains("summary"));
+  EXPECT_FALSE(lean.contains("layers"));
+  const ordered_json& s = lean["summary"];
+  for (const auto& [key, value] : whole["summary"].items()) {
+    if (report::summary_key_reads_cycle_breakdown(key)) {
+      EXPECT_FALSE(s.contains(key)) << key;
+    } else {
+      EXPECT_EQ(s.at(key), value) << key;
+    }
+  }
+  EXPECT_EQ(s.size() + 4, whole["summary"].size());
+  for (const char* key : {"cycles", "host_io_cycles", "cycles_split", "host_io_energy_j"}) {
+    EXPECT_TRUE(report::summary_key_reads_cycle_breakdown(key)) << key;
+  }
+  // 1,000 cycles at 1 GHz; 768 MACs = 1,536 ops in 1 us = 0.001536 TOPS of a 0.032 TOPS peak.
+  EXPECT_DOUBLE_EQ(s["latency_s"].get<double>(), 1e-6);
+  EXPECT_NEAR(s["tops"].get<double>(), 0.001536, 1e-15);
+  EXPECT_NEAR(s["utilization"].get<double>(), 0.001536 / kPeakInt8, 1e-12);
+  EXPECT_TRUE(report::ReportParts{}.reads_cycle_breakdown());
+}
+
 }  // namespace

@@ -461,6 +461,24 @@ TEST(SweepCli, SharedProgramsKeptReportsAndOwnProgramsGiveTheSameRows) {
   EXPECT_EQ(slurp(alone / "report.json"), slurp(kept / "points" / id / "report.json"));
 }
 
+TEST(SweepCli, PointsWhoseMetricsReadNoCycleBreakdownGiveTheRowsOfTheWholeReport) {
+  // Metrics that read no key of the cycle breakdown: the points are simulated without it
+  // (engine::SimulateOptions::cycle_breakdown, issue 35), and their rows are those of the
+  // whole report (--keep-reports simulates with it).
+  const fs::path dir = scratch("no-breakdown");
+  std::string points = kThirtySixPoints;
+  points.replace(points.find("metrics:"), std::string::npos,
+                 "metrics: [summary.latency_s, summary.utilization, summary.energy_j, summary.busy_cycles.array]\n");
+  const fs::path exp = write_experiment(dir, "workloads: [" + kSrc + "/workloads/tpu/mlp0.yaml]\n" + points);
+  const fs::path lean = dir / "lean", kept = dir / "kept";
+  ASSERT_EQ(sh(kBin + " sweep " + exp.string() + " -j 2 -q --out " + lean.string()).exit_code, 0);
+  ASSERT_EQ(sh(kBin + " sweep " + exp.string() + " -j 2 -q --keep-reports --out " + kept.string()).exit_code, 0);
+  const auto rows = sorted_lines(lean / "results.csv", true);
+  ASSERT_EQ(rows.size(), 36u);
+  EXPECT_EQ(rows, sorted_lines(kept / "results.csv", true));
+  EXPECT_EQ(sorted_lines(lean / "results.jsonl"), sorted_lines(kept / "results.jsonl"));
+}
+
 TEST(SweepCli, GroupSyncedResultsSurviveKill9) {
   // No fsync at all before the kill (--sync-interval 3600): the rows a killed sweep wrote
   // are all there, none torn or doubled, and the resume runs exactly the rest.
