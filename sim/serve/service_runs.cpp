@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "sim/common/error.h"
+#include "sim/common/fnv_hash.h"
 #include "sim/common/yaml_reader.h"
 #include "sim/graph/graph.h"
 #include "sim/sweep/experiment.h"
@@ -27,79 +28,37 @@ namespace {
 
 constexpr int kCacheVersion = 1;
 
-// FNV-1a 64, streamed.
-struct Fnv {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  void add(const char* p, size_t n) {
-    for (size_t k = 0; k < n; ++k) {
-      h ^= static_cast<unsigned char>(p[k]);
-      h *= 0x100000001b3ULL;
-    }
-  }
-  void add(const std::string& s) {
-    add(s.data(), s.size());
-    add("\n", 1);
-  }
-};
-
-// The bytes of a file into the hash ("<missing>" when it cannot be read: a baseline name the
-// child resolves elsewhere still gets a key; the run itself reports what is wrong).
-void add_file(Fnv& f, const fs::path& p) {
-  // Only regular files are hashed: /dev/zero or a FIFO never ends (the run itself says what it is).
-  std::error_code ec;
-  if (!fs::is_regular_file(p, ec)) {
-    f.add("<not a regular file " + p.string() + ">");
-    return;
-  }
-  std::ifstream in(p, std::ios::binary);
-  if (!in) {
-    f.add("<missing " + p.string() + ">");
-    return;
-  }
-  char buf[1 << 16];
-  while (in) {
-    in.read(buf, sizeof buf);
-    f.add(buf, static_cast<size_t>(in.gcount()));
-  }
-  f.add("\n", 1);
-}
-
-std::string hex(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 // The hash of everything but the batch, computed once per request.
 uint64_t request_hash(const ServiceRequest& r) {
-  Fnv f;
-  f.add("tessera serve service times v" + std::to_string(kCacheVersion));
-  add_file(f, r.runner_exe);
-  add_file(f, r.arch);
+  Fnv1a64 f;
+  f.add_line("tessera serve service times v" + std::to_string(kCacheVersion));
+  f.add_file(r.runner_exe);
+  f.add_file(r.arch);
   // A composed config (`base:`) is also its bases: a changed base must not hit stale entries.
   // A plain config adds nothing here, so its keys stay as they were.
   try {
     std::vector<fs::path> chain;
     YamlNode::load_composed(r.arch, &chain);
-    for (size_t i = 1; i < chain.size(); ++i) add_file(f, chain[i]);
+    for (size_t i = 1; i < chain.size(); ++i) f.add_file(chain[i]);
   } catch (const InputError&) {
-    f.add("<unreadable base chain>");  // the run itself reports what is wrong
+    f.add_line("<unreadable base chain>");  // the run itself reports what is wrong
   }
-  add_file(f, r.workload);
-  f.add("precision " + r.precision);
-  if (fs::is_regular_file(r.precision)) add_file(f, r.precision);
-  for (const auto& s : r.input_shapes) f.add("input_shape " + s);
+  f.add_file(r.workload);
+  f.add_line("precision " + r.precision);
+  if (fs::is_regular_file(r.precision)) f.add_file(r.precision);
+  for (const auto& s : r.input_shapes) f.add_line("input_shape " + s);
   const char* env = std::getenv("TESSERA_BASELINES_DIR");
   for (const auto& b : r.baselines) {
-    f.add("baseline " + b);
+    f.add_line("baseline " + b);
     const std::string spec = b.substr(0, b.find(':'));
     if (fs::is_regular_file(spec)) {
-      add_file(f, spec);
+      f.add_file(spec);
     } else if (env && *env) {
-      add_file(f, fs::path(env) / (spec + ".yaml"));
+      f.add_file(fs::path(env) / (spec + ".yaml"));
     }
   }
-  return f.h;
+  return f.value;
 }
 
 std::string json_string(const std::string& s) { return nlohmann::json(s).dump(); }
@@ -205,10 +164,10 @@ nlohmann::json read_cache(const fs::path& file, bool quiet) {
 }  // namespace
 
 std::string service_cache_key(const ServiceRequest& request, int64_t batch) {
-  Fnv f;
-  f.h = request_hash(request);
-  f.add("batch " + std::to_string(batch));
-  return hex(f.h);
+  Fnv1a64 f;
+  f.value = request_hash(request);
+  f.add_line("batch " + std::to_string(batch));
+  return f.hex();
 }
 
 int64_t workload_default_batch(const fs::path& workload) {
@@ -225,10 +184,10 @@ ServiceTables service_tables(const ServiceRequest& r) {
 
   const uint64_t base = request_hash(r);
   auto key_of = [&](int64_t b) {
-    Fnv f;
-    f.h = base;
-    f.add("batch " + std::to_string(b));
-    return hex(f.h);
+    Fnv1a64 f;
+    f.value = base;
+    f.add_line("batch " + std::to_string(b));
+    return f.hex();
   };
   std::vector<int64_t> missing;
   for (int64_t b : r.batches) {

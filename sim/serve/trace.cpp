@@ -13,42 +13,9 @@
 #include "sim/common/error.h"
 #include "sim/common/memory_limit.h"
 #include "sim/common/text_file.h"
+#include "sim/serve/csv_fields.h"
 
 namespace tessera::serve {
-namespace {
-
-std::string trim(const std::string& s) {
-  size_t a = 0, b = s.size();
-  while (a < b && (s[a] == ' ' || s[a] == '\t' || s[a] == '\r')) ++a;
-  while (b > a && (s[b - 1] == ' ' || s[b - 1] == '\t' || s[b - 1] == '\r')) --b;
-  return s.substr(a, b - a);
-}
-
-std::vector<std::string> split_fields(const std::string& line) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char ch : line) {
-    if (ch == ',') {
-      out.push_back(trim(cur));
-      cur.clear();
-    } else {
-      cur += ch;
-    }
-  }
-  out.push_back(trim(cur));
-  return out;
-}
-
-std::string shown(const std::string& field) {
-  std::string s = field.size() > 40 ? field.substr(0, 40) + "..." : field;
-  for (char& ch : s) {
-    if (static_cast<unsigned char>(ch) < 0x20 || static_cast<unsigned char>(ch) >= 0x7f) ch = '?';
-  }
-  return "'" + s + "'";
-}
-
-}  // namespace
-
 namespace {
 
 // One trace, line by line (the file is never held whole: issue 34 item 5).
@@ -60,9 +27,9 @@ class TraceParser {
     line_no_ = line_no;
     const std::string raw(raw_line);
     const size_t hash = raw.find('#');
-    const std::string line = trim(hash == std::string::npos ? raw : raw.substr(0, hash));
+    const std::string line = trim_blanks(hash == std::string::npos ? raw : raw.substr(0, hash));
     if (line.empty()) return;
-    auto fields = split_fields(line);
+    auto fields = split_trimmed(line, ',');
     if (header_allowed_) {
       header_allowed_ = false;
       const unsigned char first = fields[0].empty() ? 0 : static_cast<unsigned char>(fields[0][0]);
@@ -72,7 +39,7 @@ class TraceParser {
         } else if (fields.size() == 2 && fields[0] == "arrival_s" && fields[1] == "size") {
           columns_ = 2;
         } else {
-          fail("header: expected 'arrival_s' or 'arrival_s,size', got " + shown(line));
+          fail("header: expected 'arrival_s' or 'arrival_s,size', got " + shown_field(line));
         }
         return;
       }
@@ -87,11 +54,11 @@ class TraceParser {
     char* end = nullptr;
     errno = 0;
     const double t = a.empty() ? 0 : std::strtod(a.c_str(), &end);
-    if (a.empty() || end != a.c_str() + a.size()) fail("arrival_s: " + shown(a) + " is not a number");
-    if (!std::isfinite(t)) fail("arrival_s: " + shown(a) + " is not a finite number");
-    if (t < 0) fail("arrival_s: " + shown(a) + " is negative (seconds from the start of the trace)");
+    if (a.empty() || end != a.c_str() + a.size()) fail("arrival_s: " + shown_field(a) + " is not a number");
+    if (!std::isfinite(t)) fail("arrival_s: " + shown_field(a) + " is not a finite number");
+    if (t < 0) fail("arrival_s: " + shown_field(a) + " is negative (seconds from the start of the trace)");
     // A finite bound keeps every time the queueing simulation derives finite (issue 34 item 1).
-    if (t > kMaxTraceArrivalS) fail("arrival_s: must be in [0, 1e9] seconds (31.7 years), got " + shown(a));
+    if (t > kMaxTraceArrivalS) fail("arrival_s: must be in [0, 1e9] seconds (31.7 years), got " + shown_field(a));
     if (!tr_.arrival_s.empty() && t < tr_.arrival_s.back()) {
       std::ostringstream msg;
       msg.precision(17);
@@ -104,7 +71,7 @@ class TraceParser {
       const std::string& s = fields[1];
       errno = 0;
       const long long v = s.empty() ? 0 : std::strtoll(s.c_str(), &end, 10);
-      if (s.empty() || end != s.c_str() + s.size() || errno == ERANGE) fail("size: " + shown(s) + " is not an integer");
+      if (s.empty() || end != s.c_str() + s.size() || errno == ERANGE) fail("size: " + shown_field(s) + " is not an integer");
       if (v < 1 || v > static_cast<long long>(kMaxRequestSamples)) {
         fail("size: must be in [1, " + std::to_string(kMaxRequestSamples) + "] samples, got " + s);
       }

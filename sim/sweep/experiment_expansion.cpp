@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "sim/common/fnv_hash.h"
 #include "sim/common/error.h"
 #include "sim/common/yaml_reader.h"
 #include "sim/config/arch_config.h"
@@ -321,19 +322,13 @@ std::string canonical_point_text(const std::string& workload, int64_t batch, con
 }
 
 uint64_t point_hash(const std::string& workload, int64_t batch, const Params& params) {
-  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a 64
-  for (unsigned char c : canonical_point_text(workload, batch, params)) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
+  const std::string text = canonical_point_text(workload, batch, params);
+  Fnv1a64 f;
+  f.add(text.data(), text.size());
+  return f.value;
 }
 
-std::string hash_text(uint64_t hash) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(hash));
-  return buf;
-}
+std::string hash_text(uint64_t hash) { return Fnv1a64::hex16(hash); }
 
 std::string point_id(const std::string& workload, int64_t batch, const Params& params) {
   return hash_text(point_hash(workload, batch, params));

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "sim/common/error.h"
+#include "sim/common/fnv_hash.h"
 #include "sim/common/yaml_reader.h"
 #include "sim/sweep/experiment.h"
 #include "sim/sweep/runner.h"
@@ -28,41 +29,11 @@ namespace {
 
 constexpr int kCacheVersion = 1;
 
-struct Fnv {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  void add(const char* p, size_t n) {
-    for (size_t k = 0; k < n; ++k) {
-      h ^= static_cast<unsigned char>(p[k]);
-      h *= 0x100000001b3ULL;
-    }
-  }
-  void add(const std::string& s) {
-    add(s.data(), s.size());
-    add("\n", 1);
-  }
-  void add_file(const fs::path& p) {
-    std::error_code ec;
-    if (!fs::is_regular_file(p, ec)) {
-      add("<not a regular file " + p.string() + ">");
-      return;
-    }
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    add(ss.str());
-  }
-};
-
-std::string hex(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 // Everything but the piece sizes that decides a simulated cost.
 std::string table_key(const CostTableRequest& r) {
-  Fnv f;
-  f.add("tessera llm cost table v" + std::to_string(kCacheVersion));
+  Fnv1a64 f;
+  f.add_line("tessera llm cost table v" + std::to_string(kCacheVersion));
   f.add_file(r.runner_exe);
   f.add_file(r.arch);
   try {
@@ -70,12 +41,12 @@ std::string table_key(const CostTableRequest& r) {
     YamlNode::load_composed(r.arch, &chain);
     for (size_t i = 1; i < chain.size(); ++i) f.add_file(chain[i]);
   } catch (const InputError&) {
-    f.add("<unreadable base chain>");  // the run itself reports what is wrong
+    f.add_line("<unreadable base chain>");  // the run itself reports what is wrong
   }
   f.add_file(r.model.source);
-  f.add("tp " + std::to_string(r.shard.tp));
-  f.add("weights " + std::string(dtype_name(r.precision.weights)) + " kv " + std::string(dtype_name(r.precision.kv)));
-  return hex(f.h);
+  f.add_line("tp " + std::to_string(r.shard.tp));
+  f.add_line("weights " + std::string(dtype_name(r.precision.weights)) + " kv " + std::string(dtype_name(r.precision.kv)));
+  return f.hex();
 }
 
 // What is simulated: the public queries mapped onto the table's axes (prefill chunks to query blocks).

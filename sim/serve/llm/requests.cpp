@@ -10,40 +10,11 @@
 #include "sim/common/error.h"
 #include "sim/common/text_file.h"
 #include "sim/serve/arrivals.h"
+#include "sim/serve/csv_fields.h"
 #include "sim/serve/trace.h"
 
 namespace tessera::serve::llm {
 namespace {
-
-std::string trim(const std::string& s) {
-  size_t a = 0, b = s.size();
-  while (a < b && (s[a] == ' ' || s[a] == '\t' || s[a] == '\r')) ++a;
-  while (b > a && (s[b - 1] == ' ' || s[b - 1] == '\t' || s[b - 1] == '\r')) --b;
-  return s.substr(a, b - a);
-}
-
-std::vector<std::string> split(const std::string& line, char sep) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char ch : line) {
-    if (ch == sep) {
-      out.push_back(trim(cur));
-      cur.clear();
-    } else {
-      cur += ch;
-    }
-  }
-  out.push_back(trim(cur));
-  return out;
-}
-
-std::string shown(const std::string& field) {
-  std::string s = field.size() > 40 ? field.substr(0, 40) + "..." : field;
-  for (char& ch : s) {
-    if (static_cast<unsigned char>(ch) < 0x20 || static_cast<unsigned char>(ch) >= 0x7f) ch = '?';
-  }
-  return "'" + s + "'";
-}
 
 // An integer in [lo, hi], or "" with `why` set.
 bool to_int(const std::string& s, int64_t lo, int64_t hi, int64_t& v) {
@@ -70,7 +41,7 @@ std::string content_of(std::string_view raw) {
   std::string line(raw);
   const size_t hash = line.find('#');
   if (hash != std::string::npos) line.resize(hash);
-  return trim(line);
+  return trim_blanks(line);
 }
 
 }  // namespace
@@ -119,42 +90,42 @@ LengthDist parse_length_dist(const std::string& spec, const std::string& flag) {
   auto fail = [&](const std::string& what) -> void { throw InputError(flag + ": " + kind + ": " + what); };
   auto tokens = [&](const std::string& name, const std::string& s) {
     int64_t v = 0;
-    if (!to_int(s, 1, kMaxRequestTokens, v)) fail(name + " must be an integer in [1, " + kMaxText + "] tokens, got " + shown(s));
+    if (!to_int(s, 1, kMaxRequestTokens, v)) fail(name + " must be an integer in [1, " + kMaxText + "] tokens, got " + shown_field(s));
     return v;
   };
   if (kind == "csv") {
     // The file name may hold ':'; the column is after the last one.
     const size_t last = rest.rfind(':');
     if (rest.empty() || last == std::string::npos || last == 0 || last + 1 == rest.size()) {
-      fail("expected csv:FILE:COLUMN (the empirical distribution of a column), got " + shown(spec));
+      fail("expected csv:FILE:COLUMN (the empirical distribution of a column), got " + shown_field(spec));
     }
     d.kind = LengthDist::Kind::kEmpirical;
     d.values = std::make_shared<const std::vector<int64_t>>(load_token_column(rest.substr(0, last), rest.substr(last + 1), flag));
     return d;
   }
-  const auto f = split(rest, ':');
+  const auto f = split_trimmed(rest, ':');
   if (kind == "fixed") {
-    if (colon == std::string::npos || f.size() != 1) fail("expected fixed:N, got " + shown(spec));
+    if (colon == std::string::npos || f.size() != 1) fail("expected fixed:N, got " + shown_field(spec));
     d.kind = LengthDist::Kind::kFixed;
     d.fixed = tokens("N", f[0]);
   } else if (kind == "uniform") {
-    if (colon == std::string::npos || f.size() != 2) fail("expected uniform:LO:HI, got " + shown(spec));
+    if (colon == std::string::npos || f.size() != 2) fail("expected uniform:LO:HI, got " + shown_field(spec));
     d.kind = LengthDist::Kind::kUniform;
     d.lo = tokens("LO", f[0]);
     d.hi = tokens("HI", f[1]);
     if (d.hi < d.lo) fail("HI (" + f[1] + ") must be at least LO (" + f[0] + ")");
   } else if (kind == "lognormal") {
-    if (colon == std::string::npos || f.size() < 2 || f.size() > 3) fail("expected lognormal:MEAN:SD[:MAX], got " + shown(spec));
+    if (colon == std::string::npos || f.size() < 2 || f.size() > 3) fail("expected lognormal:MEAN:SD[:MAX], got " + shown_field(spec));
     d.kind = LengthDist::Kind::kLognormal;
     if (!to_double(f[0], d.mean) || d.mean < 1 || d.mean > static_cast<double>(kMaxRequestTokens)) {
-      fail("MEAN must be a number in [1, " + kMaxText + "] tokens, got " + shown(f[0]));
+      fail("MEAN must be a number in [1, " + kMaxText + "] tokens, got " + shown_field(f[0]));
     }
     if (!to_double(f[1], d.sd) || d.sd <= 0 || d.sd > 1e3 * d.mean) {
-      fail("SD must be a number in (0, 1000 x MEAN] tokens, got " + shown(f[1]));
+      fail("SD must be a number in (0, 1000 x MEAN] tokens, got " + shown_field(f[1]));
     }
     if (f.size() == 3) d.max_tokens = tokens("MAX", f[2]);
   } else {
-    throw InputError(flag + ": " + shown(spec) + " is not a length distribution; expected " + forms);
+    throw InputError(flag + ": " + shown_field(spec) + " is not a length distribution; expected " + forms);
   }
   return d;
 }
@@ -169,28 +140,28 @@ class LlmTraceParser {
     line_no_ = line_no;
     const std::string line = content_of(raw);
     if (line.empty()) return;
-    const auto f = split(line, ',');
+    const auto f = split_trimmed(line, ',');
     if (first_) {
       first_ = false;
       if (!f[0].empty() && std::isalpha(static_cast<unsigned char>(f[0][0])) && f[0] != "inf" && f[0] != "nan") {
         if (f.size() != 3 || f[0] != "arrival_s" || f[1] != "prompt_tokens" || f[2] != "output_tokens") {
-          fail("header: expected 'arrival_s,prompt_tokens,output_tokens', got " + shown(line));
+          fail("header: expected 'arrival_s,prompt_tokens,output_tokens', got " + shown_field(line));
         }
         return;
       }
     }
     if (f.size() != 3) fail("expected 3 columns (arrival_s,prompt_tokens,output_tokens), got " + std::to_string(f.size()));
     LlmRequest r;
-    if (!to_double(f[0], r.arrival_s)) fail("arrival_s: " + shown(f[0]) + " is not a finite number");
-    if (r.arrival_s < 0 || r.arrival_s > kMaxTraceArrivalS) fail("arrival_s: must be in [0, 1e9] seconds, got " + shown(f[0]));
+    if (!to_double(f[0], r.arrival_s)) fail("arrival_s: " + shown_field(f[0]) + " is not a finite number");
+    if (r.arrival_s < 0 || r.arrival_s > kMaxTraceArrivalS) fail("arrival_s: must be in [0, 1e9] seconds, got " + shown_field(f[0]));
     if (!tr_.requests.empty() && r.arrival_s < tr_.requests.back().arrival_s) {
       fail("arrival_s: " + f[0] + " is before the previous request's (arrivals must not decrease)");
     }
     if (!to_int(f[1], 1, kMaxRequestTokens, r.prompt_tokens)) {
-      fail("prompt_tokens: must be an integer in [1, " + kMaxText + "], got " + shown(f[1]));
+      fail("prompt_tokens: must be an integer in [1, " + kMaxText + "], got " + shown_field(f[1]));
     }
     if (!to_int(f[2], 1, kMaxRequestTokens, r.output_tokens)) {
-      fail("output_tokens: must be an integer in [1, " + kMaxText + "], got " + shown(f[2]));
+      fail("output_tokens: must be an integer in [1, " + kMaxText + "], got " + shown_field(f[2]));
     }
     if (tr_.requests.size() >= (size_t{1} << 26)) fail("more than 2^26 requests");
     tr_.requests.push_back(r);
@@ -243,7 +214,7 @@ std::vector<int64_t> load_token_column(const std::filesystem::path& path, const 
       [&](std::string_view raw, uint64_t n) {
         const std::string line = content_of(raw);
         if (line.empty()) return;
-        const auto f = split(line, ',');
+        const auto f = split_trimmed(line, ',');
         const std::string at = path.string() + ":" + std::to_string(n) + ": ";
         if (index < 0) {
           for (size_t i = 0; i < f.size(); ++i) {
@@ -256,7 +227,7 @@ std::vector<int64_t> load_token_column(const std::filesystem::path& path, const 
         int64_t v = 0;
         if (!to_int(f[static_cast<size_t>(index)], 1, kMaxRequestTokens, v)) {
           throw InputError(flag + ": " + at + column + ": must be an integer in [1, " + kMaxText + "] tokens, got " +
-                           shown(f[static_cast<size_t>(index)]));
+                           shown_field(f[static_cast<size_t>(index)]));
         }
         out.push_back(v);
       },
