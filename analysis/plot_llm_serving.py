@@ -21,6 +21,7 @@ import os
 import sys
 
 import metric_labels
+import report_io
 import style
 
 REQUEST_COLUMNS = ["arrival_s", "ttft_ms", "tpot_ms", "e2e_ms", "output_tokens"]
@@ -30,17 +31,7 @@ TIMELINE_COLUMNS = ["replica", "start_s", "seconds", "kv_occupancy", "preempted"
 
 def read_csv(path, columns):
     """Rows of a CSV as dicts of floats for `columns`, each error naming file:line."""
-    try:
-        with open(path, encoding="utf-8", newline="") as f:
-            rows = list(csv.DictReader(f))
-    except OSError as e:
-        raise style.InputError(f"{path}: cannot read: {e.strerror}") from e
-    except (UnicodeDecodeError, csv.Error) as e:
-        raise style.InputError(f"{path}: not a CSV of tessera serve-llm ({e})") from e
-    if rows:
-        missing = [c for c in columns if c not in rows[0]]
-        if missing:
-            raise style.InputError(f"{path}: not a file of tessera serve-llm (no column {', '.join(missing)})")
+    rows = report_io.read_csv_rows(path, "a CSV of tessera serve-llm", columns)
     out = []
     for i, r in enumerate(rows, start=2):
         row = {}

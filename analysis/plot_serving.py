@@ -14,10 +14,10 @@ accelerator. --limit-ms draws the latency bound. --label names the files in the 
 per file, in order). Writes OUT.pdf and OUT.png. Malformed input: one-line error, exit 2.
 """
 import argparse
-import csv
 import os
 import sys
 
+import report_io
 import style
 
 COLUMNS = ["platform", "replicas", "batch", "policy", "load", "offered_per_s", "throughput_per_s", "per_replica_per_s",
@@ -29,18 +29,9 @@ def load_curve(path):
     """{(platform, replicas, batch, policy): [row dicts with floats]} in file order."""
     if os.path.isdir(path):
         path = os.path.join(path, "curve.csv")
-    try:
-        with open(path, encoding="utf-8", newline="") as f:
-            rows = list(csv.DictReader(f))
-    except OSError as e:
-        raise style.InputError(f"{path}: cannot read: {e.strerror}") from e
-    except (UnicodeDecodeError, csv.Error) as e:
-        raise style.InputError(f"{path}: not a curve.csv of tessera serve ({e})") from e
+    rows = report_io.read_csv_rows(path, "a curve.csv of tessera serve", COLUMNS)
     if not rows:
         raise style.InputError(f"{path}: no curve points (run tessera serve with --curve N)")
-    missing = [c for c in COLUMNS if c not in rows[0]]
-    if missing:
-        raise style.InputError(f"{path}: not a curve.csv of tessera serve (no column {', '.join(missing)})")
     out = {}
     for i, r in enumerate(rows, start=2):
         key = (r["platform"], r["replicas"], r["batch"], r["policy"])

@@ -6,6 +6,7 @@ in one line with exit status 2 (InputError, main_guard).
 Split from style.py (issue 32 item 6); style.py re-exports every name, so `style.load_report`
 and `style.InputError` keep working.
 """
+import csv
 import json
 import math
 import os
@@ -25,6 +26,23 @@ REPORT_REQUIRED = {
     "roofline": ["peak_tops", "weight_memory"],
     "layers": [],
 }
+
+
+def read_csv_rows(path, what, columns):
+    """A CSV's rows as dicts of strings. A file that cannot be read, is not CSV text, or whose
+    header lacks one of `columns`, is an InputError naming `path` and `what` it should be."""
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            rows = list(csv.DictReader(f))
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror}") from e
+    except (UnicodeDecodeError, csv.Error) as e:
+        raise InputError(f"{path}: not {what} ({e})") from e
+    if rows:
+        missing = [c for c in columns if c not in rows[0]]
+        if missing:
+            raise InputError(f"{path}: not {what} (no column {', '.join(missing)})")
+    return rows
 
 
 def load_report(path):
