@@ -34,7 +34,9 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import style  # noqa: E402
+import doc_sections  # noqa: E402
+import report_io  # noqa: E402
+import run_tessera  # noqa: E402
 import tpu_paper as paper  # noqa: E402
 
 CPU, GPU = "haswell-e5-2699v3", "k80"
@@ -56,7 +58,7 @@ def baseline_batches(spec):
         for item in spec.split(","):
             app, _, n = item.partition("=")
             if app not in tpu or not n.isdigit() or int(n) < 1:
-                raise style.InputError(f"--baseline-batch: '{item}' is not APP=N with APP one of {', '.join(paper.APPS)}")
+                raise report_io.InputError(f"--baseline-batch: '{item}' is not APP=N with APP one of {', '.join(paper.APPS)}")
             out[app] = int(n)
         src = "explicit: " + ", ".join(f"{a} {out[a]}" for a in paper.APPS)
     return out, src
@@ -69,7 +71,7 @@ def run_tessera(binary, out, batches):
             cmd = [binary, "run", "--quiet", "--arch", "configs/tpu-v1.yaml", "--workload", f"workloads/tpu/{app}.yaml",
                    "--batch", str(batch), "--out", d, "--baseline", f"{CPU},{GPU}"]
             print("+ " + " ".join(cmd), file=sys.stderr)
-            style.run_checked(cmd, binary)
+            run_tessera.run_checked(cmd, binary)
 
 
 def ips_of(reports, batches):
@@ -80,14 +82,14 @@ def ips_of(reports, batches):
         tb, bb = paper.TPU_BATCH[a], batches[a]
         for b in (tb, bb):
             if (a, b) not in by:
-                raise style.InputError(f"no report for {a} at batch {b} (run with --tessera, or give it)")
-        tpu = style.number(by[(a, tb)]["summary"]["inferences_per_s"], f"{a} batch {tb}: summary.inferences_per_s")
-        base = {b["name"]: b for b in style.baselines_of(by[(a, bb)])}
+                raise report_io.InputError(f"no report for {a} at batch {b} (run with --tessera, or give it)")
+        tpu = report_io.number(by[(a, tb)]["summary"]["inferences_per_s"], f"{a} batch {tb}: summary.inferences_per_s")
+        base = {b["name"]: b for b in report_io.baselines_of(by[(a, bb)])}
         for n in (CPU, GPU):
             if n not in base:
-                raise style.InputError(f"{by[(a, bb)]['_path']}: no baseline '{n}' (run with --baseline {CPU},{GPU})")
-        cpu = style.number(base[CPU]["summary"].get("inferences_per_s"), f"{a} batch {bb}: {CPU} inferences_per_s")
-        gpu = style.number(base[GPU]["summary"].get("inferences_per_s"), f"{a} batch {bb}: {GPU} inferences_per_s")
+                raise report_io.InputError(f"{by[(a, bb)]['_path']}: no baseline '{n}' (run with --baseline {CPU},{GPU})")
+        cpu = report_io.number(base[CPU]["summary"].get("inferences_per_s"), f"{a} batch {bb}: {CPU} inferences_per_s")
+        gpu = report_io.number(base[GPU]["summary"].get("inferences_per_s"), f"{a} batch {bb}: {GPU} inferences_per_s")
         out[a] = (tpu, cpu, gpu)
     return out
 
@@ -142,7 +144,7 @@ def table(ips, batches, source):
 
 
 def update_doc(path, text):
-    style.replace_section(path, MARK_BEGIN, MARK_END, text)
+    doc_sections.replace_section(path, MARK_BEGIN, MARK_END, text)
 
 
 def main(argv):
@@ -158,14 +160,14 @@ def main(argv):
     if args.tessera:
         run_tessera(args.tessera, args.out, batches)
     paths = args.reports or sorted(glob.glob(os.path.join(args.out, "*", "report.json")))
-    text = table(ips_of(style.load_reports(paths), batches), batches, source)
+    text = table(ips_of(report_io.load_reports(paths), batches), batches, source)
     print(text, end="")
     if args.table:
-        style.write_text_atomic(args.table, text)
+        doc_sections.write_text_atomic(args.table, text)
     if args.update_doc:
         update_doc(args.update_doc, text)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(style.main_guard(main))
+    sys.exit(report_io.main_guard(main))
