@@ -342,10 +342,13 @@ std::string curve_csv(const ServiceTables& tables, const StudyResult& res) {
   return o.str();
 }
 
-std::string serving_markdown(const ServeInputs& in, const StudySpec& spec, const ServiceTables& tables,
-                             const StudyResult& res) {
-  std::ostringstream o;
-  const std::string pct = "p" + percentile_text(spec.quantile);
+namespace {
+
+// serving.md's sections, in the file's order; `pct` is the study's percentile ("p99").
+
+// The title and what was asked: config, workload, the question, arrivals, dispatch.
+void inputs_markdown(std::ostream& o, const ServeInputs& in, const StudySpec& spec, const ServiceTables& tables,
+                     const std::string& pct) {
   o << "# Serving " << tables.workload_name << " on " << in.arch_name << "\n\n";
   o << "| input | value |\n|---|---|\n";
   o << "| config | `" << in.arch_file << "` |\n";
@@ -367,7 +370,11 @@ std::string serving_markdown(const ServeInputs& in, const StudySpec& spec, const
   if (!in.trace_file.empty()) o << " `" << in.trace_file << "`";
   o << ", seed " << spec.seed << ", " << rate_text(static_cast<double>(spec.requests)) << " requests per simulation |\n";
   o << "| dispatch | " << dispatch_name(spec.dispatch) << " over the replicas |\n\n";
+}
 
+// The answer in bold: the best batch size and policy, or that none meets the requirement.
+void headline_markdown(std::ostream& o, const ServeInputs& in, const StudySpec& spec, const StudyResult& res,
+                       const std::string& pct) {
   const StudyRow* best = res.best >= 0 ? &res.rows[static_cast<size_t>(res.best)] : nullptr;
   if (best) {
     const SimResult* run = main_run(*best);
@@ -387,36 +394,48 @@ std::string serving_markdown(const ServeInputs& in, const StudySpec& spec, const
   } else {
     o << "**No batch size and policy of " << in.arch_name << " meets the requirement.**\n\n";
   }
+}
 
+// The host model: which figures come from its file and which from calibration or --host-scale.
+void host_markdown(std::ostream& o, const ServeInputs& in, const StudySpec& spec, const ServiceTables& tables,
+                   const StudyResult& res, const std::string& pct) {
   o << "## Host\n\n";
   const HostModel& h = res.host;
   if (in.host_file.empty()) {
     o << "No host model (`--host none`): the queue sees the platforms' batch times alone.\n\n";
-  } else {
-    o << "`" << in.host_file << "` (" << h.name << "). The file gives the shape (cores, root complex, the times' ratios "
-         "and tails); one scale multiplies every CPU time";
-    if (res.calibration) {
-      o << " and was **calibrated** on " << tables.platforms[0].name << " x" << spec.replicas[0] << " batch "
-        << spec.calibration->batch << " at " << rate_text(spec.calibration->rate_per_s) << " requests/s to a " << pct
-        << " of " << ms_text(spec.calibration->latency_s) << " ms (achieved " << ms_text(res.calibration->achieved_s)
-        << " ms; " << ms_text(res.calibration->device_only_s) << " ms with no host time)";
-    } else if (in.host_scale_source == "--host-scale") {
-      o << " and was given by --host-scale";
-    }
-    o << ". Every other figure here is a prediction.\n\n";
-    o << "| parameter | value | from |\n|---|---|---|\n";
-    o << "| cores | " << (h.cores ? std::to_string(h.cores) : std::string("unlimited")) << " | file |\n";
-    o << "| PCIe root complex | " << (h.pcie_root_bytes_per_s > 0 ? fmt("%g GB/s", h.pcie_root_bytes_per_s / 1e9) : std::string("unlimited")) << " | file |\n";
-    o << "| scale | " << fmt("%.6g", h.scale) << " | " << in.host_scale_source << " |\n";
-    o << "| request CPU, mean | " << fmt("%.3g us", h.request_cpu.mean_s(1) * 1e6) << " | file x scale |\n";
-    o << "| batch CPU, mean (batch 1) | " << fmt("%.3g us", h.batch_cpu.mean_s(1) * 1e6) << " | file x scale |\n";
-    o << "| batch CPU per sample | " << fmt("%.3g us", h.batch_cpu.per_sample_s * 1e6) << " | file x scale |\n\n";
+    return;
   }
+  o << "`" << in.host_file << "` (" << h.name << "). The file gives the shape (cores, root complex, the times' ratios "
+       "and tails); one scale multiplies every CPU time";
+  if (res.calibration) {
+    o << " and was **calibrated** on " << tables.platforms[0].name << " x" << spec.replicas[0] << " batch "
+      << spec.calibration->batch << " at " << rate_text(spec.calibration->rate_per_s) << " requests/s to a " << pct
+      << " of " << ms_text(spec.calibration->latency_s) << " ms (achieved " << ms_text(res.calibration->achieved_s)
+      << " ms; " << ms_text(res.calibration->device_only_s) << " ms with no host time)";
+  } else if (in.host_scale_source == "--host-scale") {
+    o << " and was given by --host-scale";
+  }
+  o << ". Every other figure here is a prediction.\n\n";
+  o << "| parameter | value | from |\n|---|---|---|\n";
+  o << "| cores | " << (h.cores ? std::to_string(h.cores) : std::string("unlimited")) << " | file |\n";
+  o << "| PCIe root complex | " << (h.pcie_root_bytes_per_s > 0 ? fmt("%g GB/s", h.pcie_root_bytes_per_s / 1e9) : std::string("unlimited")) << " | file |\n";
+  o << "| scale | " << fmt("%.6g", h.scale) << " | " << in.host_scale_source << " |\n";
+  o << "| request CPU, mean | " << fmt("%.3g us", h.request_cpu.mean_s(1) * 1e6) << " | file x scale |\n";
+  o << "| batch CPU, mean (batch 1) | " << fmt("%.3g us", h.batch_cpu.mean_s(1) * 1e6) << " | file x scale |\n";
+  o << "| batch CPU per sample | " << fmt("%.3g us", h.batch_cpu.per_sample_s * 1e6) << " | file x scale |\n\n";
+}
 
+// The study's percentile gets its own column unless it is one of the four shown anyway.
+bool has_percentile_column(const StudySpec& spec) {
+  return std::abs(spec.quantile - 0.5) > 1e-12 && std::abs(spec.quantile - 0.9) > 1e-12 &&
+         std::abs(spec.quantile - 0.99) > 1e-12 && std::abs(spec.quantile - 0.999) > 1e-12;
+}
+
+// One row per platform, batch size and policy: the headline rate and its latencies.
+void results_markdown(std::ostream& o, const StudySpec& spec, const ServiceTables& tables, const StudyResult& res,
+                      const std::string& pct) {
   o << "## Results\n\n";
-  // The study's percentile gets its own column unless it is one of the four shown anyway.
-  const bool extra = std::abs(spec.quantile - 0.5) > 1e-12 && std::abs(spec.quantile - 0.9) > 1e-12 &&
-                     std::abs(spec.quantile - 0.99) > 1e-12 && std::abs(spec.quantile - 0.999) > 1e-12;
+  const bool extra = has_percentile_column(spec);
   o << "| platform | replicas | batch | policy | capacity/s | " << (spec.scenario == Scenario::kOffline ? "samples/s" : "throughput/s")
     << " | per replica/s | p50 ms | p90 ms | p99 ms | p99.9 ms |" << (extra ? " " + pct + " ms |" : std::string())
     << " replica util | host util |\n";
@@ -436,52 +455,61 @@ std::string serving_markdown(const ServeInputs& in, const StudySpec& spec, const
       << " | " << fmt("%.2f", run->host_utilization) << " |\n";
   }
   o << "\n";
+}
 
-  if (spec.bound_s > 0 && spec.rate_per_s > 0 && spec.scenario == Scenario::kNone) {
-    o << "## At " << rate_text(spec.rate_per_s) << " requests/s\n\n";
-    o << "| platform | replicas | batch | policy | load | throughput/s | p50 ms | p90 ms | p99 ms | p99.9 ms |"
-      << (extra ? " " + pct + " ms |" : std::string()) << " replica util | host util |\n";
-    o << "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|" << (extra ? "---:|" : "") << "---:|---:|\n";
-    for (const StudyRow& r : res.rows) {
-      if (!r.has_at_rate) continue;
-      const SimResult& run = r.at_rate;
-      o << "| " << tables.platforms[r.platform].name << " | " << r.replicas << " | " << r.batch << " | "
-        << policy_label(spec, r.policy) << " | " << fmt("%.2f", r.capacity_per_s > 0 ? spec.rate_per_s / r.capacity_per_s : 0)
-        << " | " << rate_text(run.throughput_per_s) << " | " << ms_text(run.latency_s.p50) << " | " << ms_text(run.latency_s.p90)
-        << " | " << ms_text(run.latency_s.p99) << " | " << ms_text(run.latency_s.p999) << " | "
-        << (extra ? ms_text(run.latency_at_target_s) + " | " : std::string()) << fmt("%.2f", run.replica_utilization) << " | "
-        << fmt("%.2f", run.host_utilization) << " |\n";
-    }
-    o << "\nA load at or above 1 has no steady state: its latencies grow with the number of requests simulated.\n\n";
+// With both --latency-bound-ms and --rate: every row's latencies at the given rate.
+void at_rate_markdown(std::ostream& o, const StudySpec& spec, const ServiceTables& tables, const StudyResult& res,
+                      const std::string& pct) {
+  if (!(spec.bound_s > 0 && spec.rate_per_s > 0 && spec.scenario == Scenario::kNone)) return;
+  const bool extra = has_percentile_column(spec);
+  o << "## At " << rate_text(spec.rate_per_s) << " requests/s\n\n";
+  o << "| platform | replicas | batch | policy | load | throughput/s | p50 ms | p90 ms | p99 ms | p99.9 ms |"
+    << (extra ? " " + pct + " ms |" : std::string()) << " replica util | host util |\n";
+  o << "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|" << (extra ? "---:|" : "") << "---:|---:|\n";
+  for (const StudyRow& r : res.rows) {
+    if (!r.has_at_rate) continue;
+    const SimResult& run = r.at_rate;
+    o << "| " << tables.platforms[r.platform].name << " | " << r.replicas << " | " << r.batch << " | "
+      << policy_label(spec, r.policy) << " | " << fmt("%.2f", r.capacity_per_s > 0 ? spec.rate_per_s / r.capacity_per_s : 0)
+      << " | " << rate_text(run.throughput_per_s) << " | " << ms_text(run.latency_s.p50) << " | " << ms_text(run.latency_s.p90)
+      << " | " << ms_text(run.latency_s.p99) << " | " << ms_text(run.latency_s.p999) << " | "
+      << (extra ? ms_text(run.latency_at_target_s) + " | " : std::string()) << fmt("%.2f", run.replica_utilization) << " | "
+      << fmt("%.2f", run.host_utilization) << " |\n";
   }
+  o << "\nA load at or above 1 has no steady state: its latencies grow with the number of requests simulated.\n\n";
+}
 
-  if (spec.scenario != Scenario::kNone) {
-    o << "## MLPerf " << scenario_name(spec.scenario) << "\n\n";
-    o << "| platform | batch | policy | queries | rules' minimum | simulated s | meets 600 s / count | ";
-    o << (spec.scenario == Scenario::kServer ? "over bound | needed by early stopping | passed |"
-          : spec.scenario == Scenario::kSingleStream ? "estimate ms | discarded | passed |" : "samples/s |")
-      << "\n|---|---:|---|---:|---:|---:|---|" << (spec.scenario == Scenario::kOffline ? "---:|" : "---:|---:|---|") << "\n";
-    for (const StudyRow& r : res.rows) {
-      const MlperfOutcome& m = r.mlperf;
-      if (spec.scenario == Scenario::kServer && !r.feasible) {
-        o << "| " << tables.platforms[r.platform].name << " | " << r.batch << " | " << policy_label(spec, r.policy)
-          << " | no rate passes | " << rate_text(static_cast<double>(m.min_queries)) << " | | | | | no |\n";
-        continue;
-      }
-      o << "| " << tables.platforms[r.platform].name << " | " << r.batch << " | " << policy_label(spec, r.policy) << " | "
-        << rate_text(static_cast<double>(m.queries)) << " | " << rate_text(static_cast<double>(m.min_queries)) << " | "
-        << fmt("%.1f", m.duration_s) << " | " << (m.meets_duration ? "yes" : m.capped ? "no (--max-requests)" : "no") << " | ";
-      if (spec.scenario == Scenario::kServer) {
-        o << m.overlatency << " | " << rate_text(static_cast<double>(m.queries_needed)) << " | " << (m.early_stopping_passed ? "yes" : "no") << " |\n";
-      } else if (spec.scenario == Scenario::kSingleStream) {
-        o << ms_text(m.estimate_s) << " | " << m.discarded << " | " << (m.early_stopping_passed ? "yes" : "no") << " |\n";
-      } else {
-        o << rate_text(r.scenario_run.samples_per_s) << " |\n";
-      }
+// The MLPerf scenario's run rules per row: queries, duration, early stopping.
+void mlperf_markdown(std::ostream& o, const StudySpec& spec, const ServiceTables& tables, const StudyResult& res) {
+  if (spec.scenario == Scenario::kNone) return;
+  o << "## MLPerf " << scenario_name(spec.scenario) << "\n\n";
+  o << "| platform | batch | policy | queries | rules' minimum | simulated s | meets 600 s / count | ";
+  o << (spec.scenario == Scenario::kServer ? "over bound | needed by early stopping | passed |"
+        : spec.scenario == Scenario::kSingleStream ? "estimate ms | discarded | passed |" : "samples/s |")
+    << "\n|---|---:|---|---:|---:|---:|---|" << (spec.scenario == Scenario::kOffline ? "---:|" : "---:|---:|---|") << "\n";
+  for (const StudyRow& r : res.rows) {
+    const MlperfOutcome& m = r.mlperf;
+    if (spec.scenario == Scenario::kServer && !r.feasible) {
+      o << "| " << tables.platforms[r.platform].name << " | " << r.batch << " | " << policy_label(spec, r.policy)
+        << " | no rate passes | " << rate_text(static_cast<double>(m.min_queries)) << " | | | | | no |\n";
+      continue;
     }
-    o << "\n";
+    o << "| " << tables.platforms[r.platform].name << " | " << r.batch << " | " << policy_label(spec, r.policy) << " | "
+      << rate_text(static_cast<double>(m.queries)) << " | " << rate_text(static_cast<double>(m.min_queries)) << " | "
+      << fmt("%.1f", m.duration_s) << " | " << (m.meets_duration ? "yes" : m.capped ? "no (--max-requests)" : "no") << " | ";
+    if (spec.scenario == Scenario::kServer) {
+      o << m.overlatency << " | " << rate_text(static_cast<double>(m.queries_needed)) << " | " << (m.early_stopping_passed ? "yes" : "no") << " |\n";
+    } else if (spec.scenario == Scenario::kSingleStream) {
+      o << ms_text(m.estimate_s) << " | " << m.discarded << " | " << (m.early_stopping_passed ? "yes" : "no") << " |\n";
+    } else {
+      o << rate_text(r.scenario_run.samples_per_s) << " |\n";
+    }
   }
+  o << "\n";
+}
 
+// The simulated batch times the queue drew from, and the files written.
+void service_times_markdown(std::ostream& o, const StudySpec& spec, const ServiceTables& tables) {
   o << "## Service times (one batch on an idle platform, SystemC model and baselines)\n\n";
   o << "| platform | batch | time ms | PCIe bytes | samples/s |\n|---|---:|---:|---:|---:|\n";
   for (const PlatformService& ps : tables.platforms) {
@@ -493,6 +521,21 @@ std::string serving_markdown(const ServeInputs& in, const StudySpec& spec, const
   o << "\nBatch sizes between the simulated ones are interpolated linearly. Files: serving.json (everything), "
        "serving.csv (the results table)"
     << (spec.curve_points > 0 ? ", curve.csv (latency-throughput curves; `analysis/plot_serving.py`)" : "") << ".\n";
+}
+
+}  // namespace
+
+std::string serving_markdown(const ServeInputs& in, const StudySpec& spec, const ServiceTables& tables,
+                             const StudyResult& res) {
+  std::ostringstream o;
+  const std::string pct = "p" + percentile_text(spec.quantile);
+  inputs_markdown(o, in, spec, tables, pct);
+  headline_markdown(o, in, spec, res, pct);
+  host_markdown(o, in, spec, tables, res, pct);
+  results_markdown(o, spec, tables, res, pct);
+  at_rate_markdown(o, spec, tables, res, pct);
+  mlperf_markdown(o, spec, tables, res);
+  service_times_markdown(o, spec, tables);
   return o.str();
 }
 
