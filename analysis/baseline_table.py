@@ -26,8 +26,8 @@ import sys
 
 import doc_sections
 import report_io
-import run_tessera
 import style
+from run_tessera import run_checked, run_plots
 
 APPS = ["mlp0", "mlp1", "lstm0", "lstm1", "cnn0", "cnn1"]
 CPU, GPU = "haswell-e5-2699v3", "k80"
@@ -58,7 +58,7 @@ def run_tessera(binary, out):
         if batch:
             cmd += ["--batch", str(batch)]
         print("+ " + " ".join(cmd), file=sys.stderr)
-        run_tessera.run_checked(cmd, binary)
+        run_checked(cmd, binary)
 
 
 def geomean(v):
@@ -208,7 +208,7 @@ def figures(out_dir, app_paths, batch_paths):
     ]
     if batch_paths:
         calls.append((plot_batch, batch_paths + ["--limit-ms", "7", "--out", os.path.join(out_dir, "batch-mlp0")]))
-    run_tessera.run_plots(calls)
+    run_plots(calls)
 
 
 def main(argv):

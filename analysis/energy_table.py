@@ -26,7 +26,7 @@ import sys
 
 import baseline_table as bt
 import report_io
-import run_tessera
+from run_tessera import run_checked, run_plots
 
 APPS = bt.APPS
 CPU, GPU = bt.CPU, bt.GPU
@@ -47,7 +47,7 @@ def run_tessera(binary, out):
         cmd = [binary, "run", "--quiet", "--arch", "configs/tpu-v1.yaml", "--workload", f"workloads/tpu/{app}.yaml",
                "--out", os.path.join(out, app), "--baseline", f"{CPU},{GPU}"]
         print("+ " + " ".join(cmd), file=sys.stderr)
-        run_tessera.run_checked(cmd, binary)
+        run_checked(cmd, binary)
 
 
 def need(r, *keys):
@@ -133,7 +133,7 @@ def _joules(j):
 def figures(out_dir, app_paths):
     import plot_energy
 
-    run_tessera.run_plots([
+    run_plots([
         (plot_energy, app_paths + ["--out", os.path.join(out_dir, "energy-breakdown-tpu")]),
         (plot_energy, app_paths + ["--perf-per-w", "--baselines", f"{CPU},{GPU}", "--out",
                                    os.path.join(out_dir, "perf-per-w-tpu")]),
