@@ -146,6 +146,116 @@ std::string policy_label(const StudySpec& spec, Policy p) {
   return "?";
 }
 
+// serving.json "calibration": the published point the host scale was fitted to, and the fit.
+json calibration_json(const StudySpec& spec, const ServiceTables& tables, const StudyResult& res) {
+  if (!res.calibration || !spec.calibration) return nullptr;
+  return {{"platform", tables.platforms[0].name},
+          {"batch", spec.calibration->batch},
+          {"policy", "fixed"},
+          {"replicas", spec.replicas[0]},
+          {"rate_per_s", spec.calibration->rate_per_s},
+          {"per_replica_per_s", spec.calibration->rate_per_s / static_cast<double>(spec.replicas[0])},
+          {"percentile", spec.quantile * 100},
+          {"target_ms", spec.calibration->latency_s * 1e3},
+          {"achieved_ms", res.calibration->achieved_s * 1e3},
+          {"device_only_ms", res.calibration->device_only_s * 1e3},
+          {"scale", res.calibration->scale},
+          {"simulations", res.calibration->evaluations}};
+}
+
+// serving.json "platforms": each platform's replicas, simulated service times and capacity.
+json platforms_json(const StudySpec& spec, const ServiceTables& tables, const StudyResult& res) {
+  json plats = json::array();
+  for (size_t p = 0; p < tables.platforms.size(); ++p) {
+    const PlatformService& ps = tables.platforms[p];
+    json pj;
+    pj["name"] = ps.name;
+    pj["display_name"] = ps.display_name;
+    pj["kind"] = ps.kind;
+    pj["replicas"] = spec.replicas[p];
+    json svc = json::array();
+    for (size_t k = 0; k < ps.table.batches.size(); ++k) {
+      const double s = ps.table.service_s[k];
+      svc.push_back({{"batch", ps.table.batches[k]},
+                     {"service_ms", s * 1e3},
+                     {"pcie_bytes", ps.table.pcie_bytes[k]},
+                     {"samples_per_s_idle", static_cast<double>(ps.table.batches[k]) / s}});
+    }
+    pj["service"] = svc;
+    double max_cap = 0;
+    for (const auto& r : res.rows) {
+      if (r.platform == p) max_cap = std::max(max_cap, r.capacity_per_s);
+    }
+    pj["max_capacity_per_s"] = max_cap;
+    plats.push_back(pj);
+  }
+  return plats;
+}
+
+// A result row's MLPerf run rules: queries, duration, early stopping.
+json mlperf_json(const StudySpec& spec, const StudyRow& r) {
+  const MlperfOutcome& m = r.mlperf;
+  json mj;
+  mj["scenario"] = scenario_name(spec.scenario);
+  mj["queries"] = m.queries;
+  mj["min_queries"] = m.min_queries;
+  mj["duration_s"] = m.duration_s;
+  mj["min_duration_s"] = spec.min_duration_s;
+  mj["meets_duration_and_count"] = m.meets_duration;
+  mj["capped_by_max_requests"] = m.capped;
+  if (spec.scenario == Scenario::kServer) {
+    mj["overlatency_queries"] = m.overlatency;
+    mj["queries_needed"] = m.queries_needed;
+    mj["early_stopping_passed"] = m.early_stopping_passed;
+  } else if (spec.scenario == Scenario::kSingleStream) {
+    mj["early_stopping_estimate_ms"] = m.estimate_s * 1e3;
+    mj["discarded_slowest"] = m.discarded;
+    mj["queries_needed"] = m.queries_needed;
+    mj["early_stopping_passed"] = m.early_stopping_passed;
+  } else {
+    mj["samples_per_s"] = r.scenario_run.samples_per_s;
+  }
+  return mj;
+}
+
+// One row of serving.json "results": a platform, batch size and policy, and its runs.
+// `platform_max` is the platform's highest capacity over its rows.
+json result_json(const StudySpec& spec, const ServiceTables& tables, const StudyRow& r, double platform_max) {
+  json rj;
+  rj["platform"] = tables.platforms[r.platform].name;
+  rj["batch"] = r.batch;
+  rj["policy"] = policy_name(r.policy);
+  rj["replicas"] = r.replicas;
+  rj["capacity_per_s"] = r.capacity_per_s;
+  rj["feasible"] = r.feasible;
+  if (r.searched) {
+    rj["max_throughput_per_s"] = r.max_rate_per_s;
+    rj["per_replica_per_s"] = r.max_rate_per_s / static_cast<double>(r.replicas);
+    rj["fraction_of_capacity"] = r.capacity_per_s > 0 ? r.max_rate_per_s / r.capacity_per_s : 0;
+    rj["fraction_of_platform_max"] = platform_max > 0 ? r.max_rate_per_s / platform_max : 0;
+    rj["evaluations"] = r.evaluations;
+    rj["at_max"] = r.feasible ? run_json(r.at_max, spec) : json(nullptr);
+  }
+  if (r.has_at_rate) {
+    rj["at_rate"] = run_json(r.at_rate, spec);
+    rj["at_rate"]["rate_per_s"] = r.at_rate_per_s;
+  }
+  if (r.has_scenario_run) rj["run"] = run_json(r.scenario_run, spec);
+  if (spec.scenario != Scenario::kNone) rj["mlperf"] = mlperf_json(spec, r);
+  return rj;
+}
+
+// The largest relative error of Little's law over a row's runs and curve points: the
+// simulation's own consistency check.
+double littles_max_relative_error(const StudyRow& r) {
+  double worst = 0;
+  if (r.searched && r.feasible) worst = std::max(worst, r.at_max.littles_relative_error);
+  if (r.has_at_rate) worst = std::max(worst, r.at_rate.littles_relative_error);
+  if (r.has_scenario_run) worst = std::max(worst, r.scenario_run.littles_relative_error);
+  for (const auto& pt : r.curve) worst = std::max(worst, pt.result.littles_relative_error);
+  return worst;
+}
+
 }  // namespace
 
 json serving_json(const ServeInputs& in, const StudySpec& spec, const ServiceTables& tables, const StudyResult& res) {
@@ -193,105 +303,16 @@ json serving_json(const ServeInputs& in, const StudySpec& spec, const ServiceTab
   j["seed"] = spec.seed;
 
   j["host"] = host_json(in, spec, res);
-  if (res.calibration && spec.calibration) {
-    j["calibration"] = {{"platform", tables.platforms[0].name},
-                        {"batch", spec.calibration->batch},
-                        {"policy", "fixed"},
-                        {"replicas", spec.replicas[0]},
-                        {"rate_per_s", spec.calibration->rate_per_s},
-                        {"per_replica_per_s", spec.calibration->rate_per_s / static_cast<double>(spec.replicas[0])},
-                        {"percentile", spec.quantile * 100},
-                        {"target_ms", spec.calibration->latency_s * 1e3},
-                        {"achieved_ms", res.calibration->achieved_s * 1e3},
-                        {"device_only_ms", res.calibration->device_only_s * 1e3},
-                        {"scale", res.calibration->scale},
-                        {"simulations", res.calibration->evaluations}};
-  } else {
-    j["calibration"] = nullptr;
-  }
-
-  json plats = json::array();
-  for (size_t p = 0; p < tables.platforms.size(); ++p) {
-    const PlatformService& ps = tables.platforms[p];
-    json pj;
-    pj["name"] = ps.name;
-    pj["display_name"] = ps.display_name;
-    pj["kind"] = ps.kind;
-    pj["replicas"] = spec.replicas[p];
-    json svc = json::array();
-    for (size_t k = 0; k < ps.table.batches.size(); ++k) {
-      const double s = ps.table.service_s[k];
-      svc.push_back({{"batch", ps.table.batches[k]},
-                     {"service_ms", s * 1e3},
-                     {"pcie_bytes", ps.table.pcie_bytes[k]},
-                     {"samples_per_s_idle", static_cast<double>(ps.table.batches[k]) / s}});
-    }
-    pj["service"] = svc;
-    double max_cap = 0;
-    for (const auto& r : res.rows) {
-      if (r.platform == p) max_cap = std::max(max_cap, r.capacity_per_s);
-    }
-    pj["max_capacity_per_s"] = max_cap;
-    plats.push_back(pj);
-  }
-  j["platforms"] = plats;
+  j["calibration"] = calibration_json(spec, tables, res);
+  j["platforms"] = platforms_json(spec, tables, res);
 
   std::vector<double> platform_max(tables.platforms.size(), 0);
   for (const auto& r : res.rows) platform_max[r.platform] = std::max(platform_max[r.platform], r.capacity_per_s);
   json rows = json::array();
   double littles_max = 0;
   for (const StudyRow& r : res.rows) {
-    json rj;
-    rj["platform"] = tables.platforms[r.platform].name;
-    rj["batch"] = r.batch;
-    rj["policy"] = policy_name(r.policy);
-    rj["replicas"] = r.replicas;
-    rj["capacity_per_s"] = r.capacity_per_s;
-    rj["feasible"] = r.feasible;
-    if (r.searched) {
-      rj["max_throughput_per_s"] = r.max_rate_per_s;
-      rj["per_replica_per_s"] = r.max_rate_per_s / static_cast<double>(r.replicas);
-      rj["fraction_of_capacity"] = r.capacity_per_s > 0 ? r.max_rate_per_s / r.capacity_per_s : 0;
-      rj["fraction_of_platform_max"] = platform_max[r.platform] > 0 ? r.max_rate_per_s / platform_max[r.platform] : 0;
-      rj["evaluations"] = r.evaluations;
-      rj["at_max"] = r.feasible ? run_json(r.at_max, spec) : json(nullptr);
-      if (r.feasible) littles_max = std::max(littles_max, r.at_max.littles_relative_error);
-    }
-    if (r.has_at_rate) {
-      rj["at_rate"] = run_json(r.at_rate, spec);
-      rj["at_rate"]["rate_per_s"] = r.at_rate_per_s;
-      littles_max = std::max(littles_max, r.at_rate.littles_relative_error);
-    }
-    if (r.has_scenario_run) {
-      rj["run"] = run_json(r.scenario_run, spec);
-      littles_max = std::max(littles_max, r.scenario_run.littles_relative_error);
-    }
-    if (spec.scenario != Scenario::kNone) {
-      const MlperfOutcome& m = r.mlperf;
-      json mj;
-      mj["scenario"] = scenario_name(spec.scenario);
-      mj["queries"] = m.queries;
-      mj["min_queries"] = m.min_queries;
-      mj["duration_s"] = m.duration_s;
-      mj["min_duration_s"] = spec.min_duration_s;
-      mj["meets_duration_and_count"] = m.meets_duration;
-      mj["capped_by_max_requests"] = m.capped;
-      if (spec.scenario == Scenario::kServer) {
-        mj["overlatency_queries"] = m.overlatency;
-        mj["queries_needed"] = m.queries_needed;
-        mj["early_stopping_passed"] = m.early_stopping_passed;
-      } else if (spec.scenario == Scenario::kSingleStream) {
-        mj["early_stopping_estimate_ms"] = m.estimate_s * 1e3;
-        mj["discarded_slowest"] = m.discarded;
-        mj["queries_needed"] = m.queries_needed;
-        mj["early_stopping_passed"] = m.early_stopping_passed;
-      } else {
-        mj["samples_per_s"] = r.scenario_run.samples_per_s;
-      }
-      rj["mlperf"] = mj;
-    }
-    for (const auto& pt : r.curve) littles_max = std::max(littles_max, pt.result.littles_relative_error);
-    rows.push_back(rj);
+    rows.push_back(result_json(spec, tables, r, platform_max[r.platform]));
+    littles_max = std::max(littles_max, littles_max_relative_error(r));
   }
   j["results"] = rows;
   j["littles_law_max_relative_error"] = littles_max;
