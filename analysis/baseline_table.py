@@ -24,7 +24,10 @@ import math
 import os
 import sys
 
+import doc_sections
+import report_io
 import style
+from run_tessera import run_checked, run_plots
 
 APPS = ["mlp0", "mlp1", "lstm0", "lstm1", "cnn0", "cnn1"]
 CPU, GPU = "haswell-e5-2699v3", "k80"
@@ -55,7 +58,7 @@ def run_tessera(binary, out):
         if batch:
             cmd += ["--batch", str(batch)]
         print("+ " + " ".join(cmd), file=sys.stderr)
-        style.run_checked(cmd, binary)
+        run_checked(cmd, binary)
 
 
 def geomean(v):
@@ -84,26 +87,26 @@ def by_app(reports):
     for r in reports:
         name = r["workload"]["name"]
         if name in out and out[name]["workload"]["batch"] != r["workload"]["batch"]:
-            raise style.InputError(f"{r['_path']}: a second {name} report at another batch; give one report per app")
+            raise report_io.InputError(f"{r['_path']}: a second {name} report at another batch; give one report per app")
         out[name] = r
     missing = [a for a in APPS if a not in out]
     if missing:
-        raise style.InputError(f"no report for {', '.join(missing)} (needed: {', '.join(APPS)})")
+        raise report_io.InputError(f"no report for {', '.join(missing)} (needed: {', '.join(APPS)})")
     return out
 
 
 def base(r, name):
-    for b in style.baselines_of(r):
+    for b in report_io.baselines_of(r):
         if b["name"] == name:
             return b
-    raise style.InputError(f"{r['_path']}: no baseline '{name}' (run tessera with --baseline all)")
+    raise report_io.InputError(f"{r['_path']}: no baseline '{name}' (run tessera with --baseline all)")
 
 
 def tables(apps, mlp0_series):
     accel = apps[APPS[0]]["arch"]["name"]
     lines = []
     # 1. Latency per app and platform.
-    names = [b["name"] for b in style.baselines_of(apps[APPS[0]])]
+    names = [b["name"] for b in report_io.baselines_of(apps[APPS[0]])]
     names = [n for n in [CPU, GPU] + MODERN if n in names] + [n for n in names if n not in [CPU, GPU] + MODERN]
     lines += ["### Latency of one batch (same batch on every platform)", "",
               "| app | batch | " + " | ".join([accel] + [f"{style.tiny_name({'name': n})} ({base(apps[APPS[0]], n)['precision']})"
@@ -171,13 +174,13 @@ def update_doc(path, text):
         with open(path, encoding="utf-8") as f:
             doc = f.read()
     except OSError as e:
-        raise style.InputError(f"{path}: cannot read: {e.strerror}") from e
+        raise report_io.InputError(f"{path}: cannot read: {e.strerror}") from e
     begin, end = "<!-- BEGIN GENERATED", "<!-- END GENERATED -->"
     i, j = doc.find(begin), doc.find(end)
     if i < 0 or j < i:
-        raise style.InputError(f"{path}: no '{begin} ... -->' / '{end}' marks to replace between")
+        raise report_io.InputError(f"{path}: no '{begin} ... -->' / '{end}' marks to replace between")
     i = doc.index("-->", i) + 3
-    style.write_text_atomic(path, doc[:i] + "\n" + text + "\n" + doc[j:])
+    doc_sections.write_text_atomic(path, doc[:i] + "\n" + text + "\n" + doc[j:])
 
 
 def figures(out_dir, app_paths, batch_paths):
@@ -205,7 +208,7 @@ def figures(out_dir, app_paths, batch_paths):
     ]
     if batch_paths:
         calls.append((plot_batch, batch_paths + ["--limit-ms", "7", "--out", os.path.join(out_dir, "batch-mlp0")]))
-    style.run_plots(calls)
+    run_plots(calls)
 
 
 def main(argv):
@@ -220,14 +223,14 @@ def main(argv):
     if args.tessera:
         run_tessera(args.tessera, args.out)
     paths = args.reports or [os.path.join(args.out, a, "report.json") for a in APPS]
-    apps = by_app(style.load_reports(paths))
+    apps = by_app(report_io.load_reports(paths))
     series = {}
     batch_paths = []
     if not args.reports:
         for b in MLP0_BATCHES:
             p = os.path.join(args.out, "mlp0-batch", f"b{b}", "report.json")
             if os.path.exists(p):
-                series[b] = style.load_report(p)
+                series[b] = report_io.load_report(p)
                 batch_paths.append(p)
     text = tables(apps, series)
     if args.update_doc:
@@ -239,4 +242,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(style.main_guard(main))
+    sys.exit(report_io.main_guard(main))

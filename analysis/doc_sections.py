@@ -1,7 +1,8 @@
 #!/usr/bin/python3
-"""Rewriting the generated sections of docs/*.md (the table scripts' --update-doc), atomically.
+"""Writing text outputs atomically: the table scripts' --table files and the generated sections
+of docs/*.md (--update-doc).
 
-Split from style.py (issue 32 item 6); style.py re-exports these names.
+Split from style.py (issue 32 item 6), which keeps the figures' look.
 """
 import os
 import tempfile
@@ -9,7 +10,8 @@ import tempfile
 from report_io import InputError
 
 
-def _umask_mode():
+def umask_file_mode():
+    """The mode a newly created file gets under this process's umask (mkstemp's files are 0600)."""
     mask = os.umask(0)
     os.umask(mask)
     return 0o666 & ~mask
@@ -23,7 +25,7 @@ def write_text_atomic(path, text):
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
-        os.chmod(tmp, _umask_mode())
+        os.chmod(tmp, umask_file_mode())
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -25,7 +25,8 @@ import os
 import sys
 
 import baseline_table as bt
-import style
+import report_io
+from run_tessera import run_checked, run_plots
 
 APPS = bt.APPS
 CPU, GPU = bt.CPU, bt.GPU
@@ -46,14 +47,14 @@ def run_tessera(binary, out):
         cmd = [binary, "run", "--quiet", "--arch", "configs/tpu-v1.yaml", "--workload", f"workloads/tpu/{app}.yaml",
                "--out", os.path.join(out, app), "--baseline", f"{CPU},{GPU}"]
         print("+ " + " ".join(cmd), file=sys.stderr)
-        style.run_checked(cmd, binary)
+        run_checked(cmd, binary)
 
 
 def need(r, *keys):
     v = r
     for k in keys:
         if not isinstance(v, dict) or k not in v:
-            raise style.InputError(f"{r['_path']}: no {'.'.join(keys)} (a report from before energy: rerun tessera)")
+            raise report_io.InputError(f"{r['_path']}: no {'.'.join(keys)} (a report from before energy: rerun tessera)")
         v = v[k]
     return v
 
@@ -62,8 +63,8 @@ def ratio(r, name, kind):
     b = bt.base(r, name)
     q = b.get("accelerator_perf_per_w_ratio")
     if not isinstance(q, dict):
-        raise style.InputError(f"{r['_path']}: baseline '{name}' has no perf/W (its spec has no power: section)")
-    return style.number(q.get(kind), f"{r['_path']}: {name}: accelerator_perf_per_w_ratio.{kind}")
+        raise report_io.InputError(f"{r['_path']}: baseline '{name}' has no perf/W (its spec has no power: section)")
+    return report_io.number(q.get(kind), f"{r['_path']}: {name}: accelerator_perf_per_w_ratio.{kind}")
 
 
 def f2(x):
@@ -132,7 +133,7 @@ def _joules(j):
 def figures(out_dir, app_paths):
     import plot_energy
 
-    style.run_plots([
+    run_plots([
         (plot_energy, app_paths + ["--out", os.path.join(out_dir, "energy-breakdown-tpu")]),
         (plot_energy, app_paths + ["--perf-per-w", "--baselines", f"{CPU},{GPU}", "--out",
                                    os.path.join(out_dir, "perf-per-w-tpu")]),
@@ -151,7 +152,7 @@ def main(argv):
     if args.tessera:
         run_tessera(args.tessera, args.out)
     paths = args.reports or [os.path.join(args.out, a, "report.json") for a in APPS]
-    apps = bt.by_app(style.load_reports(paths))
+    apps = bt.by_app(report_io.load_reports(paths))
     text = tables(apps)
     if args.update_doc:
         bt.update_doc(args.update_doc, text)
@@ -162,4 +163,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(style.main_guard(main))
+    sys.exit(report_io.main_guard(main))

@@ -39,7 +39,7 @@ import plot_roofline
 import plot_speedup
 import metric_labels
 import plot_sweep
-import style
+import report_io
 
 
 def slug(text):
@@ -62,7 +62,7 @@ def find(root):
 def shared(reports):
     names = None
     for r in reports:
-        here = [b["name"] for b in style.baselines_of(r)]
+        here = [b["name"] for b in report_io.baselines_of(r)]
         names = here if names is None else [n for n in names if n in here]
     return names or []
 
@@ -94,7 +94,7 @@ def point_names(sweeps):
     for s in sweeps:
         try:
             _, rows = plot_sweep.read_results(s)
-        except style.InputError:
+        except report_io.InputError:
             continue
         varying = sorted({k for r in rows for k in r["params"]
                           if len({metric_labels.fmt(q["params"][k]) for q in rows if q["params"].get(k) is not None}) > 1})
@@ -117,13 +117,13 @@ def main(argv):
     ap.add_argument("--sweep-y", help="every sweep's Pareto y axis, metric:min|max (default: its experiment's)")
     args = ap.parse_args(argv)
     if not os.path.isdir(args.dir):
-        raise style.InputError(f"{args.dir}: not a directory")
+        raise report_io.InputError(f"{args.dir}: not a directory")
     out = args.out or os.path.join(args.dir, "figures")
     report_paths, sweeps = find(args.dir)
     report_paths = [p for p in report_paths if not os.path.abspath(p).startswith(os.path.abspath(out) + os.sep)]
     if not report_paths and not sweeps:
-        raise style.InputError(f"{args.dir}: no report.json or results.jsonl/results.csv below it")
-    reports = [style.load_report(p) for p in report_paths]
+        raise report_io.InputError(f"{args.dir}: no report.json or results.jsonl/results.csv below it")
+    reports = [report_io.load_report(p) for p in report_paths]
     calls = []  # (module, argv)
 
     # One report per (arch, workload) for the summary figures: the largest batch.
@@ -140,7 +140,7 @@ def main(argv):
         calls.append((plot_roofline, chosen_paths + ["--out", os.path.join(out, "roofline")]))
         for arch in sorted({r["arch"]["name"] for r in chosen_reports}):
             mine = [p for p, r in chosen if r["arch"]["name"] == arch]
-            if any(style.baselines_of(r) for _, r in chosen if r["arch"]["name"] == arch):
+            if any(report_io.baselines_of(r) for _, r in chosen if r["arch"]["name"] == arch):
                 calls.append((plot_roofline, mine + ["--panels", "--out", os.path.join(out, f"roofline-{slug(arch)}")]))
         names = shared(chosen_reports)
         if len(chosen_paths) > 1:
@@ -194,4 +194,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(style.main_guard(main))
+    sys.exit(report_io.main_guard(main))

@@ -25,6 +25,8 @@ Writes OUT.pdf and OUT.png. Malformed input: one-line error, exit status 2.
 import argparse
 import sys
 
+import doc_sections
+import report_io
 import style
 
 
@@ -32,26 +34,26 @@ def series(reports, names):
     """{key: {"label", "color_key", "points": [(batch, latency_s, ips)]}} sorted by batch."""
     out = {}
     for r in reports:
-        batch = int(style.number(r["workload"]["batch"], f"{r['_path']}: workload.batch"))
-        lat = style.number(r["summary"]["latency_s"], f"{r['_path']}: summary.latency_s")
-        ips = style.number(r["summary"]["inferences_per_s"], f"{r['_path']}: summary.inferences_per_s")
+        batch = int(report_io.number(r["workload"]["batch"], f"{r['_path']}: workload.batch"))
+        lat = report_io.number(r["summary"]["latency_s"], f"{r['_path']}: summary.latency_s")
+        ips = report_io.number(r["summary"]["inferences_per_s"], f"{r['_path']}: summary.inferences_per_s")
         s = out.setdefault(("accel", r["arch"]["name"]), {"label": style.accel_label(r), "color_key": "accelerator",
                                                           "points": []})
         s["points"].append((batch, lat, ips))
-        for b in style.baselines_of(r):
+        for b in report_io.baselines_of(r):
             if b["name"] not in names:
                 continue
             what = f"{r['_path']}: baseline {b['name']}"
-            blat = style.number(b["summary"]["latency_s"], f"{what}: summary.latency_s")
+            blat = report_io.number(b["summary"]["latency_s"], f"{what}: summary.latency_s")
             bips = b["summary"].get("inferences_per_s", batch / blat if blat > 0 else 0)
-            s = out.setdefault(("base", b["name"]), {"label": style.short_baseline_label(b), "color_key": style.spec_of(b),
+            s = out.setdefault(("base", b["name"]), {"label": style.short_baseline_label(b), "color_key": report_io.spec_of(b),
                                                      "points": []})
-            s["points"].append((batch, blat, style.number(bips, f"{what}: summary.inferences_per_s")))
+            s["points"].append((batch, blat, report_io.number(bips, f"{what}: summary.inferences_per_s")))
     for s in out.values():
         s["points"].sort()
         batches = [p[0] for p in s["points"]]
         if len(set(batches)) != len(batches):
-            raise style.InputError(f"two reports of {s['label']} have the same batch size ({batches})")
+            raise report_io.InputError(f"two reports of {s['label']} have the same batch size ({batches})")
     return out
 
 
@@ -88,23 +90,23 @@ def main(argv):
     ap.add_argument("--height", type=float, default=3.6)
     args = ap.parse_args(argv)
     if not args.limit_ms > 0:
-        raise style.InputError(f"--limit-ms must be > 0, got {args.limit_ms:g}")
+        raise report_io.InputError(f"--limit-ms must be > 0, got {args.limit_ms:g}")
 
-    reports = style.load_reports(args.reports)
+    reports = report_io.load_reports(args.reports)
     workloads = sorted({r["workload"]["name"] for r in reports})
     if len(workloads) != 1:
-        raise style.InputError(f"the reports are of several workloads ({', '.join(workloads)}); give one workload's reports")
+        raise report_io.InputError(f"the reports are of several workloads ({', '.join(workloads)}); give one workload's reports")
     if args.baselines:
         names = args.baselines.split(",")
         for r in reports:
-            have = {b["name"] for b in style.baselines_of(r)}
+            have = {b["name"] for b in report_io.baselines_of(r)}
             for n in names:
                 if n not in have:
-                    raise style.InputError(f"{r['_path']}: no baseline '{n}' (have: {', '.join(sorted(have)) or 'none'})")
+                    raise report_io.InputError(f"{r['_path']}: no baseline '{n}' (have: {', '.join(sorted(have)) or 'none'})")
     else:
         names = None
         for r in reports:
-            here = [b["name"] for b in style.baselines_of(r)]
+            here = [b["name"] for b in report_io.baselines_of(r)]
             names = here if names is None else [n for n in names if n in here]
     data = series(reports, names or [])
 
@@ -146,7 +148,7 @@ def main(argv):
 
     table = serving_table(data, args.limit_ms, workloads[0])
     if args.table:
-        style.write_text_atomic(args.table, table)
+        doc_sections.write_text_atomic(args.table, table)
         paths.append(args.table)
     sys.stdout.write(table)
     for p in paths:
@@ -155,4 +157,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(style.main_guard(main))
+    sys.exit(report_io.main_guard(main))

@@ -26,6 +26,7 @@ Writes OUT.pdf and OUT.png. Malformed input: one-line error, exit status 2.
 import argparse
 import sys
 
+import report_io
 import style
 
 TERMS = style.BASELINE_TERMS + ["measured"]
@@ -43,14 +44,14 @@ def fmt_seconds(s):
 
 def accel_layer_seconds(report):
     """[(label, {bucket: seconds})] per layer, plus host I/O outside layers."""
-    clock_hz = style.number(report["arch"].get("clock_mhz"), f"{report['_path']}: arch.clock_mhz") * 1e6
+    clock_hz = report_io.number(report["arch"].get("clock_mhz"), f"{report['_path']}: arch.clock_mhz") * 1e6
     rows = []
     for i, layer in enumerate(report["layers"]):
         cycles = layer.get("cycles")
         if not isinstance(cycles, dict):
-            raise style.InputError(f"{report['_path']}: layers[{i}] has no 'cycles' breakdown")
+            raise report_io.InputError(f"{report['_path']}: layers[{i}] has no 'cycles' breakdown")
         rows.append((layer.get("name", str(i)),
-                     {b: style.number(cycles.get(b, 0), f"{report['_path']}: layers[{i}].cycles.{b}") / clock_hz
+                     {b: report_io.number(cycles.get(b, 0), f"{report['_path']}: layers[{i}].cycles.{b}") / clock_hz
                       for b in style.ACCEL_BUCKETS}))
     host = report["summary"].get("host_io_cycles")
     if isinstance(host, dict) and sum(host.get(b, 0) for b in style.ACCEL_BUCKETS) > 0:
@@ -62,7 +63,7 @@ def baseline_layer_terms(b, path):
     """{term: seconds} for each layer of a baseline, plus the host link as its own row."""
     rows = []
     for i, layer in enumerate(b.get("layers", [])):
-        lat = style.number(layer.get("latency_s"), f"{path}: baseline {b['name']} layers[{i}].latency_s")
+        lat = report_io.number(layer.get("latency_s"), f"{path}: baseline {b['name']} layers[{i}].latency_s")
         terms = dict.fromkeys(TERMS, 0.0)
         if b.get("measured"):
             terms["measured"] = lat
@@ -85,11 +86,11 @@ def baseline_layer_terms(b, path):
 
 
 def find_baseline(report, name):
-    for b in style.baselines_of(report):
+    for b in report_io.baselines_of(report):
         if b["name"] == name:
             return b
-    have = ", ".join(b["name"] for b in style.baselines_of(report)) or "none (run tessera with --baseline)"
-    raise style.InputError(f"{report['_path']}: no baseline '{name}'; the report has: {have}")
+    have = ", ".join(b["name"] for b in report_io.baselines_of(report)) or "none (run tessera with --baseline)"
+    raise report_io.InputError(f"{report['_path']}: no baseline '{name}'; the report has: {have}")
 
 
 def per_layer(args, report):
@@ -103,7 +104,7 @@ def per_layer(args, report):
         keys, colors, labels = style.ACCEL_BUCKETS, style.ACCEL_BUCKET_COLORS, style.LABELS
         title = f"{report['workload']['name']} on {style.accel_label(report)}"
     if not rows:
-        raise style.InputError(f"{report['_path']}: no layers to plot")
+        raise report_io.InputError(f"{report['_path']}: no layers to plot")
     if args.top and len(rows) > args.top:
         keep = sorted(range(len(rows)), key=lambda i: -sum(rows[i][1].values()))[: args.top]
         rows = [rows[i] for i in sorted(keep)]
@@ -135,7 +136,7 @@ def per_layer(args, report):
 def shared_baselines(reports):
     names = None
     for r in reports:
-        here = [b["name"] for b in style.baselines_of(r)]
+        here = [b["name"] for b in report_io.baselines_of(r)]
         names = here if names is None else [n for n in names if n in here]
     return names or []
 
@@ -146,8 +147,8 @@ def per_workload(args, reports):
     for r in reports:
         bars = []
         c = r["summary"]["cycles"]
-        clock_hz = style.number(r["arch"].get("clock_mhz"), f"{r['_path']}: arch.clock_mhz") * 1e6
-        bars.append((r["arch"]["name"], {b: style.number(c.get(b, 0), f"{r['_path']}: summary.cycles.{b}") / clock_hz
+        clock_hz = report_io.number(r["arch"].get("clock_mhz"), f"{r['_path']}: arch.clock_mhz") * 1e6
+        bars.append((r["arch"]["name"], {b: report_io.number(c.get(b, 0), f"{r['_path']}: summary.cycles.{b}") / clock_hz
                                          for b in style.ACCEL_BUCKETS}))
         for n in names:
             b = find_baseline(r, n)
@@ -226,22 +227,22 @@ def parser():
 
 
 def make_figure(reports, args):
-    """The figure of loaded reports (style.load_report) under the options `args` (parser()'s)."""
+    """The figure of loaded reports (report_io.load_report) under the options `args` (parser()'s)."""
     per = args.per or ("layer" if len(reports) == 1 else "workload")
     if per == "layer":
         if len(reports) != 1:
-            raise style.InputError("--per layer takes exactly one report")
+            raise report_io.InputError("--per layer takes exactly one report")
         return per_layer(args, reports[0])
     return per_workload(args, reports)
 
 
 def main(argv):
     args = parser().parse_args(argv)
-    fig = make_figure(style.load_reports(args.reports), args)
+    fig = make_figure(report_io.load_reports(args.reports), args)
     for path in style.save(fig, args.out):
         print(path)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(style.main_guard(main))
+    sys.exit(report_io.main_guard(main))

@@ -21,6 +21,8 @@ import argparse
 import math
 import sys
 
+import doc_sections
+import report_io
 import style
 
 COMPONENTS = ["mac", "register", "unified_buffer", "accumulators", "weight_fifo", "vector", "dram", "pcie", "leakage",
@@ -46,18 +48,18 @@ def labels(reports):
     archs = {r["arch"]["name"] for r in reports}
     out = [r["workload"]["name"] if len(archs) == 1 else f"{r['workload']['name']}@{r['arch']['name']}" for r in reports]
     if len(set(out)) != len(out):
-        raise style.InputError("two reports of the same workload on the same arch; give one report per workload")
+        raise report_io.InputError("two reports of the same workload on the same arch; give one report per workload")
     return out
 
 
 def breakdown_of(r):
     s = r["summary"]
     if "energy_breakdown_j" not in s or "energy_per_inference_j" not in s:
-        raise style.InputError(f"{r['_path']}: no summary.energy_breakdown_j (a report from before energy: rerun tessera)")
+        raise report_io.InputError(f"{r['_path']}: no summary.energy_breakdown_j (a report from before energy: rerun tessera)")
     b = s["energy_breakdown_j"]
-    batch = style.number(r["workload"]["batch"], f"{r['_path']}: workload.batch")
-    per_inf = {c: style.number(b.get(c), f"{r['_path']}: summary.energy_breakdown_j.{c}") / batch for c in COMPONENTS}
-    return per_inf, style.number(s["energy_per_inference_j"], f"{r['_path']}: summary.energy_per_inference_j")
+    batch = report_io.number(r["workload"]["batch"], f"{r['_path']}: workload.batch")
+    per_inf = {c: report_io.number(b.get(c), f"{r['_path']}: summary.energy_breakdown_j.{c}") / batch for c in COMPONENTS}
+    return per_inf, report_io.number(s["energy_per_inference_j"], f"{r['_path']}: summary.energy_per_inference_j")
 
 
 def plot_breakdown(reports, args):
@@ -103,15 +105,15 @@ def perf_per_w_series(reports, names):
     for n in names:
         inc, tot = [], []
         for r in reports:
-            b = next((b for b in style.baselines_of(r) if b["name"] == n), None)
+            b = next((b for b in report_io.baselines_of(r) if b["name"] == n), None)
             if b is None:
-                raise style.InputError(f"{r['_path']}: no baseline '{n}' (run tessera with --baseline)")
+                raise report_io.InputError(f"{r['_path']}: no baseline '{n}' (run tessera with --baseline)")
             ratio = b.get("accelerator_perf_per_w_ratio")
             if not isinstance(ratio, dict):
-                raise style.InputError(f"{r['_path']}: baseline '{n}' has no perf/W (its spec has no power: section)")
-            inc.append(style.number(ratio.get("incremental"), f"{r['_path']}: {n}: accelerator_perf_per_w_ratio.incremental"))
-            tot.append(style.number(ratio.get("total"), f"{r['_path']}: {n}: accelerator_perf_per_w_ratio.total"))
-        series.append((n, style.short_baseline_label(next(b for b in style.baselines_of(reports[0]) if b["name"] == n)),
+                raise report_io.InputError(f"{r['_path']}: baseline '{n}' has no perf/W (its spec has no power: section)")
+            inc.append(report_io.number(ratio.get("incremental"), f"{r['_path']}: {n}: accelerator_perf_per_w_ratio.incremental"))
+            tot.append(report_io.number(ratio.get("total"), f"{r['_path']}: {n}: accelerator_perf_per_w_ratio.total"))
+        series.append((n, style.short_baseline_label(next(b for b in report_io.baselines_of(reports[0]) if b["name"] == n)),
                        inc, tot))
     return series
 
@@ -123,10 +125,10 @@ def plot_perf_per_w(reports, args):
     else:
         wanted = None
         for r in reports:
-            here = [b["name"] for b in style.baselines_of(r) if isinstance(b.get("accelerator_perf_per_w_ratio"), dict)]
+            here = [b["name"] for b in report_io.baselines_of(r) if isinstance(b.get("accelerator_perf_per_w_ratio"), dict)]
             wanted = here if wanted is None else [n for n in wanted if n in here]
         if not wanted:
-            raise style.InputError("the reports share no baseline with power figures (run tessera with --baseline ...)")
+            raise report_io.InputError("the reports share no baseline with power figures (run tessera with --baseline ...)")
     series = perf_per_w_series(reports, wanted)
     groups = names + ["GM"]
     fig, ax = style.figure(args.width, args.height)
@@ -175,10 +177,10 @@ def main(argv):
     ap.add_argument("--width", type=float, default=style.SINGLE_COLUMN_IN)
     ap.add_argument("--height", type=float, default=2.3)
     args = ap.parse_args(argv)
-    reports = style.load_reports(args.reports)
+    reports = report_io.load_reports(args.reports)
     paths, text = plot_perf_per_w(reports, args) if args.perf_per_w else plot_breakdown(reports, args)
     if args.table:
-        style.write_text_atomic(args.table, text)
+        doc_sections.write_text_atomic(args.table, text)
         paths.append(args.table)
     sys.stdout.write(text)
     for p in paths:
@@ -187,4 +189,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(style.main_guard(main))
+    sys.exit(report_io.main_guard(main))

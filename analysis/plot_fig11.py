@@ -32,6 +32,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import doc_sections  # noqa: E402
+import report_io  # noqa: E402
 import style  # noqa: E402
 import tpu_paper as paper  # noqa: E402
 
@@ -56,15 +58,15 @@ def load_rows(path):
                 try:
                     row = json.loads(line)
                 except json.JSONDecodeError as e:
-                    raise style.InputError(f"{path}:{n}: not a sweep result line ({e.msg})") from e
+                    raise report_io.InputError(f"{path}:{n}: not a sweep result line ({e.msg})") from e
                 if not isinstance(row, dict) or not all(k in row for k in ("workload", "params", "status")):
-                    raise style.InputError(f"{path}:{n}: not a sweep result line (needs workload, params, status)")
+                    raise report_io.InputError(f"{path}:{n}: not a sweep result line (needs workload, params, status)")
                 if row["status"] == "ok":
                     rows.append(row)
     except OSError as e:
-        raise style.InputError(f"{path}: cannot read: {e.strerror}") from e
+        raise report_io.InputError(f"{path}: cannot read: {e.strerror}") from e
     if not rows:
-        raise style.InputError(f"{path}: no finished (ok) points")
+        raise report_io.InputError(f"{path}: no finished (ok) points")
     return rows
 
 
@@ -101,11 +103,11 @@ def classify(params, base):
 def device_time(row, with_pcie):
     m = row.get("metrics", {})
     what = f"{row['workload']} point {row.get('point', '?')}"
-    lat = style.number(m.get("summary.latency_s"), f"{what}: summary.latency_s")
+    lat = report_io.number(m.get("summary.latency_s"), f"{what}: summary.latency_s")
     if with_pcie:
         return lat
-    total = style.number(m.get("summary.cycles.total"), f"{what}: summary.cycles.total (a metric of the experiment)")
-    pcie = style.number(m.get("summary.cycles.pcie"), f"{what}: summary.cycles.pcie (a metric of the experiment)")
+    total = report_io.number(m.get("summary.cycles.total"), f"{what}: summary.cycles.total (a metric of the experiment)")
+    pcie = report_io.number(m.get("summary.cycles.pcie"), f"{what}: summary.cycles.pcie (a metric of the experiment)")
     return lat * (1 - pcie / total)
 
 
@@ -119,11 +121,11 @@ def speedups(rows, with_pcie=False):
             continue
         times[(c[0], round(c[1], 6))][r["workload"]] = device_time(r, with_pcie)
     if ("base", 1.0) not in times:
-        raise style.InputError("no base point (every swept key at its most common value)")
+        raise report_io.InputError("no base point (every swept key at its most common value)")
     t0 = times.pop(("base", 1.0))
     missing = [a for a in paper.APPS if a not in t0]
     if missing:
-        raise style.InputError(f"no base point for {', '.join(missing)} (needed: {', '.join(paper.APPS)})")
+        raise report_io.InputError(f"no base point for {', '.join(missing)} (needed: {', '.join(paper.APPS)})")
     out = {}
     for key, per_app in times.items():
         if all(a in per_app for a in paper.APPS):
@@ -203,7 +205,7 @@ def plot(sp, out):
 
 
 def update_doc(path, text):
-    style.replace_section(path, MARK_BEGIN, MARK_END, text)
+    doc_sections.replace_section(path, MARK_BEGIN, MARK_END, text)
 
 
 def main(argv):
@@ -218,7 +220,7 @@ def main(argv):
     text = tables(sp, args.with_pcie)
     print(text, end="")
     if args.table:
-        style.write_text_atomic(args.table, text)
+        doc_sections.write_text_atomic(args.table, text)
     if args.update_doc:
         update_doc(args.update_doc, text)
     if args.out:
@@ -228,4 +230,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(style.main_guard(main))
+    sys.exit(report_io.main_guard(main))

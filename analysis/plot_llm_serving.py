@@ -22,6 +22,7 @@ import sys
 
 import metric_labels
 import report_io
+import report_io
 import style
 
 REQUEST_COLUMNS = ["arrival_s", "ttft_ms", "tpot_ms", "e2e_ms", "output_tokens"]
@@ -37,9 +38,9 @@ def read_csv(path, columns):
         row = {}
         for c in columns:
             try:
-                row[c] = style.number(float(r[c]), f"{path}:{i}: {c}")
+                row[c] = report_io.number(float(r[c]), f"{path}:{i}: {c}")
             except (TypeError, ValueError):
-                raise style.InputError(f"{path}:{i}: {c}: expected a number, got {r[c]!r}") from None
+                raise report_io.InputError(f"{path}:{i}: {c}: expected a number, got {r[c]!r}") from None
         out.append(row)
     return out
 
@@ -50,11 +51,11 @@ def load_run(directory):
         with open(report_path, encoding="utf-8") as f:
             report = json.load(f)
     except OSError as e:
-        raise style.InputError(f"{report_path}: cannot read: {e.strerror}") from e
+        raise report_io.InputError(f"{report_path}: cannot read: {e.strerror}") from e
     except ValueError as e:
-        raise style.InputError(f"{report_path}: not JSON ({e})") from e
+        raise report_io.InputError(f"{report_path}: not JSON ({e})") from e
     if report.get("tool") != "tessera serve-llm" or "result" not in report:
-        raise style.InputError(f"{report_path}: not a report.json of tessera serve-llm")
+        raise report_io.InputError(f"{report_path}: not a report.json of tessera serve-llm")
     curve_path = os.path.join(directory, "curve.csv")
     return {
         "dir": directory,
@@ -215,7 +216,7 @@ def main(argv):
     ap.add_argument("--width", type=float, default=style.SINGLE_COLUMN_IN)
     args = ap.parse_args(argv)
     if args.label and len(args.label) != len(args.runs):
-        raise style.InputError(f"give one --label per directory ({len(args.runs)}), got {len(args.label)}")
+        raise report_io.InputError(f"give one --label per directory ({len(args.runs)}), got {len(args.label)}")
     runs = [load_run(d) for d in args.runs]
     labels = args.label or [run_label(r) for r in runs]
     paths = latency_cdf(runs, labels, args.out, style.DOUBLE_COLUMN_IN)
@@ -229,4 +230,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(style.main_guard(main))
+    sys.exit(report_io.main_guard(main))

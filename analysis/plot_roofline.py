@@ -22,6 +22,7 @@ import argparse
 import math
 import sys
 
+import report_io
 import style
 
 
@@ -29,17 +30,17 @@ def accel_roof(report, flavour):
     """(peak_tops, bandwidth_gb_per_s, x, achieved) of the accelerator in one report."""
     roof = report["roofline"]
     path = report["_path"]
-    peak = style.number(roof["peak_tops"], f"{path}: roofline.peak_tops")
-    tops = style.number(report["summary"]["tops"], f"{path}: summary.tops")
+    peak = report_io.number(roof["peak_tops"], f"{path}: roofline.peak_tops")
+    tops = report_io.number(report["summary"]["tops"], f"{path}: summary.tops")
     if flavour == "weight":
         wm = roof["weight_memory"]
-        bw = style.number(wm["bandwidth_gb_per_s"], f"{path}: roofline.weight_memory.bandwidth_gb_per_s")
-        x = style.number(report["summary"]["oi_macs_per_weight_byte"], f"{path}: summary.oi_macs_per_weight_byte")
+        bw = report_io.number(wm["bandwidth_gb_per_s"], f"{path}: roofline.weight_memory.bandwidth_gb_per_s")
+        x = report_io.number(report["summary"]["oi_macs_per_weight_byte"], f"{path}: summary.oi_macs_per_weight_byte")
     else:
         if "dram" not in roof:
-            raise style.InputError(f"{path}: roofline has no 'dram' entry")
-        bw = style.number(roof["dram"]["bandwidth_gb_per_s"], f"{path}: roofline.dram.bandwidth_gb_per_s")
-        x = style.number(roof["dram"]["oi_ops_per_byte"], f"{path}: roofline.dram.oi_ops_per_byte")
+            raise report_io.InputError(f"{path}: roofline has no 'dram' entry")
+        bw = report_io.number(roof["dram"]["bandwidth_gb_per_s"], f"{path}: roofline.dram.bandwidth_gb_per_s")
+        x = report_io.number(roof["dram"]["oi_ops_per_byte"], f"{path}: roofline.dram.oi_ops_per_byte")
     return peak, bw, x, tops
 
 
@@ -47,19 +48,19 @@ def baseline_roof(report, b, flavour):
     path = report["_path"]
     roof = b["roofline"]
     what = f"{path}: baseline {b['name']}"
-    peak = style.number(roof.get("peak_tops"), f"{what}: roofline.peak_tops")
-    tops = style.number(b["summary"]["tops"], f"{what}: summary.tops")
+    peak = report_io.number(roof.get("peak_tops"), f"{what}: roofline.peak_tops")
+    tops = report_io.number(b["summary"]["tops"], f"{what}: summary.tops")
     if flavour == "weight":
         wm = roof.get("weight_memory") or {}
-        bw = style.number(wm.get("bandwidth_gb_per_s"), f"{what}: roofline.weight_memory.bandwidth_gb_per_s")
+        bw = report_io.number(wm.get("bandwidth_gb_per_s"), f"{what}: roofline.weight_memory.bandwidth_gb_per_s")
         oi = wm.get("oi_macs_per_byte")
         if oi is None and "oi_ops_per_byte" in wm:
             oi = wm["oi_ops_per_byte"] / 2
-        x = style.number(oi, f"{what}: roofline.weight_memory.oi_macs_per_byte")
+        x = report_io.number(oi, f"{what}: roofline.weight_memory.oi_macs_per_byte")
     else:
         d = roof.get("dram") or {}
-        bw = style.number(d.get("bandwidth_gb_per_s"), f"{what}: roofline.dram.bandwidth_gb_per_s")
-        x = style.number(d.get("oi_ops_per_byte"), f"{what}: roofline.dram.oi_ops_per_byte")
+        bw = report_io.number(d.get("bandwidth_gb_per_s"), f"{what}: roofline.dram.bandwidth_gb_per_s")
+        x = report_io.number(d.get("oi_ops_per_byte"), f"{what}: roofline.dram.oi_ops_per_byte")
     return peak, bw, x, tops
 
 
@@ -88,28 +89,28 @@ def collect(reports, flavour, wanted, layers):
         if not wanted or name in wanted or "accelerator" in wanted:
             peak, bw, x, tops = accel_roof(r, flavour)
             if layers:
-                add(("accel", name, style.accel_precision(r)), style.accel_label(r), "accelerator", peak, bw, None)
+                add(("accel", name, report_io.accel_precision(r)), style.accel_label(r), "accelerator", peak, bw, None)
                 for lp in r["roofline"].get("layers", []):
                     lx = lp.get("oi_ops_per_weight_byte", 0) / 2
                     if lx > 0 and lp.get("achieved_tops", 0) > 0:
-                        add(("accel", name, style.accel_precision(r)), style.accel_label(r), "accelerator", peak, bw,
+                        add(("accel", name, report_io.accel_precision(r)), style.accel_label(r), "accelerator", peak, bw,
                             (lp["name"], lx, lp["achieved_tops"]))
             else:
-                add(("accel", name, style.accel_precision(r)), style.accel_label(r), "accelerator", peak, bw,
+                add(("accel", name, report_io.accel_precision(r)), style.accel_label(r), "accelerator", peak, bw,
                     (r["workload"]["name"], x, tops))
-        for b in style.baselines_of(r):
+        for b in report_io.baselines_of(r):
             if wanted and b["name"] not in wanted:
                 continue
             peak, bw, x, tops = baseline_roof(r, b, flavour)
             key = ("base", b["name"], b.get("precision", ""))
             if layers:
-                add(key, style.short_baseline_label(b), style.spec_of(b), peak, bw, None)
+                add(key, style.short_baseline_label(b), report_io.spec_of(b), peak, bw, None)
                 for lp in b["roofline"].get("layers", []):
                     lx = lp.get("oi_ops_per_weight_byte", 0) / 2
                     if lx > 0 and lp.get("achieved_tops", 0) > 0:
-                        add(key, style.short_baseline_label(b), style.spec_of(b), peak, bw, (lp["name"], lx, lp["achieved_tops"]))
+                        add(key, style.short_baseline_label(b), report_io.spec_of(b), peak, bw, (lp["name"], lx, lp["achieved_tops"]))
             else:
-                add(key, style.short_baseline_label(b), style.spec_of(b), peak, bw, (r["workload"]["name"], x, tops))
+                add(key, style.short_baseline_label(b), report_io.spec_of(b), peak, bw, (r["workload"]["name"], x, tops))
     return platforms
 
 
@@ -214,14 +215,14 @@ def parser():
 
 
 def make_figure(reports, args):
-    """The figure of loaded reports (style.load_report) under the options `args` (parser()'s)."""
+    """The figure of loaded reports (report_io.load_report) under the options `args` (parser()'s)."""
     wanted = set(args.platforms.split(",")) if args.platforms else set()
     platforms = collect(reports, args.flavour, wanted, args.layers)
     if not platforms:
-        raise style.InputError("nothing to plot: no platform matches --platforms")
+        raise report_io.InputError("nothing to plot: no platform matches --platforms")
     points = [pt for p in platforms.values() for pt in p["points"]]
     if not points:
-        raise style.InputError("nothing to plot: the reports have no workload points with positive intensity and TOPS")
+        raise report_io.InputError("nothing to plot: the reports have no workload points with positive intensity and TOPS")
 
     xs = [pt[1] for pt in points if pt[1] > 0]
     ridges = []
@@ -279,11 +280,11 @@ def make_figure(reports, args):
 
 def main(argv):
     args = parser().parse_args(argv)
-    fig = make_figure(style.load_reports(args.reports), args)
+    fig = make_figure(report_io.load_reports(args.reports), args)
     for path in style.save(fig, args.out):
         print(path)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(style.main_guard(main))
+    sys.exit(report_io.main_guard(main))

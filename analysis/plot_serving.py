@@ -18,6 +18,7 @@ import os
 import sys
 
 import report_io
+import report_io
 import style
 
 COLUMNS = ["platform", "replicas", "batch", "policy", "load", "offered_per_s", "throughput_per_s", "per_replica_per_s",
@@ -31,16 +32,16 @@ def load_curve(path):
         path = os.path.join(path, "curve.csv")
     rows = report_io.read_csv_rows(path, "a curve.csv of tessera serve", COLUMNS)
     if not rows:
-        raise style.InputError(f"{path}: no curve points (run tessera serve with --curve N)")
+        raise report_io.InputError(f"{path}: no curve points (run tessera serve with --curve N)")
     out = {}
     for i, r in enumerate(rows, start=2):
         key = (r["platform"], r["replicas"], r["batch"], r["policy"])
         point = {}
         for c in COLUMNS[4:]:
             try:
-                point[c] = style.number(float(r[c]), f"{path}:{i}: {c}")
+                point[c] = report_io.number(float(r[c]), f"{path}:{i}: {c}")
             except (TypeError, ValueError):
-                raise style.InputError(f"{path}:{i}: {c}: expected a number, got {r[c]!r}") from None
+                raise report_io.InputError(f"{path}:{i}: {c}: expected a number, got {r[c]!r}") from None
         out.setdefault(key, []).append(point)
     return out
 
@@ -59,11 +60,11 @@ def main(argv):
     ap.add_argument("--height", type=float)
     args = ap.parse_args(argv)
     if args.percentile not in PERCENTILES:
-        raise style.InputError(f"--percentile must be one of {', '.join(PERCENTILES)}, got {args.percentile!r}")
+        raise report_io.InputError(f"--percentile must be one of {', '.join(PERCENTILES)}, got {args.percentile!r}")
     if args.label and len(args.label) != len(args.curves):
-        raise style.InputError(f"give one --label per curve file ({len(args.curves)}), got {len(args.label)}")
+        raise report_io.InputError(f"give one --label per curve file ({len(args.curves)}), got {len(args.label)}")
     if args.limit_ms is not None and not args.limit_ms > 0:
-        raise style.InputError(f"--limit-ms must be > 0, got {args.limit_ms:g}")
+        raise report_io.InputError(f"--limit-ms must be > 0, got {args.limit_ms:g}")
 
     files = [load_curve(p) for p in args.curves]
     fig, ax = style.figure(args.width, args.height)
@@ -101,4 +102,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(style.main_guard(main))
+    sys.exit(report_io.main_guard(main))

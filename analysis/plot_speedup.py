@@ -19,6 +19,8 @@ import argparse
 import math
 import sys
 
+import doc_sections
+import report_io
 import style
 
 
@@ -33,24 +35,24 @@ def collect(reports, names, relative_to):
     workloads = [r["workload"]["name"] if len(archs) == 1 else f"{r['workload']['name']}@{r['arch']['name']}"
                  for r in reports]
     if len(set(workloads)) != len(workloads):
-        raise style.InputError("two reports of the same workload on the same arch; give one report per workload")
+        raise report_io.InputError("two reports of the same workload on the same arch; give one report per workload")
     by_name = []
     for r in reports:
-        d = {b["name"]: b for b in style.baselines_of(r)}
+        d = {b["name"]: b for b in report_io.baselines_of(r)}
         for n in names + ([relative_to] if relative_to else []):
             if n not in d:
-                raise style.InputError(f"{r['_path']}: no baseline '{n}' (have: {', '.join(sorted(d)) or 'none'}; "
+                raise report_io.InputError(f"{r['_path']}: no baseline '{n}' (have: {', '.join(sorted(d)) or 'none'}; "
                                        "run tessera with --baseline)")
         by_name.append(d)
     series = []
     if relative_to:
-        ref = [style.number(d[relative_to]["summary"]["latency_s"], f"{relative_to}: summary.latency_s") for d in by_name]
-        accel = [style.number(r["summary"]["latency_s"], f"{r['_path']}: summary.latency_s") for r in reports]
+        ref = [report_io.number(d[relative_to]["summary"]["latency_s"], f"{relative_to}: summary.latency_s") for d in by_name]
+        accel = [report_io.number(r["summary"]["latency_s"], f"{r['_path']}: summary.latency_s") for r in reports]
         series.append((style.accel_label(reports[0]), "accelerator", [f / a for f, a in zip(ref, accel)]))
         for n in names:
             if n == relative_to:
                 continue
-            lat = [style.number(d[n]["summary"]["latency_s"], f"{n}: summary.latency_s") for d in by_name]
+            lat = [report_io.number(d[n]["summary"]["latency_s"], f"{n}: summary.latency_s") for d in by_name]
             series.append((style.short_baseline_label(by_name[0][n]), n, [f / x for f, x in zip(ref, lat)]))
     else:
         for n in names:
@@ -59,7 +61,7 @@ def collect(reports, names, relative_to):
                 s = d[n].get("speedup_of_accelerator")
                 if s is None:  # older reports: recompute from the latencies
                     s = d[n]["summary"]["latency_s"] / r["summary"]["latency_s"]
-                vals.append(style.number(s, f"{r['_path']}: baseline {n}: speedup_of_accelerator"))
+                vals.append(report_io.number(s, f"{r['_path']}: baseline {n}: speedup_of_accelerator"))
             series.append((style.short_baseline_label(by_name[0][n]), n, vals))
     return workloads, series
 
@@ -88,19 +90,19 @@ def main(argv):
     ap.add_argument("--width", type=float, default=style.SINGLE_COLUMN_IN)
     ap.add_argument("--height", type=float, default=2.3)
     args = ap.parse_args(argv)
-    reports = style.load_reports(args.reports)
+    reports = report_io.load_reports(args.reports)
     if args.baselines:
         names = args.baselines.split(",")
     else:
         names = None
         for r in reports:
-            here = [b["name"] for b in style.baselines_of(r)]
+            here = [b["name"] for b in report_io.baselines_of(r)]
             names = here if names is None else [n for n in names if n in here]
         if not names:
-            raise style.InputError("the reports share no baseline (run tessera with --baseline ...)")
+            raise report_io.InputError("the reports share no baseline (run tessera with --baseline ...)")
     workloads, series = collect(reports, names, args.relative_to)
     if not series:
-        raise style.InputError("nothing to plot")
+        raise report_io.InputError("nothing to plot")
 
     fig, ax = style.figure(args.width, args.height)
     groups = workloads + ["GM"]
@@ -121,7 +123,7 @@ def main(argv):
     ax.grid(True, axis="y", which="major")
     ax.grid(False, axis="x")
     if args.relative_to:
-        ref = next(b for b in style.baselines_of(reports[0]) if b["name"] == args.relative_to)
+        ref = next(b for b in report_io.baselines_of(reports[0]) if b["name"] == args.relative_to)
         ax.set_ylabel(f"perf. relative to {style.tiny_name(ref)}")
     else:
         ax.set_ylabel(f"speed-up of {reports[0]['arch']['name']}")
@@ -131,7 +133,7 @@ def main(argv):
     paths = style.save(fig, args.out)
     text = table(workloads, series, args.relative_to, reports[0]["arch"]["name"])
     if args.table:
-        style.write_text_atomic(args.table, text)
+        doc_sections.write_text_atomic(args.table, text)
         paths.append(args.table)
     sys.stdout.write(text)
     for p in paths:
@@ -140,4 +142,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(style.main_guard(main))
+    sys.exit(report_io.main_guard(main))

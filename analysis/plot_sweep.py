@@ -40,6 +40,7 @@ import sys
 import matplotlib.ticker as ticker
 
 import metric_labels as labels
+import report_io
 import style
 
 FIXED_CSV = ["point", "index", "workload", "batch", "status", "error"]
@@ -68,14 +69,14 @@ def read_jsonl(path):
         try:
             row = json.loads(line)
         except json.JSONDecodeError as e:
-            raise style.InputError(f"{path}:{n}: not a sweep result row (invalid JSON: {e.msg})") from e
+            raise report_io.InputError(f"{path}:{n}: not a sweep result row (invalid JSON: {e.msg})") from e
         if not isinstance(row, dict):
-            raise style.InputError(f"{path}:{n}: not a sweep result row (not an object)")
+            raise report_io.InputError(f"{path}:{n}: not a sweep result row (not an object)")
         for key in ("status", "metrics"):
             if key not in row:
-                raise style.InputError(f"{path}:{n}: not a sweep result row (missing '{key}')")
+                raise report_io.InputError(f"{path}:{n}: not a sweep result row (missing '{key}')")
         if not isinstance(row["metrics"], dict) or not isinstance(row.get("params", {}), dict):
-            raise style.InputError(f"{path}:{n}: 'metrics' and 'params' must be objects")
+            raise report_io.InputError(f"{path}:{n}: 'metrics' and 'params' must be objects")
         rows.append({"point": str(row.get("point", row.get("index", n))), "workload": row.get("workload", ""),
                      "batch": row.get("batch"), "index": row.get("index"), "status": row["status"],
                      "error": row.get("error"), "params": row.get("params", {}) or {}, "metrics": row["metrics"]})
@@ -90,15 +91,15 @@ def read_csv(path):
         try:
             header = next(reader)
         except StopIteration:
-            raise style.InputError(f"{path}: empty file (expected a header line)") from None
+            raise report_io.InputError(f"{path}: empty file (expected a header line)") from None
         if "status" not in header:
-            raise style.InputError(f"{path}: not a sweep results.csv (no 'status' column in the header)")
+            raise report_io.InputError(f"{path}: not a sweep results.csv (no 'status' column in the header)")
         rows = []
         for n, cells in enumerate(reader, 2):
             if not cells:
                 continue
             if len(cells) != len(header):
-                raise style.InputError(f"{path}:{n}: {len(cells)} fields, the header has {len(header)}")
+                raise report_io.InputError(f"{path}:{n}: {len(cells)} fields, the header has {len(header)}")
             rec = dict(zip(header, cells))
             values = {k: _num(v) for k, v in rec.items() if k not in FIXED_CSV and v != ""}
             rows.append({"point": rec.get("point", str(n)), "workload": rec.get("workload", ""),
@@ -114,15 +115,15 @@ def read_results(path):
                 path = os.path.join(path, name)
                 break
         else:
-            raise style.InputError(f"{path}: no results.jsonl or results.csv in this directory")
+            raise report_io.InputError(f"{path}: no results.jsonl or results.csv in this directory")
     try:
         rows = read_csv(path) if path.endswith(".csv") else read_jsonl(path)
     except OSError as e:
-        raise style.InputError(f"{path}: cannot read: {e.strerror}") from e
+        raise report_io.InputError(f"{path}: cannot read: {e.strerror}") from e
     except UnicodeDecodeError:
-        raise style.InputError(f"{path}: not a sweep result file (not UTF-8 text)") from None
+        raise report_io.InputError(f"{path}: not a sweep result file (not UTF-8 text)") from None
     if not rows:
-        raise style.InputError(f"{path}: no result rows")
+        raise report_io.InputError(f"{path}: no result rows")
     return path, rows
 
 
@@ -160,7 +161,7 @@ def parse_where(specs):
     for spec in specs or []:
         key, eq, text = spec.partition("=")
         if not eq or not key:
-            raise style.InputError(f"--where '{spec}': expected KEY=VALUE, e.g. clock_mhz=700")
+            raise report_io.InputError(f"--where '{spec}': expected KEY=VALUE, e.g. clock_mhz=700")
         out.append((key.strip(), text.strip()))
     return out
 
@@ -180,15 +181,15 @@ def select(path, rows, args):
     if getattr(args, "workload", None):
         rows = [r for r in rows if r["workload"] == args.workload]
         if not rows:
-            raise style.InputError(f"{path}: no rows of workload '{args.workload}'")
+            raise report_io.InputError(f"{path}: no rows of workload '{args.workload}'")
     for key, text in parse_where(getattr(args, "where", None)):
         have = [value(r, key) for r in rows]
         if all(v is None for v in have):
-            raise style.InputError(f"{path}: --where {key}={text}: no point has '{key}'")
+            raise report_io.InputError(f"{path}: --where {key}={text}: no point has '{key}'")
         kept = [r for r, v in zip(rows, have) if matches(v, text)]
         if not kept:
             values = ", ".join(sorted({labels.fmt(v) for v in have if v is not None}))
-            raise style.InputError(f"{path}: --where {key}={text}: no point has that value ({key} takes: {values})")
+            raise report_io.InputError(f"{path}: --where {key}={text}: no point has that value ({key} takes: {values})")
         rows = kept
     ok = [r for r in rows if r["status"] == "ok"]
     return ok, len(rows) - len(ok)
@@ -224,10 +225,10 @@ def _numbers(path, r, keys):
         v = value(r, key)
         if v is None:
             have = ", ".join(sorted(set(r["metrics"]) | set(r["params"])))
-            raise style.InputError(f"{path}: point {r['point']} has no '{key}' (it has: {have})")
+            raise report_io.InputError(f"{path}: point {r['point']} has no '{key}' (it has: {have})")
         n = labels.numeric(v)
         if n is None:
-            raise style.InputError(f"{path}: point {r['point']}: '{key}' must be a number, got {v!r}")
+            raise report_io.InputError(f"{path}: point {r['point']}: '{key}' must be a number, got {v!r}")
         out.append(float(n))
     return out
 
@@ -271,7 +272,7 @@ def make_figure(path, rows, args):
         pts.append((x, y))
         kept.append(r)
     if not pts:
-        raise style.InputError(f"{path}: no successful point to plot ({failed} failed)")
+        raise report_io.InputError(f"{path}: no successful point to plot ({failed} failed)")
 
     fig, ax = style.figure(args.width, args.height, layout="constrained")
     sx, sy = _axes(ax, xkey, ykey, [p[0] for p in pts], [p[1] for p in pts], args)
@@ -281,7 +282,7 @@ def make_figure(path, rows, args):
     if color_key:
         cvals = [value(r, color_key) for r in kept]
         if all(v is None for v in cvals):
-            raise style.InputError(f"{path}: no point has '{color_key}' (for --color)")
+            raise report_io.InputError(f"{path}: no point has '{color_key}' (for --color)")
         nums = [labels.numeric(v) for v in cvals]
         if all(n is not None for n, v in zip(nums, cvals) if v is not None) and len({v for v in cvals if v is not None}) > 6:
             clabel, cs = labels.axis(color_key, [n for n in nums if n is not None])
@@ -329,13 +330,13 @@ def make_lines(path, rows, args):
     --workload and --where. Two points on one line at the same x (another parameter varies) are
     an error naming the parameters to fix with --where."""
     if not args.x:
-        raise style.InputError("a line plot needs --x PARAMETER (e.g. weight_memory.bandwidth_gb_per_s)")
+        raise report_io.InputError("a line plot needs --x PARAMETER (e.g. weight_memory.bandwidth_gb_per_s)")
     xkey, _ = parse_axis(args.x, "min")
     ykey, _ = parse_axis(args.y or "summary.latency_s", "min")
     group = args.group
     ok, failed = select(path, rows, args)
     if not ok:
-        raise style.InputError(f"{path}: no successful point to plot ({failed} failed)")
+        raise report_io.InputError(f"{path}: no successful point to plot ({failed} failed)")
     lines = {}
     for r in ok:
         x, y = _numbers(path, r, (xkey, ykey))
@@ -349,7 +350,7 @@ def make_lines(path, rows, args):
                 where = f"{group}={labels.fmt(g)}, " if group else ""
                 choices = "; ".join(f"{k} takes " + ", ".join(sorted({labels.fmt(value(q, k)) for _, q in ys}, key=lambda t: _sort_key(_num(t))))
                                     for k in keys)
-                raise style.InputError(
+                raise report_io.InputError(
                     f"{path}: {len(ys)} points at {where}{xkey}={labels.fmt(x)} ({choices or 'identical parameters'}): "
                     f"keep one with --where KEY=VALUE" + (" or --workload" if "workload" in keys else "")
                     + " or make it the --group")
@@ -400,4 +401,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(style.main_guard(main))
+    sys.exit(report_io.main_guard(main))

@@ -3,8 +3,7 @@
 the checks that make a malformed one a one-line error, and the error every script reports
 in one line with exit status 2 (InputError, main_guard).
 
-Split from style.py (issue 32 item 6); style.py re-exports every name, so `style.load_report`
-and `style.InputError` keep working.
+Split from style.py (issue 32 item 6), which keeps the figures' look.
 """
 import csv
 import json

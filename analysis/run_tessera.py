@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Running the tessera executable and the plot scripts from the table scripts.
 
-Split from style.py (issue 32 item 6); style.py re-exports these names.
+Split from style.py (issue 32 item 6), which keeps the figures' look.
 """
 import os
 import subprocess

@@ -23,7 +23,8 @@ import shlex
 import subprocess
 import sys
 
-import style
+import doc_sections
+import report_io
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -69,7 +70,7 @@ class Runner:
             done = subprocess.run([self.tessera] + cmd[1:-1] + [out, "--cache", self.cache, "-q"], cwd=ROOT,
                                   capture_output=True, text=True)
             if done.returncode != 0:
-                raise style.InputError(f"{shown(cmd)} failed (exit {done.returncode}): {done.stderr.strip()}")
+                raise report_io.InputError(f"{shown(cmd)} failed (exit {done.returncode}): {done.stderr.strip()}")
         return load_serving(os.path.join(out, "serving.json"))
 
 
@@ -78,11 +79,11 @@ def load_serving(path):
         with open(path, encoding="utf-8") as f:
             s = json.load(f)
     except OSError as e:
-        raise style.InputError(f"{path}: cannot read: {e.strerror} (run with --tessera first)") from e
+        raise report_io.InputError(f"{path}: cannot read: {e.strerror} (run with --tessera first)") from e
     except json.JSONDecodeError as e:
-        raise style.InputError(f"{path}: not a serving.json (invalid JSON at line {e.lineno})") from e
+        raise report_io.InputError(f"{path}: not a serving.json (invalid JSON at line {e.lineno})") from e
     if not isinstance(s, dict) or s.get("format") != "tessera-serving":
-        raise style.InputError(f"{path}: not a serving.json of tessera serve")
+        raise report_io.InputError(f"{path}: not a serving.json of tessera serve")
     s["_path"] = path
     return s
 
@@ -91,7 +92,7 @@ def result(s, platform, batch, policy="fixed"):
     for r in s.get("results", []):
         if r.get("platform") == platform and r.get("batch") == batch and r.get("policy") == policy:
             return r
-    raise style.InputError(f"{s['_path']}: no result for {platform} batch {batch} ({policy})")
+    raise report_io.InputError(f"{s['_path']}: no result for {platform} batch {batch} ({policy})")
 
 
 def table4_runs(runner):
@@ -102,8 +103,8 @@ def table4_runs(runner):
                                                      "--calibrate-rate", str(cal_rate), "--calibrate-latency-ms", "7",
                                                      "--latency-bound-ms", "7"])
     if not isinstance(cal.get("calibration"), dict):
-        raise style.InputError(f"{cal['_path']}: no calibration")
-    k = style.number(cal["calibration"].get("scale"), f"{cal['_path']}: calibration.scale")
+        raise report_io.InputError(f"{cal['_path']}: no calibration")
+    k = report_io.number(cal["calibration"].get("scale"), f"{cal['_path']}: calibration.scale")
     rows = {}
     for platform, batch, p99, ips, _ in PAPER_TABLE4:
         args = common + ["-b", str(batch), "--host-scale", repr(k), "--latency-bound-ms", f"{p99:g}",
@@ -117,9 +118,9 @@ def table4_runs(runner):
         what = f"{s['_path']}: {platform} batch {batch}"
         dies = DIES[platform]
         rows[(platform, batch)] = {
-            "p99_at_rate_ms": style.number(r["at_rate"]["latency_ms"]["p99"], f"{what}: at_rate.latency_ms.p99"),
-            "load_at_rate": (ips * dies) / style.number(r["capacity_per_s"], f"{what}: capacity_per_s"),
-            "max_per_die": style.number(r["max_throughput_per_s"], f"{what}: max_throughput_per_s") / dies
+            "p99_at_rate_ms": report_io.number(r["at_rate"]["latency_ms"]["p99"], f"{what}: at_rate.latency_ms.p99"),
+            "load_at_rate": (ips * dies) / report_io.number(r["capacity_per_s"], f"{what}: capacity_per_s"),
+            "max_per_die": report_io.number(r["max_throughput_per_s"], f"{what}: max_throughput_per_s") / dies
             if r.get("feasible") else 0.0,
             "capacity_per_die": r["capacity_per_s"] / dies,
         }
@@ -235,16 +236,16 @@ def update_doc(path, sections):
         with open(path, encoding="utf-8") as f:
             text = f.read()
     except OSError as e:
-        raise style.InputError(f"{path}: cannot read: {e.strerror}") from e
+        raise report_io.InputError(f"{path}: cannot read: {e.strerror}") from e
     for name, body in sections.items():
         begin, end = f"<!-- BEGIN GENERATED {name}", f"<!-- END GENERATED {name} -->"
         b = text.find(begin)
         e = text.find(end)
         if b < 0 or e < b:
-            raise style.InputError(f"{path}: no '{begin} ... -->' ... '{end}' block")
+            raise report_io.InputError(f"{path}: no '{begin} ... -->' ... '{end}' block")
         line_end = text.index("\n", b) + 1
         text = text[:line_end] + body + text[e:]
-    style.write_text_atomic(path, text)
+    doc_sections.write_text_atomic(path, text)
 
 
 def commands_block(cmds):
@@ -262,7 +263,7 @@ def main(argv):
     args = ap.parse_args(argv)
     tessera = os.path.abspath(args.tessera) if args.tessera else None
     if tessera and not (os.path.isfile(tessera) and os.access(tessera, os.X_OK)):
-        raise style.InputError(f"--tessera: {args.tessera} is not an executable")
+        raise report_io.InputError(f"--tessera: {args.tessera} is not an executable")
     build_dir = os.path.dirname(tessera) if tessera else os.path.join(ROOT, "build")
 
     sections = {}
@@ -294,4 +295,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(style.main_guard(main))
+    sys.exit(report_io.main_guard(main))

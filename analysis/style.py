@@ -7,23 +7,19 @@ One look for every figure: sized for a two-column paper (3.3 in single-column,
 one fixed colour per platform and per cause, so a platform looks the same in
 every figure.
 
-Inputs are read only from report.json files (tessera run) and sweep results
-(results.jsonl / results.csv). Malformed inputs raise InputError; `main_guard`
-turns that into a one-line "script: error: ..." message and exit status 2. Those live in
-report_io.py, the docs' generated sections in doc_sections.py, running tessera in
-run_tessera.py; axis labels and units of sweep figures in metric_labels.py.
+This module holds the look only. The scripts' other jobs have their own modules (issue 32
+item 6): reading report.json files and sweep results, with InputError and `main_guard` (a
+one-line "script: error: ..." message, exit status 2), in report_io.py; writing tables and
+the docs' generated sections in doc_sections.py; running tessera in run_tessera.py; axis
+labels and units of sweep figures in metric_labels.py.
 """
 import os
 import tempfile
 
 import matplotlib
 
-# The jobs style.py once did besides the look (issue 32 item 6), re-exported so that every
-# `style.NAME` of the scripts keeps working: reading reports, rewriting docs, running tessera.
-from report_io import (InputError, REPORT_REQUIRED, accel_precision, baselines_of, load_report,  # noqa: F401
-                       load_reports, main_guard, number, spec_of)
-from doc_sections import _umask_mode, replace_section, write_text_atomic  # noqa: F401
-from run_tessera import run_checked, run_plots  # noqa: F401
+from doc_sections import umask_file_mode
+from report_io import accel_precision, spec_of
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -165,7 +161,7 @@ def save(fig, out_base):
             # Fixed metadata: no creation date, so the PDF is the same for the same inputs.
             metadata = {"CreationDate": None, "Creator": "Tessera analysis"} if fmt == "pdf" else {"Software": None}
             fig.savefig(tmp, format=fmt, metadata=metadata)
-            os.chmod(tmp, _umask_mode())
+            os.chmod(tmp, umask_file_mode())
             os.replace(tmp, path)
         except BaseException:
             if os.path.exists(tmp):

@@ -17,7 +17,7 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import serving_table  # noqa: E402
-import style  # noqa: E402
+import report_io  # noqa: E402
 from test_plots import check_figure, one_line_error, run  # noqa: E402
 
 HEADER = ("platform,replicas,batch,policy,load,offered_per_s,throughput_per_s,per_replica_per_s,p50_ms,p90_ms,p99_ms,"
@@ -88,7 +88,7 @@ def test_update_doc_replaces_named_blocks(tmp_path):
     serving_table.update_doc(str(doc), {"table4": "T4\n", "curve": "C\n"})
     assert doc.read_text() == ("a\n<!-- BEGIN GENERATED table4 by x -->\nT4\n<!-- END GENERATED table4 -->\nb\n"
                                "<!-- BEGIN GENERATED curve by x -->\nC\n<!-- END GENERATED curve -->\nc\n")
-    with pytest.raises(style.InputError, match="no '<!-- BEGIN GENERATED mlperf"):
+    with pytest.raises(report_io.InputError, match="no '<!-- BEGIN GENERATED mlperf"):
         serving_table.update_doc(str(doc), {"mlperf": "x"})
 
 

@@ -23,7 +23,7 @@ import metric_labels  # noqa: E402
 import plot_all  # noqa: E402
 import plot_breakdown  # noqa: E402
 import plot_sweep  # noqa: E402
-import style  # noqa: E402
+import report_io  # noqa: E402
 
 
 def rows():
@@ -167,12 +167,12 @@ def test_line_plot_one_line_per_group_in_units():
 
 
 def test_line_plot_refuses_points_it_would_mix():
-    with pytest.raises(style.InputError, match=r"clock_mhz takes 700, 1050.*--where"):
+    with pytest.raises(report_io.InputError, match=r"clock_mhz takes 700, 1050.*--where"):
         plot_sweep.make_figure("mem", rows(), args_of("--kind", "line", "--x", "weight_memory.bandwidth_gb_per_s",
                                                       "--group", "array.rows", "--workload", "mlp0"))
-    with pytest.raises(style.InputError, match="clock_mhz takes: 1050, 700"):
+    with pytest.raises(report_io.InputError, match="clock_mhz takes: 1050, 700"):
         plot_sweep.make_figure("mem", rows(), args_of("--kind", "line", "--x", "array.rows", "--where", "clock_mhz=900"))
-    with pytest.raises(style.InputError, match="needs --x"):
+    with pytest.raises(report_io.InputError, match="needs --x"):
         plot_sweep.make_figure("mem", rows(), args_of("--kind", "line"))
 
 
@@ -187,7 +187,7 @@ def test_line_plot_of_a_size_parameter_in_mib():
 
 
 def test_many_layer_breakdown_legend_clear_of_tick_labels():
-    report = style.load_report(os.path.join(FIXTURES, "lstm0-b8", "report.json"))
+    report = report_io.load_report(os.path.join(FIXTURES, "lstm0-b8", "report.json"))
     fig = plot_breakdown.make_figure([report], plot_breakdown.parser().parse_args(
         ["-", "--per", "layer", "--top", "40", "--out", "-"]))
     fig.canvas.draw()

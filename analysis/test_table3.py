@@ -9,6 +9,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "analysis"))
+import report_io  # noqa: E402
 import table3  # noqa: E402
 import tpu_paper  # noqa: E402
 
@@ -72,7 +73,7 @@ def test_table3_data_sums_as_the_caption_says():
 
 
 def test_errors_mean_and_host_columns(tmp_path):
-    reps = table3.by_app([table3.style.load_report(p) for p in write(tmp_path)])
+    reps = table3.by_app([report_io.load_report(p) for p in write(tmp_path)])
     rows = table3.tops_rows(reps)
     for app, err in ERRORS.items():
         assert rows[app]["error"] == pytest.approx(err)

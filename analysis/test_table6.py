@@ -8,6 +8,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "analysis"))
+import report_io  # noqa: E402
 import table6  # noqa: E402
 import tpu_paper  # noqa: E402
 
@@ -91,5 +92,5 @@ def test_baseline_batch_choices():
     assert table6.baseline_batches("paper")[0]["cnn1"] == 32
     assert table6.baseline_batches("scaled")[0] == {"mlp0": 16, "mlp1": 13, "lstm0": 5, "lstm1": 8, "cnn0": 1, "cnn1": 3}
     assert table6.baseline_batches("cnn0=4")[0]["cnn0"] == 4
-    with pytest.raises(table6.style.InputError):
+    with pytest.raises(report_io.InputError):
         table6.baseline_batches("cnn9=4")

@@ -35,7 +35,10 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(REPO, "analysis"))
-import style  # noqa: E402  (replace_section, run_checked, save, InputError)
+import doc_sections  # noqa: E402
+import report_io  # noqa: E402
+import run_tessera  # noqa: E402
+import style  # noqa: E402
 
 MEASURED_DIR = os.path.join(HERE, "measured", "tpu-v4-gemm")
 FILES = ("128", "1024", "4096")
@@ -66,7 +69,7 @@ def load_measured(directory=MEASURED_DIR):
         try:
             fh = open(path, newline="")
         except OSError as e:
-            raise style.InputError(f"{path}: cannot read: {e.strerror}") from e
+            raise report_io.InputError(f"{path}: cannot read: {e.strerror}") from e
         with fh:
             for row in csv.DictReader(fh):
                 try:
@@ -77,7 +80,7 @@ def load_measured(directory=MEASURED_DIR):
                     cols["stddev_us"].append(float(row["fusion_stddev"]))
                     cols["scale_sim_cycles"].append(float(row["scale_sim_cycles"]))
                 except (KeyError, ValueError) as e:
-                    raise style.InputError(f"{path}: row {row.get('kernel_name', '?')}: bad or missing {e}") from e
+                    raise report_io.InputError(f"{path}: row {row.get('kernel_name', '?')}: bad or missing {e}") from e
                 cols["file"].append(f)
     return {k: np.array(v) for k, v in cols.items()}
 
@@ -165,7 +168,7 @@ def run_all(data, binary, config, extra_args, jobs, progress=True):
                 fh.write(gemm_workload_yaml(m, n, k))
             cmd = [binary, "run", "--arch", config, "--workload", base + ".yaml", "--out", base, "--quiet",
                    "--precision", "fp16"] + extra_args
-            style.run_checked(cmd, binary)
+            run_tessera.run_checked(cmd, binary)
             with open(os.path.join(base, "report.json")) as fh:
                 latency_s = json.load(fh)["summary"]["latency_s"]
             shutil.rmtree(base, ignore_errors=True)
@@ -288,16 +291,16 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     if args.jobs < 1:
-        raise style.InputError(f"--jobs {args.jobs}: must be at least 1")
+        raise report_io.InputError(f"--jobs {args.jobs}: must be at least 1")
     for opt, path in (("--config", args.config), ("--bin", args.bin)):
         if not os.path.isfile(path):
-            raise style.InputError(f"{opt} {path}: no such file")
+            raise report_io.InputError(f"{opt} {path}: no such file")
     files = args.files.split(",")
     bad = [f for f in files if f not in FILES]
     if bad:
-        raise style.InputError(f"--files {args.files}: unknown {','.join(bad)} (allowed: {','.join(FILES)})")
+        raise report_io.InputError(f"--files {args.files}: unknown {','.join(bad)} (allowed: {','.join(FILES)})")
     if args.limit < 0:
-        raise style.InputError(f"--limit {args.limit}: must be 0 (all) or more")
+        raise report_io.InputError(f"--limit {args.limit}: must be 0 (all) or more")
     extra = shlex.split(args.extra_args)
 
     data = load_measured(args.measured)
@@ -313,7 +316,7 @@ def main(argv=None):
     if args.fit:
         dev = data["file"] == DEV_FILE
         if not dev.any():
-            raise style.InputError("--fit needs the 128 file in --files")
+            raise report_io.InputError("--fit needs the 128 file in --files")
         dev_data = {k: v[dev] for k, v in data.items()}
         # Two runs of the 128 file with the constants replaced (a composed config: base + overrides).
         bw1, bw2 = 400.0, 200.0
@@ -336,7 +339,7 @@ def main(argv=None):
     # Outputs only after every GEMM ran: a failure leaves nothing half-written.
     command = "/usr/bin/python3 bench/tpu_v4_gemm.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
     if args.out:
-        style.write_text_atomic(args.out, predictions_csv(data, pred))
+        doc_sections.write_text_atomic(args.out, predictions_csv(data, pred))
     figures_rel = None
     if args.figures:
         scatter_figure(data, pred, os.path.join(args.figures, "tpu-v4-gemm-scatter"))
@@ -344,10 +347,10 @@ def main(argv=None):
         if args.doc:
             figures_rel = os.path.relpath(os.path.abspath(args.figures), os.path.dirname(os.path.abspath(args.doc)))
     if args.doc:
-        style.replace_section(args.doc, DOC_BEGIN, DOC_END,
+        doc_sections.replace_section(args.doc, DOC_BEGIN, DOC_END,
                               doc_section(rows, command, args.config, extra, figures_rel))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(style.main_guard(main))
+    sys.exit(report_io.main_guard(main))

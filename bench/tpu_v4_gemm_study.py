@@ -19,7 +19,10 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+_BENCH = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, _BENCH)
+sys.path.insert(0, os.path.join(os.path.dirname(_BENCH), "analysis"))  # doc_sections
+import doc_sections  # noqa: E402
 import tpu_v4_gemm as tv  # noqa: E402  (one home for the data loader and the metrics)
 
 # Published TPU v4 figures (Jouppi et al., ISCA 2023, "TPU v4: An Optically Reconfigurable
@@ -270,7 +273,7 @@ def main(argv=None):
                 + "\n".join("- **%s**: %s" % (n, w) for n, w, *_ in rows) + "\n\n" + table(rows)
                 + "\nMAPE per decade of the MAC count M·N·K, same fits:\n\n" + bucket_table(data, rows)
                 + ("\n![Model K against the measurements](figures/tpu-v4-gemm-study-K.png)\n" if args.figures else ""))
-        tv.style.replace_section(args.doc, DOC_BEGIN, DOC_END, text)
+        doc_sections.replace_section(args.doc, DOC_BEGIN, DOC_END, text)
     return 0
 
 

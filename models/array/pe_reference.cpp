@@ -79,6 +79,38 @@ struct StatTile {
   bool loaded = false;  // column 0 holds the whole tile
 };
 
+// A tile in the stationary machine's terms: ws holds W = B and streams the rows of A; is
+// holds W = A^T and streams the columns of B.
+StatTile stationary_tile(const ReferenceTile& src, bool ws) {
+  const int64_t m = src.shape.m, k = src.shape.k, n = src.shape.n;
+  StatTile st;
+  st.k = k;
+  st.w = ws ? n : m;
+  st.s = ws ? m : n;
+  st.len = std::max(st.s, src.min_stream_cycles);
+  st.W.resize(k * st.w);
+  st.X.resize(st.s * k);
+  st.out_index.resize(st.s * st.w);
+  for (int64_t i = 0; i < k; ++i) {
+    for (int64_t j = 0; j < st.w; ++j) {
+      st.W[i * st.w + j] = ws ? src.b[i * n + j] : src.a[j * k + i];  // B or A^T
+    }
+  }
+  for (int64_t r = 0; r < st.s; ++r) {
+    for (int64_t i = 0; i < k; ++i) {
+      st.X[r * k + i] = ws ? src.a[r * k + i] : src.b[i * n + r];  // rows of A or of B^T
+    }
+    for (int64_t j = 0; j < st.w; ++j) {
+      st.out_index[r * st.w + j] = static_cast<std::size_t>(ws ? r * n + j : j * n + r);
+    }
+  }
+  st.step_at.assign(st.len, -1);
+  for (int64_t r = 0; r < st.s; ++r) st.step_at[step_offset(r, st.s, st.len)] = r;
+  st.stationary_ready = src.stationary_ready;
+  st.stream_ready = src.stream_ready;
+  return st;
+}
+
 struct Weight {
   int32_t v = 0;
   int64_t tile = -1, si = -1, sj = -1;
@@ -95,208 +127,204 @@ struct Psum {
   int64_t tile = -1, r = -1, count = 0;
 };
 
-ReferenceRun simulate_stationary(const Common& cx, std::span<const ReferenceTile> in,
-                                 const std::vector<TileSchedule>* forced) {
-  const int64_t R = cx.R, C = cx.C;
-  const bool ws = dataflow_model(cx.dataflow).reference_machine() == ReferenceMachine::kStationaryB;
-  const int64_t T = static_cast<int64_t>(in.size());
-
-  std::vector<StatTile> tiles(in.size());
-  ReferenceRun run;
-  run.tiles.resize(in.size());
-  for (int64_t t = 0; t < T; ++t) {
-    const ReferenceTile& src = in[t];
-    const int64_t m = src.shape.m, k = src.shape.k, n = src.shape.n;
-    StatTile& st = tiles[t];
-    st.k = k;
-    st.w = ws ? n : m;
-    st.s = ws ? m : n;
-    st.len = std::max(st.s, src.min_stream_cycles);
-    st.W.resize(k * st.w);
-    st.X.resize(st.s * k);
-    st.out_index.resize(st.s * st.w);
-    for (int64_t i = 0; i < k; ++i) {
-      for (int64_t j = 0; j < st.w; ++j) {
-        st.W[i * st.w + j] = ws ? src.b[i * n + j] : src.a[j * k + i];  // B or A^T
-      }
+// The ws / is machine: its registers and controller state, stepped one cycle at a time. Each
+// cycle reads the registers as they were at its start (the step functions below, in order)
+// and latches the next values at its end.
+class StationaryMachine {
+ public:
+  StationaryMachine(const Common& cx, std::span<const ReferenceTile> in, const std::vector<TileSchedule>* forced)
+      : cx_(cx), forced_(forced), R_(cx.R), C_(cx.C), T_(static_cast<int64_t>(in.size())) {
+    const bool ws = dataflow_model(cx.dataflow).reference_machine() == ReferenceMachine::kStationaryB;
+    run_.tiles.resize(in.size());
+    for (int64_t t = 0; t < T_; ++t) {
+      tiles_.push_back(stationary_tile(in[t], ws));
+      run_.tiles[t].c.assign(in[t].shape.m * in[t].shape.n, 0);
     }
-    for (int64_t r = 0; r < st.s; ++r) {
-      for (int64_t i = 0; i < k; ++i) {
-        st.X[r * k + i] = ws ? src.a[r * k + i] : src.b[i * n + r];  // rows of A or of B^T
-      }
-      for (int64_t j = 0; j < st.w; ++j) {
-        st.out_index[r * st.w + j] = static_cast<std::size_t>(ws ? r * n + j : j * n + r);
-      }
-    }
-    st.step_at.assign(st.len, -1);
-    for (int64_t r = 0; r < st.s; ++r) st.step_at[step_offset(r, st.s, st.len)] = r;
-    st.stationary_ready = src.stationary_ready;
-    st.stream_ready = src.stream_ready;
-    run.tiles[t].c.assign(m * n, 0);
+    const std::size_t N = static_cast<std::size_t>(R_ * C_);
+    act_.resize(N);
+    sh_.resize(N);
+    opr_.resize(N);
+    n_opr_.resize(N);
+    sw_.assign(N, 0);
+    n_sw_.assign(N, 0);
+    ps_.resize(N);
+    n_ps_.resize(N);
+    edge_.resize(R_);
+    edge_sw_.resize(R_);
+    col_written_.resize(C_);
+    bound_ = cycle_bound(in, forced, R_, C_);
   }
 
-  const std::size_t N = static_cast<std::size_t>(R * C);
-  std::vector<Weight> act(N), sh(N), n_act, n_sh;
-  std::vector<Operand> opr(N), n_opr(N);
-  std::vector<uint8_t> sw(N, 0), n_sw(N, 0);
-  std::vector<Psum> ps(N), n_ps(N);
-  std::vector<Operand> edge(R);
-  std::vector<uint8_t> edge_sw(R);
-  std::vector<uint8_t> col_written(C);
-  auto at = [C](int64_t i, int64_t j) { return static_cast<std::size_t>(i * C + j); };
-
-  struct Load {
-    int64_t tile, L;
-  };
-  std::vector<Load> loads;  // in flight (some column still shifting)
-  int64_t next_load = 0, next_stream = 0, finished = 0;
-  int64_t last_load_end = 0;        // preload_end of the last load (loader port free from here)
-  int64_t window_end = 0;           // stream_end of the last started tile
-  const int64_t bound = cycle_bound(in, forced, R, C);
-
-  for (int64_t c = 0; finished < T; ++c) {
-    if (c > bound) cx.hazard(c, -1, -1, "the array did not finish (deadlock)");
-
-    // 1. Stream start (decided from the state at the start of the cycle).
-    if (next_stream < T) {
-      StatTile& st = tiles[next_stream];
-      bool start = false;
-      if (forced) {
-        start = forced_stream_starts(cx, (*forced)[next_stream], c, window_end);
-      } else {
-        start = c >= window_end && st.loaded && c >= st.stream_ready;
-      }
-      if (start) {
-        st.S = c;
-        st.E = c + st.len;
-        window_end = st.E;
-        ++next_stream;
-      }
+  ReferenceRun run() {
+    for (int64_t c = 0; finished_ < T_; ++c) {
+      if (c > bound_) cx_.hazard(c, -1, -1, "the array did not finish (deadlock)");
+      start_stream(c);
+      feed_left_edge(c);
+      step_pes(c);
+      accumulate(c);
+      start_load(c);
+      shift_loads(c);
+      latch();
     }
+    for (int64_t t = 0; t < T_; ++t) {
+      const StatTile& st = tiles_[t];
+      record_tile(run_, t, TileSchedule{st.L, st.P, st.S, st.E, st.done}, st.macs);
+    }
+    return std::move(run_);
+  }
 
-    // 2. Left-edge inputs: skewed operands and (double buffered) switch tokens.
-    std::fill(edge.begin(), edge.end(), Operand{});
-    std::fill(edge_sw.begin(), edge_sw.end(), 0);
-    for (int64_t t = 0; t < next_stream; ++t) {
-      const StatTile& st = tiles[t];
-      if (c > st.E + R) continue;
+ private:
+  std::size_t at(int64_t i, int64_t j) const { return static_cast<std::size_t>(i * C_ + j); }
+
+  // 1. Stream start (decided from the state at the start of the cycle).
+  void start_stream(int64_t c) {
+    if (next_stream_ >= T_) return;
+    StatTile& st = tiles_[next_stream_];
+    bool start = false;
+    if (forced_) {
+      start = forced_stream_starts(cx_, (*forced_)[next_stream_], c, window_end_);
+    } else {
+      start = c >= window_end_ && st.loaded && c >= st.stream_ready;
+    }
+    if (start) {
+      st.S = c;
+      st.E = c + st.len;
+      window_end_ = st.E;
+      ++next_stream_;
+    }
+  }
+
+  // 2. Left-edge inputs: skewed operands and (double buffered) switch tokens.
+  void feed_left_edge(int64_t c) {
+    std::fill(edge_.begin(), edge_.end(), Operand{});
+    std::fill(edge_sw_.begin(), edge_sw_.end(), 0);
+    for (int64_t t = 0; t < next_stream_; ++t) {
+      const StatTile& st = tiles_[t];
+      if (c > st.E + R_) continue;
       for (int64_t i = 0; i < st.k; ++i) {
         const int64_t d = c - i - st.S;
         if (d < 0 || d >= st.len || st.step_at[d] < 0) continue;
-        if (edge[i].valid) cx.hazard(c, i, 0, "two operands enter the row in one cycle");
+        if (edge_[i].valid) cx_.hazard(c, i, 0, "two operands enter the row in one cycle");
         const int64_t r = st.step_at[d];
-        edge[i] = Operand{true, st.X[r * st.k + i], t, r};
+        edge_[i] = Operand{true, st.X[r * st.k + i], t, r};
       }
-      if (cx.db) {
+      if (cx_.db) {
         const int64_t i = c - st.S;
-        if (i >= 0 && i < R) {
-          if (edge_sw[i]) cx.hazard(c, i, 0, "two switch tokens in one cycle");
-          edge_sw[i] = 1;
+        if (i >= 0 && i < R_) {
+          if (edge_sw_[i]) cx_.hazard(c, i, 0, "two switch tokens in one cycle");
+          edge_sw_[i] = 1;
         }
       }
     }
+  }
 
-    // 3. PEs: switch, MAC, move operands right and partial sums down.
-    n_act = act;
-    n_sh = sh;
-    for (int64_t i = 0; i < R; ++i) {
-      for (int64_t j = 0; j < C; ++j) {
+  // 3. PEs: switch, MAC, move operands right and partial sums down.
+  void step_pes(int64_t c) {
+    n_act_ = act_;
+    n_sh_ = sh_;
+    for (int64_t i = 0; i < R_; ++i) {
+      for (int64_t j = 0; j < C_; ++j) {
         const std::size_t x = at(i, j);
-        const Operand ain = j == 0 ? edge[i] : opr[at(i, j - 1)];
-        const bool swin = cx.db && (j == 0 ? edge_sw[i] != 0 : sw[at(i, j - 1)] != 0);
-        Weight w = act[x];
+        const Operand ain = j == 0 ? edge_[i] : opr_[at(i, j - 1)];
+        const bool swin = cx_.db && (j == 0 ? edge_sw_[i] != 0 : sw_[at(i, j - 1)] != 0);
+        Weight w = act_[x];
         if (swin) {
-          w = sh[x].pending ? sh[x] : Weight{};
+          w = sh_[x].pending ? sh_[x] : Weight{};
           w.pending = false;
-          n_act[x] = w;
-          n_sh[x].pending = false;
+          n_act_[x] = w;
+          n_sh_[x].pending = false;
         }
-        const Psum pin = i == 0 ? Psum{} : ps[at(i - 1, j)];
+        const Psum pin = i == 0 ? Psum{} : ps_[at(i - 1, j)];
         Psum pout{};
         if (ain.valid) {
           if (w.tile != ain.tile || w.si != i || w.sj != j) {
-            cx.hazard(c, i, j,
-                      "operand of tile " + std::to_string(ain.tile) + " met weight (tile " +
-                          std::to_string(w.tile) + ", " + std::to_string(w.si) + "," +
-                          std::to_string(w.sj) + ")");
+            cx_.hazard(c, i, j,
+                       "operand of tile " + std::to_string(ain.tile) + " met weight (tile " +
+                           std::to_string(w.tile) + ", " + std::to_string(w.si) + "," +
+                           std::to_string(w.sj) + ")");
           }
           if (i == 0) {
             pout = Psum{true, mac32(0, ain.v, w.v), ain.tile, ain.r, 1};
           } else {
             if (!pin.valid || pin.tile != ain.tile || pin.r != ain.r || pin.count != i) {
-              cx.hazard(c, i, j, "operand does not meet its own partial sum");
+              cx_.hazard(c, i, j, "operand does not meet its own partial sum");
             }
             pout = pin;
             pout.v = mac32(pin.v, ain.v, w.v);
             pout.count = i + 1;
           }
-          StatTile& st = tiles[ain.tile];
+          StatTile& st = tiles_[ain.tile];
           if (j < st.w) ++st.macs;
         } else if (pin.valid) {
-          if (pin.count < tiles[pin.tile].k) cx.hazard(c, i, j, "partial sum misses an operand");
+          if (pin.count < tiles_[pin.tile].k) cx_.hazard(c, i, j, "partial sum misses an operand");
           pout = pin;
         }
-        n_opr[x] = ain;
-        n_sw[x] = swin ? 1 : 0;
-        n_ps[x] = pout;
+        n_opr_[x] = ain;
+        n_sw_[x] = swin ? 1 : 0;
+        n_ps_[x] = pout;
       }
     }
+  }
 
-    // 4. Accumulators below the array: add what the bottom row latched last cycle.
-    for (int64_t j = 0; j < C; ++j) {
-      const Psum& p = ps[at(R - 1, j)];
+  // 4. Accumulators below the array: add what the bottom row latched last cycle.
+  void accumulate(int64_t c) {
+    for (int64_t j = 0; j < C_; ++j) {
+      const Psum& p = ps_[at(R_ - 1, j)];
       if (!p.valid) continue;
-      StatTile& st = tiles[p.tile];
-      if (p.count != st.k) cx.hazard(c, R - 1, j, "incomplete partial sum reached the accumulators");
+      StatTile& st = tiles_[p.tile];
+      if (p.count != st.k) cx_.hazard(c, R_ - 1, j, "incomplete partial sum reached the accumulators");
       if (j >= st.w) continue;  // padding column: discarded
-      std::vector<int32_t>& out = run.tiles[p.tile].c;
+      std::vector<int32_t>& out = run_.tiles[p.tile].c;
       const std::size_t idx = st.out_index[p.r * st.w + j];
       out[idx] = p.v;
       st.done = c + 1;
-      if (++st.written == st.s * st.w) ++finished;
+      if (++st.written == st.s * st.w) ++finished_;
     }
+  }
 
-    // 5. Loader start (after this cycle's switches).
-    if (next_load < T) {
-      StatTile& st = tiles[next_load];
-      bool start = false;
-      if (forced) {
-        const int64_t want = (*forced)[next_load].preload_start;
-        if (want < c) cx.hazard(c, -1, -1, "forced preload start out of order");
-        if (want == c) {
-          if (c < last_load_end) cx.hazard(c, -1, -1, "loader port busy");
-          start = true;
-        }
-      } else if (c >= last_load_end && c >= st.stationary_ready) {
-        if (cx.db) {
-          start = !n_sh[at(0, 0)].pending;
-        } else {
-          // Every loaded tile has begun streaming and its last operand enters row 0 by
-          // the end of this cycle: the load wave then trails it through the array.
-          start = next_load == next_stream && window_end <= c + 1;
-        }
+  // 5. Loader start (after this cycle's switches).
+  void start_load(int64_t c) {
+    if (next_load_ >= T_) return;
+    StatTile& st = tiles_[next_load_];
+    bool start = false;
+    if (forced_) {
+      const int64_t want = (*forced_)[next_load_].preload_start;
+      if (want < c) cx_.hazard(c, -1, -1, "forced preload start out of order");
+      if (want == c) {
+        if (c < last_load_end_) cx_.hazard(c, -1, -1, "loader port busy");
+        start = true;
       }
-      if (start) {
-        st.L = c;
-        st.P = c + st.k;
-        last_load_end = st.P;
-        loads.push_back(Load{next_load, c});
-        ++next_load;
+    } else if (c >= last_load_end_ && c >= st.stationary_ready) {
+      if (cx_.db) {
+        start = !n_sh_[at(0, 0)].pending;
+      } else {
+        // Every loaded tile has begun streaming and its last operand enters row 0 by
+        // the end of this cycle: the load wave then trails it through the array.
+        start = next_load_ == next_stream_ && window_end_ <= c + 1;
       }
     }
+    if (start) {
+      st.L = c;
+      st.P = c + st.k;
+      last_load_end_ = st.P;
+      loads_.push_back(Load{next_load_, c});
+      ++next_load_;
+    }
+  }
 
-    // 6. Load shifts: column j of a load started at L shifts at L+j .. L+j+k-1; at step q
-    //    rows 1..q take the row above, row 0 takes W[k-1-q] (zero beyond the tile width).
-    std::vector<Weight>& target = cx.db ? n_sh : n_act;
-    const std::vector<Weight>& before = cx.db ? sh : act;
-    std::fill(col_written.begin(), col_written.end(), 0);
-    for (const Load& ld : loads) {
-      StatTile& st = tiles[ld.tile];
-      for (int64_t j = 0; j < C; ++j) {
+  // 6. Load shifts: column j of a load started at L shifts at L+j .. L+j+k-1; at step q
+  //    rows 1..q take the row above, row 0 takes W[k-1-q] (zero beyond the tile width).
+  void shift_loads(int64_t c) {
+    std::vector<Weight>& target = cx_.db ? n_sh_ : n_act_;
+    const std::vector<Weight>& before = cx_.db ? sh_ : act_;
+    std::fill(col_written_.begin(), col_written_.end(), 0);
+    for (const Load& ld : loads_) {
+      StatTile& st = tiles_[ld.tile];
+      for (int64_t j = 0; j < C_; ++j) {
         const int64_t q = c - ld.L - j;
         if (q < 0 || q >= st.k) continue;
-        if (col_written[j]) cx.hazard(c, 0, j, "two loads shift one column");
-        col_written[j] = 1;
+        if (col_written_[j]) cx_.hazard(c, 0, j, "two loads shift one column");
+        col_written_[j] = 1;
         for (int64_t i = q; i >= 0; --i) {
           Weight nw;
           if (i == 0) {
@@ -305,32 +333,55 @@ ReferenceRun simulate_stationary(const Common& cx, std::span<const ReferenceTile
           } else {
             nw = before[at(i - 1, j)];
           }
-          nw.pending = cx.db;
+          nw.pending = cx_.db;
           Weight& dst = target[at(i, j)];
-          if (cx.db && dst.pending && dst.tile != ld.tile) {
-            cx.hazard(c, i, j, "shadow weight of tile " + std::to_string(dst.tile) +
-                                   " overwritten before its switch");
+          if (cx_.db && dst.pending && dst.tile != ld.tile) {
+            cx_.hazard(c, i, j, "shadow weight of tile " + std::to_string(dst.tile) +
+                                    " overwritten before its switch");
           }
           dst = nw;
         }
         if (j == 0 && q == st.k - 1) st.loaded = true;
       }
     }
-    std::erase_if(loads, [&](const Load& ld) { return c >= ld.L + tiles[ld.tile].k - 1 + C - 1; });
-
-    act.swap(n_act);
-    sh.swap(n_sh);
-    opr.swap(n_opr);
-    sw.swap(n_sw);
-    ps.swap(n_ps);
+    std::erase_if(loads_, [&](const Load& ld) { return c >= ld.L + tiles_[ld.tile].k - 1 + C_ - 1; });
   }
 
-  for (int64_t t = 0; t < T; ++t) {
-    const StatTile& st = tiles[t];
-    record_tile(run, t, TileSchedule{st.L, st.P, st.S, st.E, st.done}, st.macs);
+  // The end of the cycle: every register takes its next value.
+  void latch() {
+    act_.swap(n_act_);
+    sh_.swap(n_sh_);
+    opr_.swap(n_opr_);
+    sw_.swap(n_sw_);
+    ps_.swap(n_ps_);
   }
-  return run;
-}
+
+  const Common& cx_;
+  const std::vector<TileSchedule>* forced_;
+  const int64_t R_, C_, T_;
+  std::vector<StatTile> tiles_;
+  ReferenceRun run_;
+  int64_t bound_ = 0;
+
+  // Registers (row-major R x C) and their next values.
+  std::vector<Weight> act_, sh_, n_act_, n_sh_;  // active and (double buffered) shadow weights
+  std::vector<Operand> opr_, n_opr_;
+  std::vector<uint8_t> sw_, n_sw_;               // tile-switch tokens
+  std::vector<Psum> ps_, n_ps_;
+  // This cycle's inputs at the left edge, and which columns a load shifted.
+  std::vector<Operand> edge_;
+  std::vector<uint8_t> edge_sw_;
+  std::vector<uint8_t> col_written_;
+
+  // The controller.
+  struct Load {
+    int64_t tile, L;
+  };
+  std::vector<Load> loads_;  // in flight (some column still shifting)
+  int64_t next_load_ = 0, next_stream_ = 0, finished_ = 0;
+  int64_t last_load_end_ = 0;  // preload_end of the last load (loader port free from here)
+  int64_t window_end_ = 0;     // stream_end of the last started tile
+};
 
 // ----------------------------------------------------------------------------------------
 // os: C (m x n) accumulates in place; A rows stream from the left, B columns from the top.
@@ -341,6 +392,19 @@ struct OsTile {
   int64_t ready = 0;
   int64_t S = -1, E = -1, done = 0, written = 0, macs = 0;
 };
+
+OsTile os_tile(const ReferenceTile& src) {
+  OsTile st;
+  st.src = &src;
+  st.m = src.shape.m;
+  st.k = src.shape.k;
+  st.n = src.shape.n;
+  st.len = std::max(st.k, src.min_stream_cycles);
+  st.step_at.assign(st.len, -1);
+  for (int64_t p = 0; p < st.k; ++p) st.step_at[step_offset(p, st.k, st.len)] = p;
+  st.ready = std::max(src.stream_ready, src.stationary_ready);
+  return st;
+}
 
 struct AOp {
   bool valid = false;
@@ -359,211 +423,259 @@ struct Cell {
   int64_t tile = -1, count = 0, i = -1, j = -1;
 };
 
-ReferenceRun simulate_os(const Common& cx, std::span<const ReferenceTile> in,
-                         const std::vector<TileSchedule>* forced) {
-  const int64_t R = cx.R, C = cx.C;
-  const int64_t T = static_cast<int64_t>(in.size());
-  std::vector<OsTile> tiles(in.size());
-  ReferenceRun run;
-  run.tiles.resize(in.size());
-  for (int64_t t = 0; t < T; ++t) {
-    OsTile& st = tiles[t];
-    st.src = &in[t];
-    st.m = in[t].shape.m;
-    st.k = in[t].shape.k;
-    st.n = in[t].shape.n;
-    st.len = std::max(st.k, in[t].min_stream_cycles);
-    st.step_at.assign(st.len, -1);
-    for (int64_t p = 0; p < st.k; ++p) st.step_at[step_offset(p, st.k, st.len)] = p;
-    st.ready = std::max(in[t].stream_ready, in[t].stationary_ready);
-    run.tiles[t].c.assign(st.m * st.n, 0);
+// The os machine: its registers and controller state, stepped one cycle at a time. Each
+// cycle reads the registers as they were at its start (the step functions below, in order)
+// and latches the next values at its end.
+class OsMachine {
+ public:
+  OsMachine(const Common& cx, std::span<const ReferenceTile> in, const std::vector<TileSchedule>* forced)
+      : cx_(cx), forced_(forced), R_(cx.R), C_(cx.C), T_(static_cast<int64_t>(in.size())),
+        N_(static_cast<std::size_t>(cx.R * cx.C)) {
+    run_.tiles.resize(in.size());
+    for (int64_t t = 0; t < T_; ++t) {
+      tiles_.push_back(os_tile(in[t]));
+      run_.tiles[t].c.assign(tiles_[t].m * tiles_[t].n, 0);
+    }
+    a_reg_.resize(N_);
+    n_a_.resize(N_);
+    b_reg_.resize(N_);
+    n_b_.resize(N_);
+    acc_.resize(N_);
+    out_.resize(N_);
+    n_acc_.resize(N_);
+    n_chain_.resize(N_);
+    written_.resize(N_);
+    edge_a_.resize(R_);
+    edge_b_.resize(C_);
+    bound_ = cycle_bound(in, forced, R_, C_);
   }
 
-  const std::size_t N = static_cast<std::size_t>(R * C);
-  auto at = [C](int64_t i, int64_t j) { return static_cast<std::size_t>(i * C + j); };
-  std::vector<AOp> a_reg(N), n_a(N);
-  std::vector<BOp> b_reg(N), n_b(N);
-  // Double buffered: `acc` holds partial sums, `out` is the drain chain.
-  // Single buffered: `acc` is both (out unused).
-  std::vector<Cell> acc(N), out(N), n_acc(N), n_chain(N);
-  std::vector<uint8_t> written(N);
-  std::vector<AOp> edge_a(R);
-  std::vector<BOp> edge_b(C);
-  struct Trigger {
-    int64_t tile, col;
-  };
-  std::vector<Trigger> triggers;
+  ReferenceRun run() {
+    for (int64_t c = 0; finished_ < T_; ++c) {
+      if (c > bound_) cx_.hazard(c, -1, -1, "the array did not finish (deadlock)");
+      start_stream(c);
+      feed_edges(c);
+      drain(c);
+      step_pes(c);
+      start_drains(c);
+      latch();
+    }
+    for (int64_t t = 0; t < T_; ++t) {
+      const OsTile& st = tiles_[t];
+      record_tile(run_, t, TileSchedule{st.S, st.S, st.S, st.E, st.done}, st.macs);
+    }
+    return std::move(run_);
+  }
 
-  int64_t next_stream = 0, finished = 0, window_end = 0;
-  int64_t frontier = 0;  // controller counter: max over started tiles of E + m
-  bool any_started = false;
-  const int64_t bound = cycle_bound(in, forced, R, C);
+ private:
+  std::size_t at(int64_t i, int64_t j) const { return static_cast<std::size_t>(i * C_ + j); }
 
-  for (int64_t c = 0; finished < T; ++c) {
-    if (c > bound) cx.hazard(c, -1, -1, "the array did not finish (deadlock)");
-
-    // 1. Stream start.
-    if (next_stream < T) {
-      OsTile& st = tiles[next_stream];
-      bool start = false;
-      if (forced) {
-        start = forced_stream_starts(cx, (*forced)[next_stream], c, window_end);
-      } else if (c >= window_end && c >= st.ready) {
-        if (!any_started) {
-          start = true;
-        } else if (cx.db) {
-          start = c + st.len >= frontier;
-        } else {
-          start = c >= frontier - 1;
-        }
-      }
-      if (start) {
-        st.S = c;
-        st.E = c + st.len;
-        window_end = st.E;
-        frontier = std::max(frontier, st.E + st.m);
-        any_started = true;
-        ++next_stream;
+  // 1. Stream start.
+  void start_stream(int64_t c) {
+    if (next_stream_ >= T_) return;
+    OsTile& st = tiles_[next_stream_];
+    bool start = false;
+    if (forced_) {
+      start = forced_stream_starts(cx_, (*forced_)[next_stream_], c, window_end_);
+    } else if (c >= window_end_ && c >= st.ready) {
+      if (!any_started_) {
+        start = true;
+      } else if (cx_.db) {
+        start = c + st.len >= frontier_;
+      } else {
+        start = c >= frontier_ - 1;
       }
     }
+    if (start) {
+      st.S = c;
+      st.E = c + st.len;
+      window_end_ = st.E;
+      frontier_ = std::max(frontier_, st.E + st.m);
+      any_started_ = true;
+      ++next_stream_;
+    }
+  }
 
-    // 2. Edge inputs: A[i][p] into row i at S+off(p)+i, B[p][j] into column j at S+off(p)+j.
-    std::fill(edge_a.begin(), edge_a.end(), AOp{});
-    std::fill(edge_b.begin(), edge_b.end(), BOp{});
-    for (int64_t t = 0; t < next_stream; ++t) {
-      const OsTile& st = tiles[t];
-      if (c > st.E + R + C) continue;
+  // 2. Edge inputs: A[i][p] into row i at S+off(p)+i, B[p][j] into column j at S+off(p)+j.
+  void feed_edges(int64_t c) {
+    std::fill(edge_a_.begin(), edge_a_.end(), AOp{});
+    std::fill(edge_b_.begin(), edge_b_.end(), BOp{});
+    for (int64_t t = 0; t < next_stream_; ++t) {
+      const OsTile& st = tiles_[t];
+      if (c > st.E + R_ + C_) continue;
       for (int64_t i = 0; i < st.m; ++i) {
         const int64_t d = c - i - st.S;
         if (d < 0 || d >= st.len || st.step_at[d] < 0) continue;
-        if (edge_a[i].valid) cx.hazard(c, i, 0, "two A operands enter the row in one cycle");
+        if (edge_a_[i].valid) cx_.hazard(c, i, 0, "two A operands enter the row in one cycle");
         const int64_t p = st.step_at[d];
-        edge_a[i] = AOp{true, st.src->a[i * st.k + p], t, i, p};
+        edge_a_[i] = AOp{true, st.src->a[i * st.k + p], t, i, p};
       }
       for (int64_t j = 0; j < st.n; ++j) {
         const int64_t d = c - j - st.S;
         if (d < 0 || d >= st.len || st.step_at[d] < 0) continue;
-        if (edge_b[j].valid) cx.hazard(c, 0, j, "two B operands enter the column in one cycle");
+        if (edge_b_[j].valid) cx_.hazard(c, 0, j, "two B operands enter the column in one cycle");
         const int64_t p = st.step_at[d];
-        edge_b[j] = BOp{true, st.src->b[p * st.n + j], t, j, p};
+        edge_b_[j] = BOp{true, st.src->b[p * st.n + j], t, j, p};
       }
     }
+  }
 
-    // 3. Drain chain: draining results move down one row; row R-1 writes the accumulators.
-    std::vector<Cell>& chain = cx.db ? out : acc;
-    for (std::size_t x = 0; x < N; ++x) n_chain[x] = chain[x].draining ? Cell{} : chain[x];
-    std::fill(written.begin(), written.end(), 0);
-    for (int64_t i = 0; i < R; ++i) {
-      for (int64_t j = 0; j < C; ++j) {
-        const Cell& e = chain[at(i, j)];
+  // The drain chain's registers: double buffered `out_` (`acc_` holds the partial sums);
+  // single buffered `acc_` is both.
+  std::vector<Cell>& chain() { return cx_.db ? out_ : acc_; }
+
+  // 3. Drain chain: draining results move down one row; row R-1 writes the accumulators.
+  void drain(int64_t c) {
+    const std::vector<Cell>& chain_now = chain();
+    for (std::size_t x = 0; x < N_; ++x) n_chain_[x] = chain_now[x].draining ? Cell{} : chain_now[x];
+    std::fill(written_.begin(), written_.end(), 0);
+    for (int64_t i = 0; i < R_; ++i) {
+      for (int64_t j = 0; j < C_; ++j) {
+        const Cell& e = chain_now[at(i, j)];
         if (!e.draining) continue;
-        if (i == R - 1) {
-          OsTile& st = tiles[e.tile];
-          run.tiles[e.tile].c[e.i * st.n + e.j] = e.v;
+        if (i == R_ - 1) {
+          OsTile& st = tiles_[e.tile];
+          run_.tiles[e.tile].c[e.i * st.n + e.j] = e.v;
           st.done = c + 1;
-          if (++st.written == st.m * st.n) ++finished;
+          if (++st.written == st.m * st.n) ++finished_;
           continue;
         }
         const std::size_t y = at(i + 1, j);
-        if (n_chain[y].state != 0) {
-          cx.hazard(c, i + 1, j, "draining result of tile " + std::to_string(e.tile) +
-                                     " runs into a held value of tile " +
-                                     std::to_string(n_chain[y].tile));
+        if (n_chain_[y].state != 0) {
+          cx_.hazard(c, i + 1, j, "draining result of tile " + std::to_string(e.tile) +
+                                      " runs into a held value of tile " +
+                                      std::to_string(n_chain_[y].tile));
         }
-        n_chain[y] = e;
-        written[y] = 1;
+        n_chain_[y] = e;
+        written_[y] = 1;
       }
     }
+  }
 
-    // 4. PEs: MAC when an A and a B of the same tile and step meet.
-    if (cx.db) n_acc = acc;
-    triggers.clear();
-    for (int64_t i = 0; i < R; ++i) {
-      for (int64_t j = 0; j < C; ++j) {
+  // 4. PEs: MAC when an A and a B of the same tile and step meet.
+  void step_pes(int64_t c) {
+    if (cx_.db) n_acc_ = acc_;
+    triggers_.clear();
+    for (int64_t i = 0; i < R_; ++i) {
+      for (int64_t j = 0; j < C_; ++j) {
         const std::size_t x = at(i, j);
-        const AOp ain = j == 0 ? edge_a[i] : a_reg[at(i, j - 1)];
-        const BOp bin = i == 0 ? edge_b[j] : b_reg[at(i - 1, j)];
-        n_a[x] = ain;
-        n_b[x] = bin;
+        const AOp ain = j == 0 ? edge_a_[i] : a_reg_[at(i, j - 1)];
+        const BOp bin = i == 0 ? edge_b_[j] : b_reg_[at(i - 1, j)];
+        n_a_[x] = ain;
+        n_b_[x] = bin;
         if (ain.valid && bin.valid) {
-          if (ain.tile != bin.tile || ain.p != bin.p || ain.row != i || bin.col != j) {
-            cx.hazard(c, i, j, "A (tile " + std::to_string(ain.tile) + ", step " +
-                                   std::to_string(ain.p) + ") met B (tile " +
-                                   std::to_string(bin.tile) + ", step " + std::to_string(bin.p) +
-                                   ")");
-          }
-          OsTile& st = tiles[ain.tile];
-          Cell cur = acc[x];
-          if (cur.state == 2) {
-            // Single buffered: a finished result still in the accumulator register. It
-            // leaves this cycle only if its column is draining.
-            if (!cur.draining) cx.hazard(c, i, j, "new tile overwrites a finished result");
-            cur = Cell{};
-          }
-          if (cur.state == 1 && (cur.tile != ain.tile || cur.count != ain.p)) {
-            cx.hazard(c, i, j, "partial sum of another tile or step in the accumulator");
-          }
-          if (cur.state == 0 && ain.p != 0) cx.hazard(c, i, j, "partial sum lost");
-          Cell nc{1, false, mac32(cur.state == 1 ? cur.v : 0, ain.v, bin.v), ain.tile, ain.p + 1,
-                  i, j};
-          ++st.macs;
-          const bool final_step = nc.count == st.k;
-          if (final_step) {
-            nc.state = 2;
-            if (i == st.m - 1) triggers.push_back(Trigger{ain.tile, j});
-          }
-          if (cx.db && !final_step) {
-            n_acc[x] = nc;  // private accumulator register: checked above
-          } else {
-            // Into the drain chain's register (double buffered: the output register,
-            // freeing the accumulator; single buffered: the accumulator itself). What it
-            // keeps this cycle must be empty or (single buffered) this PE's own partial sum,
-            // and no draining result may arrive in it.
-            if (cx.db) n_acc[x] = Cell{};
-            const Cell& kept = n_chain[x];
-            const bool own = !cx.db && kept.state == 1 && kept.tile == nc.tile;
-            if (written[x] || (kept.state != 0 && !own)) {
-              cx.hazard(c, i, j, "result of tile " + std::to_string(nc.tile) +
-                                     " collides with a value in the drain chain");
-            }
-            n_chain[x] = nc;
-          }
+          mac(c, i, j, ain, bin);
         } else {
-          if (ain.valid && j < tiles[ain.tile].n) cx.hazard(c, i, j, "A operand without its B");
-          if (bin.valid && i < tiles[bin.tile].m) cx.hazard(c, i, j, "B operand without its A");
+          if (ain.valid && j < tiles_[ain.tile].n) cx_.hazard(c, i, j, "A operand without its B");
+          if (bin.valid && i < tiles_[bin.tile].m) cx_.hazard(c, i, j, "B operand without its A");
         }
       }
     }
+  }
 
-    // 5. A column whose last row just finished starts draining next cycle.
-    for (const Trigger& tr : triggers) {
+  // PE(i, j) adds A x B into its partial sum; after the tile's k-th step the result is final
+  // and leaves the private accumulator for the drain chain.
+  void mac(int64_t c, int64_t i, int64_t j, const AOp& ain, const BOp& bin) {
+    const std::size_t x = at(i, j);
+    if (ain.tile != bin.tile || ain.p != bin.p || ain.row != i || bin.col != j) {
+      cx_.hazard(c, i, j, "A (tile " + std::to_string(ain.tile) + ", step " +
+                              std::to_string(ain.p) + ") met B (tile " +
+                              std::to_string(bin.tile) + ", step " + std::to_string(bin.p) +
+                              ")");
+    }
+    OsTile& st = tiles_[ain.tile];
+    Cell cur = acc_[x];
+    if (cur.state == 2) {
+      // Single buffered: a finished result still in the accumulator register. It
+      // leaves this cycle only if its column is draining.
+      if (!cur.draining) cx_.hazard(c, i, j, "new tile overwrites a finished result");
+      cur = Cell{};
+    }
+    if (cur.state == 1 && (cur.tile != ain.tile || cur.count != ain.p)) {
+      cx_.hazard(c, i, j, "partial sum of another tile or step in the accumulator");
+    }
+    if (cur.state == 0 && ain.p != 0) cx_.hazard(c, i, j, "partial sum lost");
+    Cell nc{1, false, mac32(cur.state == 1 ? cur.v : 0, ain.v, bin.v), ain.tile, ain.p + 1,
+            i, j};
+    ++st.macs;
+    const bool final_step = nc.count == st.k;
+    if (final_step) {
+      nc.state = 2;
+      if (i == st.m - 1) triggers_.push_back(Trigger{ain.tile, j});
+    }
+    if (cx_.db && !final_step) {
+      n_acc_[x] = nc;  // private accumulator register: checked above
+      return;
+    }
+    // Into the drain chain's register (double buffered: the output register,
+    // freeing the accumulator; single buffered: the accumulator itself). What it
+    // keeps this cycle must be empty or (single buffered) this PE's own partial sum,
+    // and no draining result may arrive in it.
+    if (cx_.db) n_acc_[x] = Cell{};
+    const Cell& kept = n_chain_[x];
+    const bool own = !cx_.db && kept.state == 1 && kept.tile == nc.tile;
+    if (written_[x] || (kept.state != 0 && !own)) {
+      cx_.hazard(c, i, j, "result of tile " + std::to_string(nc.tile) +
+                              " collides with a value in the drain chain");
+    }
+    n_chain_[x] = nc;
+  }
+
+  // 5. A column whose last row just finished starts draining next cycle.
+  void start_drains(int64_t c) {
+    for (const Trigger& tr : triggers_) {
       int64_t count = 0;
-      for (int64_t i = 0; i < R; ++i) {
-        Cell& e = n_chain[at(i, tr.col)];
+      for (int64_t i = 0; i < R_; ++i) {
+        Cell& e = n_chain_[at(i, tr.col)];
         if (e.state == 2 && e.tile == tr.tile && !e.draining) {
           e.draining = true;
           ++count;
         }
       }
-      if (count != tiles[tr.tile].m) cx.hazard(c, -1, tr.col, "column drains an incomplete tile");
+      if (count != tiles_[tr.tile].m) cx_.hazard(c, -1, tr.col, "column drains an incomplete tile");
     }
+  }
 
-    a_reg.swap(n_a);
-    b_reg.swap(n_b);
-    if (cx.db) {
-      acc.swap(n_acc);
-      out.swap(n_chain);
+  // The end of the cycle: every register takes its next value.
+  void latch() {
+    a_reg_.swap(n_a_);
+    b_reg_.swap(n_b_);
+    if (cx_.db) {
+      acc_.swap(n_acc_);
+      out_.swap(n_chain_);
     } else {
-      acc.swap(n_chain);
+      acc_.swap(n_chain_);
     }
   }
 
-  for (int64_t t = 0; t < T; ++t) {
-    const OsTile& st = tiles[t];
-    record_tile(run, t, TileSchedule{st.S, st.S, st.S, st.E, st.done}, st.macs);
-  }
-  return run;
-}
+  const Common& cx_;
+  const std::vector<TileSchedule>* forced_;
+  const int64_t R_, C_, T_;
+  const std::size_t N_;
+  std::vector<OsTile> tiles_;
+  ReferenceRun run_;
+  int64_t bound_ = 0;
+
+  // Registers (row-major R x C) and their next values.
+  std::vector<AOp> a_reg_, n_a_;
+  std::vector<BOp> b_reg_, n_b_;
+  // Double buffered: `acc_` holds partial sums, `out_` is the drain chain.
+  // Single buffered: `acc_` is both (out_ unused).
+  std::vector<Cell> acc_, out_, n_acc_, n_chain_;
+  std::vector<uint8_t> written_;  // a draining result arrived in this register this cycle
+  // This cycle's inputs at the edges, and the columns whose last row finished.
+  std::vector<AOp> edge_a_;
+  std::vector<BOp> edge_b_;
+  struct Trigger {
+    int64_t tile, col;
+  };
+  std::vector<Trigger> triggers_;
+
+  // The controller.
+  int64_t next_stream_ = 0, finished_ = 0, window_end_ = 0;
+  int64_t frontier_ = 0;  // max over started tiles of E + m
+  bool any_started_ = false;
+};
 
 }  // namespace
 
@@ -603,11 +715,11 @@ ReferenceRun PeArrayReference::simulate(std::span<const ReferenceTile> tiles,
   }
   const Common cx{dataflow_, dims_.rows, dims_.cols, double_buffered_};
   switch (dataflow_model(dataflow_).reference_machine()) {
-    case ReferenceMachine::kOutputStationary: return simulate_os(cx, tiles, forced);
+    case ReferenceMachine::kOutputStationary: return OsMachine(cx, tiles, forced).run();
     case ReferenceMachine::kStationaryB:
     case ReferenceMachine::kStationaryAT: break;
   }
-  return simulate_stationary(cx, tiles, forced);
+  return StationaryMachine(cx, tiles, forced).run();
 }
 
 }  // namespace tessera::array

@@ -13,14 +13,16 @@ from ._errors import TesseraError
 
 ANALYSIS = os.path.join(REPO, "analysis")
 _loaded = {}
+# Reading reports (report_io), the figures' look (style) and the plot scripts.
+_ANALYSIS_MODULES = ("report_io", "style", "metric_labels", "plot_roofline", "plot_breakdown", "plot_sweep")
 
 
 def _modules():
-    """analysis/style.py and the plot scripts, imported once. style.py selects the Agg backend
-    when it is imported (the scripts run headless); that call is skipped here so that a notebook
-    keeps its backend and its open figures. analysis/ is on sys.path only while importing
+    """analysis/report_io.py, style.py and the plot scripts, imported once. style.py selects the
+    Agg backend when it is imported (the scripts run headless); that call is skipped here so that
+    a notebook keeps its backend and its open figures. analysis/ is on sys.path only while importing
     (it holds a tabulate.py that must not shadow the tabulate package)."""
-    if len(_loaded) == 5:
+    if len(_loaded) == len(_ANALYSIS_MODULES):
         return _loaded
     import matplotlib
     if not os.path.isdir(ANALYSIS):
@@ -29,7 +31,7 @@ def _modules():
     sys.path.insert(0, ANALYSIS)
     matplotlib.use = lambda *args, **kwargs: None
     try:
-        for name in ("style", "metric_labels", "plot_roofline", "plot_breakdown", "plot_sweep"):
+        for name in _ANALYSIS_MODULES:
             module = importlib.import_module(name)
             where = os.path.dirname(os.path.abspath(getattr(module, "__file__", "") or ""))
             if where != ANALYSIS:
@@ -48,7 +50,7 @@ def _modules():
 def _reports(results):
     """Report dicts (with the "_path" the scripts name in messages) from Results, report dicts,
     or paths of report.json files or of directories holding one."""
-    style = _modules()["style"]
+    report_io = _modules()["report_io"]
     if isinstance(results, (str, os.PathLike, dict)) or hasattr(results, "report"):
         results = [results]
     reports = []
@@ -61,8 +63,8 @@ def _reports(results):
             reports.append(dict(r, _path=r.get("_path", f"<report: {r.get('workload', {}).get('name')}>")))
         else:
             try:
-                reports.append(style.load_report(os.fspath(r)))
-            except style.InputError as e:
+                reports.append(report_io.load_report(os.fspath(r)))
+            except report_io.InputError as e:
                 raise TesseraError(str(e)) from None
     if not reports:
         raise TesseraError("nothing to plot: no report given")
@@ -82,11 +84,11 @@ def _args(module, positional, options):
 def _draw(make):
     import matplotlib
     import matplotlib.pyplot as plt
-    style = _modules()["style"]
+    report_io = _modules()["report_io"]
     with matplotlib.rc_context():  # the scripts' style applies to their figure only
         try:
             fig = make()
-        except style.InputError as e:
+        except report_io.InputError as e:
             raise TesseraError(str(e)) from None
         fig = fig[0] if isinstance(fig, tuple) else fig
         plt.close(fig)

@@ -280,21 +280,13 @@ void check_request_memory(const ServeOptions& o, const StudySpec& spec) {
   }
 }
 
-}  // namespace
+bool uses_policy(const StudySpec& spec, Policy p) {
+  return std::find(spec.policies.begin(), spec.policies.end(), p) != spec.policies.end();
+}
 
-int run_serve_command(const ServeOptions& o) {
-  const auto started = std::chrono::steady_clock::now();
-  // ---- Everything the command line says, checked before anything runs or is written.
-  StudySpec spec;
-  ServeInputs in;
-  in.arch_file = o.arch;
-  in.workload_file = o.workload;
-  in.precision = o.precision;
-  in.input_shapes = o.input_shapes;
-
-  const ArchConfig arch = load_arch_config(o.arch);
-  in.arch_name = arch.name;
-
+// The question: the MLPerf scenario, the bound, the rate and the policies' limits; refuses
+// options the scenario sets itself.
+void set_question(const ServeOptions& o, StudySpec& spec) {
   if (o.mlperf == "server") spec.scenario = Scenario::kServer;
   if (o.mlperf == "single-stream") spec.scenario = Scenario::kSingleStream;
   if (o.mlperf == "offline") spec.scenario = Scenario::kOffline;
@@ -312,8 +304,7 @@ int run_serve_command(const ServeOptions& o) {
   spec.min_duration_s = o.min_duration_s;
   spec.max_requests = static_cast<uint64_t>(o.max_requests);
 
-  auto uses = [&](Policy p) { return std::find(spec.policies.begin(), spec.policies.end(), p) != spec.policies.end(); };
-  if (uses(Policy::kDeadline) && spec.deadline_s <= 0) {
+  if (uses_policy(spec, Policy::kDeadline) && spec.deadline_s <= 0) {
     throw InputError("--policy deadline: give the response-time limit with --deadline-ms (or --latency-bound-ms)");
   }
   switch (spec.scenario) {
@@ -337,8 +328,10 @@ int run_serve_command(const ServeOptions& o) {
       if (!o.trace.empty() || !o.arrivals.empty()) throw InputError("--arrivals: --mlperf " + o.mlperf + " sets its own arrivals");
       break;
   }
+}
 
-  // Arrivals.
+// The arrival process: --arrivals with its --cv, or a --trace file (read here).
+void set_arrivals(const ServeOptions& o, StudySpec& spec, ServeInputs& in) {
   std::string arrivals = o.arrivals.empty() ? (o.trace.empty() ? "poisson" : "trace") : o.arrivals;
   if (arrivals == "trace" && o.trace.empty()) throw InputError("--arrivals trace: give the trace file with --trace");
   if (!o.trace.empty() && arrivals != "trace") throw InputError("--trace: the arrivals come from the trace; drop --arrivals " + arrivals);
@@ -363,8 +356,11 @@ int run_serve_command(const ServeOptions& o) {
     in.trace_file = o.trace;
     spec.at_trace_rate = spec.bound_s <= 0 && spec.rate_per_s <= 0;
   }
+}
 
-  // Host model.
+// The host model (--host), scaled by --host-scale or to be calibrated (--calibrate-*):
+// returns whether it is calibrated.
+bool set_host(const ServeOptions& o, StudySpec& spec, ServeInputs& in) {
   in.host_file = resolve_host(o.host);
   if (!in.host_file.empty()) {
     spec.host = load_host_model(in.host_file);
@@ -390,8 +386,13 @@ int run_serve_command(const ServeOptions& o) {
     in.host_scale_flag = o.host_scale;
     in.host_scale_source = "--host-scale";
   }
+  return calibrate;
+}
 
-  // Batches and what the service table must hold.
+// The served batch sizes (spec.batches) and the calibration's; returns every batch size the
+// service table must hold: those, and 1, 2, 4, ... below the largest when batches can close
+// partly full (interpolated in between).
+std::set<int64_t> set_batches(const ServeOptions& o, StudySpec& spec, bool calibrate) {
   std::vector<int64_t> batches;
   if (!o.batches.empty()) {
     batches = parse_batches(o.batches);
@@ -412,69 +413,102 @@ int run_serve_command(const ServeOptions& o) {
     table.insert(cb);
     spec.calibration = CalibrationSpec{cb, o.calibrate_rate, o.calibrate_latency_ms * 1e-3};
   }
-  const bool partial = uses(Policy::kDeadline) || uses(Policy::kTimeout) || spec.arrivals.kind == ArrivalKind::kTrace;
+  const bool partial = uses_policy(spec, Policy::kDeadline) || uses_policy(spec, Policy::kTimeout) ||
+                       spec.arrivals.kind == ArrivalKind::kTrace;
   if (partial) {
-    // Partial batches: simulate 1, 2, 4, ... below the largest, interpolate in between.
     const int64_t top = *table.rbegin();
     for (int64_t b = 1; b < top; b *= 2) table.insert(b);
   }
+  return table;
+}
 
-  // Platforms: the accelerator, then the baselines as given.
+// --baseline: the modelled baselines, checked; in.baselines gets them as written, the result
+// as the child runs take them (spec files made absolute). Points the children's
+// TESSERA_BASELINES_DIR where the names were resolved.
+std::vector<std::string> resolve_baselines(const ServeOptions& o, ServeInputs& in) {
   std::vector<std::string> baselines;
-  if (!o.baselines.empty()) {
-    const fs::path dir = [] {
-      const char* env = std::getenv("TESSERA_BASELINES_DIR");
-      return env && *env ? fs::absolute(env) : data_path("configs/baselines");
-    }();
-    for (const auto& b : split_list(o.baselines)) {
-      if (b.empty()) continue;
-      if (b == "all" || b == "host") {
-        throw InputError("--baseline: " + b + (b == "all" ? " is not taken by serve; name the baselines: " + join(yaml_stems(dir))
-                                                          : " is measured on this machine, so its times differ from run to run; serve takes modelled baselines: " + join(yaml_stems(dir))));
-      }
-      std::string entry = b;
-      const std::string spec_part = b.substr(0, b.find(':'));
-      if (looks_like_path(spec_part)) {
-        if (const std::string why = not_a_regular_file(spec_part); !why.empty()) {
-          throw InputError("--baseline " + spec_part + ": cannot read the baseline spec file: " + why +
-                           " (a spec file must be a regular YAML file)");
-        }
-        entry = fs::absolute(spec_part).string() + b.substr(spec_part.size());
-      } else if (!fs::is_regular_file(dir / (spec_part + ".yaml"))) {
-        throw InputError("--baseline: unknown baseline '" + spec_part + "'; available (in " + dir.string() + "): " + join(yaml_stems(dir)));
-      }
-      if (std::find(baselines.begin(), baselines.end(), entry) != baselines.end()) {
-        throw InputError("--baseline: " + b + " is listed twice");
-      }
-      baselines.push_back(entry);
-      in.baselines.push_back(b);
+  if (o.baselines.empty()) return baselines;
+  const fs::path dir = [] {
+    const char* env = std::getenv("TESSERA_BASELINES_DIR");
+    return env && *env ? fs::absolute(env) : data_path("configs/baselines");
+  }();
+  for (const auto& b : split_list(o.baselines)) {
+    if (b.empty()) continue;
+    if (b == "all" || b == "host") {
+      throw InputError("--baseline: " + b + (b == "all" ? " is not taken by serve; name the baselines: " + join(yaml_stems(dir))
+                                                        : " is measured on this machine, so its times differ from run to run; serve takes modelled baselines: " + join(yaml_stems(dir))));
     }
-    ::setenv("TESSERA_BASELINES_DIR", dir.c_str(), 1);  // the children resolve names where we did
+    std::string entry = b;
+    const std::string spec_part = b.substr(0, b.find(':'));
+    if (looks_like_path(spec_part)) {
+      if (const std::string why = not_a_regular_file(spec_part); !why.empty()) {
+        throw InputError("--baseline " + spec_part + ": cannot read the baseline spec file: " + why +
+                         " (a spec file must be a regular YAML file)");
+      }
+      entry = fs::absolute(spec_part).string() + b.substr(spec_part.size());
+    } else if (!fs::is_regular_file(dir / (spec_part + ".yaml"))) {
+      throw InputError("--baseline: unknown baseline '" + spec_part + "'; available (in " + dir.string() + "): " + join(yaml_stems(dir)));
+    }
+    if (std::find(baselines.begin(), baselines.end(), entry) != baselines.end()) {
+      throw InputError("--baseline: " + b + " is listed twice");
+    }
+    baselines.push_back(entry);
+    in.baselines.push_back(b);
   }
+  ::setenv("TESSERA_BASELINES_DIR", dir.c_str(), 1);  // the children resolve names where we did
+  return baselines;
+}
 
-  // Replicas: N, or PLATFORM=N,... over the accelerator's name and the baselines as written.
+// --replicas: N, or PLATFORM=N,... over the accelerator's name and the baselines as written.
+std::vector<int64_t> parse_replicas(const std::string& text, const std::vector<std::string>& platform_keys) {
+  std::vector<int64_t> replicas(platform_keys.size(), 1);
+  std::set<std::string> seen;
+  for (const auto& item : split_list(text)) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) {
+      const int64_t n = parse_int("--replicas", item, 1, 1 << 16);
+      std::fill(replicas.begin(), replicas.end(), n);
+      continue;
+    }
+    const std::string name = item.substr(0, eq);
+    auto it = std::find(platform_keys.begin(), platform_keys.end(), name);
+    if (it == platform_keys.end()) {
+      throw InputError("--replicas: '" + name + "' is not a platform of this run (" + join(platform_keys) + ")");
+    }
+    if (!seen.insert(name).second) throw InputError("--replicas: " + name + " is given twice");
+    replicas[static_cast<size_t>(it - platform_keys.begin())] = parse_int("--replicas " + name, item.substr(eq + 1), 1, 1 << 16);
+  }
+  return replicas;
+}
+
+// Everything the command line says, checked before anything runs or is written.
+struct ServePlan {
+  StudySpec spec;
+  ServeInputs in;
+  std::set<int64_t> service_batches;     // the batch sizes simulated in SystemC
+  std::vector<std::string> baselines;    // as the child runs take them
+};
+
+ServePlan plan_serve(const ServeOptions& o) {
+  ServePlan plan;
+  StudySpec& spec = plan.spec;
+  ServeInputs& in = plan.in;
+  in.arch_file = o.arch;
+  in.workload_file = o.workload;
+  in.precision = o.precision;
+  in.input_shapes = o.input_shapes;
+  const ArchConfig arch = load_arch_config(o.arch);
+  in.arch_name = arch.name;
+
+  set_question(o, spec);
+  set_arrivals(o, spec, in);
+  const bool calibrate = set_host(o, spec, in);
+  plan.service_batches = set_batches(o, spec, calibrate);
+  // Platforms: the accelerator, then the baselines as given.
+  plan.baselines = resolve_baselines(o, in);
   std::vector<std::string> platform_keys = {arch.name};
   for (const auto& b : in.baselines) platform_keys.push_back(b);
-  std::vector<int64_t> replicas(platform_keys.size(), 1);
-  {
-    std::set<std::string> seen;
-    for (const auto& item : split_list(o.replicas)) {
-      const size_t eq = item.find('=');
-      if (eq == std::string::npos) {
-        const int64_t n = parse_int("--replicas", item, 1, 1 << 16);
-        std::fill(replicas.begin(), replicas.end(), n);
-        continue;
-      }
-      const std::string name = item.substr(0, eq);
-      auto it = std::find(platform_keys.begin(), platform_keys.end(), name);
-      if (it == platform_keys.end()) {
-        throw InputError("--replicas: '" + name + "' is not a platform of this run (" + join(platform_keys) + ")");
-      }
-      if (!seen.insert(name).second) throw InputError("--replicas: " + name + " is given twice");
-      replicas[static_cast<size_t>(it - platform_keys.begin())] = parse_int("--replicas " + name, item.substr(eq + 1), 1, 1 << 16);
-    }
-  }
-  spec.replicas = replicas;
+  spec.replicas = parse_replicas(o.replicas, platform_keys);
 
   // Input shapes: ONNX only, well-formed.
   const bool onnx = graph::is_onnx_path(o.workload);
@@ -482,46 +516,46 @@ int run_serve_command(const ServeOptions& o) {
     if (!onnx) throw InputError("--input-shape: input shapes bind the inputs of ONNX models (*.onnx); '" + o.workload + "' is a YAML graph");
     graph::parse_input_shape(s);
   }
-  const fs::path out = o.out;
-  {
-    std::error_code ec;
-    if (fs::exists(out, ec) && !fs::is_directory(out, ec)) throw InputError("--out: '" + o.out + "' exists and is not a directory");
-  }
+  std::error_code ec;
+  if (fs::exists(o.out, ec) && !fs::is_directory(o.out, ec)) throw InputError("--out: '" + o.out + "' exists and is not a directory");
   check_request_memory(o, spec);
-  // The one output-directory routine of run, serve, sweep and --trace (issue 34 item 4):
-  // made (or refused, exit 2) before any simulation; the cache goes inside it by default.
-  prepare_output_directory(out, "--out");
-  if (!o.cache.empty()) prepare_output_directory(o.cache, "--cache");
+  return plan;
+}
 
-  // ---- Service times: one SystemC run per batch size, memoized.
+// The SystemC runs of the service table: one per platform and batch size, memoized in the cache.
+ServiceRequest service_request(const ServeOptions& o, const ServePlan& plan, const fs::path& out) {
   ServiceRequest req;
   req.arch = fs::absolute(o.arch);
   req.workload = fs::absolute(o.workload);
   req.precision = (looks_like_path(o.precision) && fs::is_regular_file(o.precision)) ? fs::absolute(o.precision).string() : o.precision;
   req.input_shapes = o.input_shapes;
-  req.baselines = baselines;
-  req.batches.assign(table.begin(), table.end());
+  req.baselines = plan.baselines;
+  req.batches.assign(plan.service_batches.begin(), plan.service_batches.end());
   req.cache_dir = fs::absolute(o.cache.empty() ? out / "service-cache" : fs::path(o.cache)).lexically_normal();
   req.runner_exe = sweep::self_exe();
   req.jobs = o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   req.quiet = o.quiet;
-  const ServiceTables tables = service_tables(req);
+  return req;
+}
 
-  // ---- The queueing study, then the files, all or none.
-  const auto queue_started = std::chrono::steady_clock::now();
-  const StudyResult result = [&] {
-    try {
-      return run_study(spec, tables);
-    } catch (const std::bad_alloc&) {
-      throw InputError("out of memory in the queueing simulation: --requests " + std::to_string(o.requests) +
-                       (spec.scenario != Scenario::kNone ? " (--max-requests " + std::to_string(o.max_requests) + ")" : "") +
-                       (o.trace.empty() ? "" : " with --trace " + o.trace) +
-                       " needs more memory than this process may use; use fewer requests");
-    }
-  }();
-  const double queue_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - queue_started).count();
+// The queueing study; running out of memory is the options' fault, named as such.
+StudyResult run_queue_study(const ServeOptions& o, const StudySpec& spec, const ServiceTables& tables) {
+  try {
+    return run_study(spec, tables);
+  } catch (const std::bad_alloc&) {
+    throw InputError("out of memory in the queueing simulation: --requests " + std::to_string(o.requests) +
+                     (spec.scenario != Scenario::kNone ? " (--max-requests " + std::to_string(o.max_requests) + ")" : "") +
+                     (o.trace.empty() ? "" : " with --trace " + o.trace) +
+                     " needs more memory than this process may use; use fewer requests");
+  }
+}
 
-  // The simulation checks its own figures: a NaN or an infinity is a bug, never a result.
+// serving.json, serving.csv, curve.csv (unless --curve 0 or MLPerf) and serving.md, rendered
+// and checked. The simulation checks its own figures: a NaN or an infinity is a bug, never a result.
+std::vector<OutputFile> serving_files(const fs::path& out, const ServePlan& plan, const ServiceTables& tables,
+                                      const StudyResult& result) {
+  const ServeInputs& in = plan.in;
+  const StudySpec& spec = plan.spec;
   const auto json = serving_json(in, spec, tables, result);
   require_finite("serve: serving.json", first_non_finite(json));
   std::vector<OutputFile> files;
@@ -534,11 +568,33 @@ int run_serve_command(const ServeOptions& o) {
   for (const OutputFile& f : files) {
     if (f.path.extension() == ".csv") require_finite("serve: " + f.path.filename().string(), first_non_finite_csv(f.contents));
   }
+  return files;
+}
+
+}  // namespace
+
+int run_serve_command(const ServeOptions& o) {
+  const auto started = std::chrono::steady_clock::now();
+  const ServePlan plan = plan_serve(o);
+  const fs::path out = o.out;
+  // The one output-directory routine of run, serve, sweep and --trace (issue 34 item 4):
+  // made (or refused, exit 2) before any simulation; the cache goes inside it by default.
+  prepare_output_directory(out, "--out");
+  if (!o.cache.empty()) prepare_output_directory(o.cache, "--cache");
+
+  // ---- Service times: one SystemC run per batch size, memoized.
+  const ServiceTables tables = service_tables(service_request(o, plan, out));
+
+  // ---- The queueing study, then the files, all or none.
+  const auto queue_started = std::chrono::steady_clock::now();
+  const StudyResult result = run_queue_study(o, plan.spec, tables);
+  const double queue_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - queue_started).count();
+  const std::vector<OutputFile> files = serving_files(out, plan, tables, result);
   prepare_output_directory(out, "--out");
   write_files_atomically(files);
 
   if (!o.quiet) {
-    std::cout << serving_console(in, spec, tables, result);
+    std::cout << serving_console(plan.in, plan.spec, tables, result);
     std::cout << "wrote " << (out / "serving.json").string() << ", serving.csv, " << (files.size() == 4 ? "curve.csv, " : "")
               << "serving.md\n";
     const double total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -146,6 +146,116 @@ std::string policy_label(const StudySpec& spec, Policy p) {
   return "?";
 }
 
+// serving.json "calibration": the published point the host scale was fitted to, and the fit.
+json calibration_json(const StudySpec& spec, const ServiceTables& tables, const StudyResult& res) {
+  if (!res.calibration || !spec.calibration) return nullptr;
+  return {{"platform", tables.platforms[0].name},
+          {"batch", spec.calibration->batch},
+          {"policy", "fixed"},
+          {"replicas", spec.replicas[0]},
+          {"rate_per_s", spec.calibration->rate_per_s},
+          {"per_replica_per_s", spec.calibration->rate_per_s / static_cast<double>(spec.replicas[0])},
+          {"percentile", spec.quantile * 100},
+          {"target_ms", spec.calibration->latency_s * 1e3},
+          {"achieved_ms", res.calibration->achieved_s * 1e3},
+          {"device_only_ms", res.calibration->device_only_s * 1e3},
+          {"scale", res.calibration->scale},
+          {"simulations", res.calibration->evaluations}};
+}
+
+// serving.json "platforms": each platform's replicas, simulated service times and capacity.
+json platforms_json(const StudySpec& spec, const ServiceTables& tables, const StudyResult& res) {
+  json plats = json::array();
+  for (size_t p = 0; p < tables.platforms.size(); ++p) {
+    const PlatformService& ps = tables.platforms[p];
+    json pj;
+    pj["name"] = ps.name;
+    pj["display_name"] = ps.display_name;
+    pj["kind"] = ps.kind;
+    pj["replicas"] = spec.replicas[p];
+    json svc = json::array();
+    for (size_t k = 0; k < ps.table.batches.size(); ++k) {
+      const double s = ps.table.service_s[k];
+      svc.push_back({{"batch", ps.table.batches[k]},
+                     {"service_ms", s * 1e3},
+                     {"pcie_bytes", ps.table.pcie_bytes[k]},
+                     {"samples_per_s_idle", static_cast<double>(ps.table.batches[k]) / s}});
+    }
+    pj["service"] = svc;
+    double max_cap = 0;
+    for (const auto& r : res.rows) {
+      if (r.platform == p) max_cap = std::max(max_cap, r.capacity_per_s);
+    }
+    pj["max_capacity_per_s"] = max_cap;
+    plats.push_back(pj);
+  }
+  return plats;
+}
+
+// A result row's MLPerf run rules: queries, duration, early stopping.
+json mlperf_json(const StudySpec& spec, const StudyRow& r) {
+  const MlperfOutcome& m = r.mlperf;
+  json mj;
+  mj["scenario"] = scenario_name(spec.scenario);
+  mj["queries"] = m.queries;
+  mj["min_queries"] = m.min_queries;
+  mj["duration_s"] = m.duration_s;
+  mj["min_duration_s"] = spec.min_duration_s;
+  mj["meets_duration_and_count"] = m.meets_duration;
+  mj["capped_by_max_requests"] = m.capped;
+  if (spec.scenario == Scenario::kServer) {
+    mj["overlatency_queries"] = m.overlatency;
+    mj["queries_needed"] = m.queries_needed;
+    mj["early_stopping_passed"] = m.early_stopping_passed;
+  } else if (spec.scenario == Scenario::kSingleStream) {
+    mj["early_stopping_estimate_ms"] = m.estimate_s * 1e3;
+    mj["discarded_slowest"] = m.discarded;
+    mj["queries_needed"] = m.queries_needed;
+    mj["early_stopping_passed"] = m.early_stopping_passed;
+  } else {
+    mj["samples_per_s"] = r.scenario_run.samples_per_s;
+  }
+  return mj;
+}
+
+// One row of serving.json "results": a platform, batch size and policy, and its runs.
+// `platform_max` is the platform's highest capacity over its rows.
+json result_json(const StudySpec& spec, const ServiceTables& tables, const StudyRow& r, double platform_max) {
+  json rj;
+  rj["platform"] = tables.platforms[r.platform].name;
+  rj["batch"] = r.batch;
+  rj["policy"] = policy_name(r.policy);
+  rj["replicas"] = r.replicas;
+  rj["capacity_per_s"] = r.capacity_per_s;
+  rj["feasible"] = r.feasible;
+  if (r.searched) {
+    rj["max_throughput_per_s"] = r.max_rate_per_s;
+    rj["per_replica_per_s"] = r.max_rate_per_s / static_cast<double>(r.replicas);
+    rj["fraction_of_capacity"] = r.capacity_per_s > 0 ? r.max_rate_per_s / r.capacity_per_s : 0;
+    rj["fraction_of_platform_max"] = platform_max > 0 ? r.max_rate_per_s / platform_max : 0;
+    rj["evaluations"] = r.evaluations;
+    rj["at_max"] = r.feasible ? run_json(r.at_max, spec) : json(nullptr);
+  }
+  if (r.has_at_rate) {
+    rj["at_rate"] = run_json(r.at_rate, spec);
+    rj["at_rate"]["rate_per_s"] = r.at_rate_per_s;
+  }
+  if (r.has_scenario_run) rj["run"] = run_json(r.scenario_run, spec);
+  if (spec.scenario != Scenario::kNone) rj["mlperf"] = mlperf_json(spec, r);
+  return rj;
+}
+
+// The largest relative error of Little's law over a row's runs and curve points: the
+// simulation's own consistency check.
+double littles_max_relative_error(const StudyRow& r) {
+  double worst = 0;
+  if (r.searched && r.feasible) worst = std::max(worst, r.at_max.littles_relative_error);
+  if (r.has_at_rate) worst = std::max(worst, r.at_rate.littles_relative_error);
+  if (r.has_scenario_run) worst = std::max(worst, r.scenario_run.littles_relative_error);
+  for (const auto& pt : r.curve) worst = std::max(worst, pt.result.littles_relative_error);
+  return worst;
+}
+
 }  // namespace
 
 json serving_json(const ServeInputs& in, const StudySpec& spec, const ServiceTables& tables, const StudyResult& res) {
@@ -193,105 +303,16 @@ json serving_json(const ServeInputs& in, const StudySpec& spec, const ServiceTab
   j["seed"] = spec.seed;
 
   j["host"] = host_json(in, spec, res);
-  if (res.calibration && spec.calibration) {
-    j["calibration"] = {{"platform", tables.platforms[0].name},
-                        {"batch", spec.calibration->batch},
-                        {"policy", "fixed"},
-                        {"replicas", spec.replicas[0]},
-                        {"rate_per_s", spec.calibration->rate_per_s},
-                        {"per_replica_per_s", spec.calibration->rate_per_s / static_cast<double>(spec.replicas[0])},
-                        {"percentile", spec.quantile * 100},
-                        {"target_ms", spec.calibration->latency_s * 1e3},
-                        {"achieved_ms", res.calibration->achieved_s * 1e3},
-                        {"device_only_ms", res.calibration->device_only_s * 1e3},
-                        {"scale", res.calibration->scale},
-                        {"simulations", res.calibration->evaluations}};
-  } else {
-    j["calibration"] = nullptr;
-  }
-
-  json plats = json::array();
-  for (size_t p = 0; p < tables.platforms.size(); ++p) {
-    const PlatformService& ps = tables.platforms[p];
-    json pj;
-    pj["name"] = ps.name;
-    pj["display_name"] = ps.display_name;
-    pj["kind"] = ps.kind;
-    pj["replicas"] = spec.replicas[p];
-    json svc = json::array();
-    for (size_t k = 0; k < ps.table.batches.size(); ++k) {
-      const double s = ps.table.service_s[k];
-      svc.push_back({{"batch", ps.table.batches[k]},
-                     {"service_ms", s * 1e3},
-                     {"pcie_bytes", ps.table.pcie_bytes[k]},
-                     {"samples_per_s_idle", static_cast<double>(ps.table.batches[k]) / s}});
-    }
-    pj["service"] = svc;
-    double max_cap = 0;
-    for (const auto& r : res.rows) {
-      if (r.platform == p) max_cap = std::max(max_cap, r.capacity_per_s);
-    }
-    pj["max_capacity_per_s"] = max_cap;
-    plats.push_back(pj);
-  }
-  j["platforms"] = plats;
+  j["calibration"] = calibration_json(spec, tables, res);
+  j["platforms"] = platforms_json(spec, tables, res);
 
   std::vector<double> platform_max(tables.platforms.size(), 0);
   for (const auto& r : res.rows) platform_max[r.platform] = std::max(platform_max[r.platform], r.capacity_per_s);
   json rows = json::array();
   double littles_max = 0;
   for (const StudyRow& r : res.rows) {
-    json rj;
-    rj["platform"] = tables.platforms[r.platform].name;
-    rj["batch"] = r.batch;
-    rj["policy"] = policy_name(r.policy);
-    rj["replicas"] = r.replicas;
-    rj["capacity_per_s"] = r.capacity_per_s;
-    rj["feasible"] = r.feasible;
-    if (r.searched) {
-      rj["max_throughput_per_s"] = r.max_rate_per_s;
-      rj["per_replica_per_s"] = r.max_rate_per_s / static_cast<double>(r.replicas);
-      rj["fraction_of_capacity"] = r.capacity_per_s > 0 ? r.max_rate_per_s / r.capacity_per_s : 0;
-      rj["fraction_of_platform_max"] = platform_max[r.platform] > 0 ? r.max_rate_per_s / platform_max[r.platform] : 0;
-      rj["evaluations"] = r.evaluations;
-      rj["at_max"] = r.feasible ? run_json(r.at_max, spec) : json(nullptr);
-      if (r.feasible) littles_max = std::max(littles_max, r.at_max.littles_relative_error);
-    }
-    if (r.has_at_rate) {
-      rj["at_rate"] = run_json(r.at_rate, spec);
-      rj["at_rate"]["rate_per_s"] = r.at_rate_per_s;
-      littles_max = std::max(littles_max, r.at_rate.littles_relative_error);
-    }
-    if (r.has_scenario_run) {
-      rj["run"] = run_json(r.scenario_run, spec);
-      littles_max = std::max(littles_max, r.scenario_run.littles_relative_error);
-    }
-    if (spec.scenario != Scenario::kNone) {
-      const MlperfOutcome& m = r.mlperf;
-      json mj;
-      mj["scenario"] = scenario_name(spec.scenario);
-      mj["queries"] = m.queries;
-      mj["min_queries"] = m.min_queries;
-      mj["duration_s"] = m.duration_s;
-      mj["min_duration_s"] = spec.min_duration_s;
-      mj["meets_duration_and_count"] = m.meets_duration;
-      mj["capped_by_max_requests"] = m.capped;
-      if (spec.scenario == Scenario::kServer) {
-        mj["overlatency_queries"] = m.overlatency;
-        mj["queries_needed"] = m.queries_needed;
-        mj["early_stopping_passed"] = m.early_stopping_passed;
-      } else if (spec.scenario == Scenario::kSingleStream) {
-        mj["early_stopping_estimate_ms"] = m.estimate_s * 1e3;
-        mj["discarded_slowest"] = m.discarded;
-        mj["queries_needed"] = m.queries_needed;
-        mj["early_stopping_passed"] = m.early_stopping_passed;
-      } else {
-        mj["samples_per_s"] = r.scenario_run.samples_per_s;
-      }
-      rj["mlperf"] = mj;
-    }
-    for (const auto& pt : r.curve) littles_max = std::max(littles_max, pt.result.littles_relative_error);
-    rows.push_back(rj);
+    rows.push_back(result_json(spec, tables, r, platform_max[r.platform]));
+    littles_max = std::max(littles_max, littles_max_relative_error(r));
   }
   j["results"] = rows;
   j["littles_law_max_relative_error"] = littles_max;
@@ -342,10 +363,13 @@ std::string curve_csv(const ServiceTables& tables, const StudyResult& res) {
   return o.str();
 }
 
-std::string serving_markdown(const ServeInputs& in, const StudySpec& spec, const ServiceTables& tables,
-                             const StudyResult& res) {
-  std::ostringstream o;
-  const std::string pct = "p" + percentile_text(spec.quantile);
+namespace {
+
+// serving.md's sections, in the file's order; `pct` is the study's percentile ("p99").
+
+// The title and what was asked: config, workload, the question, arrivals, dispatch.
+void inputs_markdown(std::ostream& o, const ServeInputs& in, const StudySpec& spec, const ServiceTables& tables,
+                     const std::string& pct) {
   o << "# Serving " << tables.workload_name << " on " << in.arch_name << "\n\n";
   o << "| input | value |\n|---|---|\n";
   o << "| config | `" << in.arch_file << "` |\n";
@@ -367,7 +391,11 @@ std::string serving_markdown(const ServeInputs& in, const StudySpec& spec, const
   if (!in.trace_file.empty()) o << " `" << in.trace_file << "`";
   o << ", seed " << spec.seed << ", " << rate_text(static_cast<double>(spec.requests)) << " requests per simulation |\n";
   o << "| dispatch | " << dispatch_name(spec.dispatch) << " over the replicas |\n\n";
+}
 
+// The answer in bold: the best batch size and policy, or that none meets the requirement.
+void headline_markdown(std::ostream& o, const ServeInputs& in, const StudySpec& spec, const StudyResult& res,
+                       const std::string& pct) {
   const StudyRow* best = res.best >= 0 ? &res.rows[static_cast<size_t>(res.best)] : nullptr;
   if (best) {
     const SimResult* run = main_run(*best);
@@ -387,36 +415,48 @@ std::string serving_markdown(const ServeInputs& in, const StudySpec& spec, const
   } else {
     o << "**No batch size and policy of " << in.arch_name << " meets the requirement.**\n\n";
   }
+}
 
+// The host model: which figures come from its file and which from calibration or --host-scale.
+void host_markdown(std::ostream& o, const ServeInputs& in, const StudySpec& spec, const ServiceTables& tables,
+                   const StudyResult& res, const std::string& pct) {
   o << "## Host\n\n";
   const HostModel& h = res.host;
   if (in.host_file.empty()) {
     o << "No host model (`--host none`): the queue sees the platforms' batch times alone.\n\n";
-  } else {
-    o << "`" << in.host_file << "` (" << h.name << "). The file gives the shape (cores, root complex, the times' ratios "
-         "and tails); one scale multiplies every CPU time";
-    if (res.calibration) {
-      o << " and was **calibrated** on " << tables.platforms[0].name << " x" << spec.replicas[0] << " batch "
-        << spec.calibration->batch << " at " << rate_text(spec.calibration->rate_per_s) << " requests/s to a " << pct
-        << " of " << ms_text(spec.calibration->latency_s) << " ms (achieved " << ms_text(res.calibration->achieved_s)
-        << " ms; " << ms_text(res.calibration->device_only_s) << " ms with no host time)";
-    } else if (in.host_scale_source == "--host-scale") {
-      o << " and was given by --host-scale";
-    }
-    o << ". Every other figure here is a prediction.\n\n";
-    o << "| parameter | value | from |\n|---|---|---|\n";
-    o << "| cores | " << (h.cores ? std::to_string(h.cores) : std::string("unlimited")) << " | file |\n";
-    o << "| PCIe root complex | " << (h.pcie_root_bytes_per_s > 0 ? fmt("%g GB/s", h.pcie_root_bytes_per_s / 1e9) : std::string("unlimited")) << " | file |\n";
-    o << "| scale | " << fmt("%.6g", h.scale) << " | " << in.host_scale_source << " |\n";
-    o << "| request CPU, mean | " << fmt("%.3g us", h.request_cpu.mean_s(1) * 1e6) << " | file x scale |\n";
-    o << "| batch CPU, mean (batch 1) | " << fmt("%.3g us", h.batch_cpu.mean_s(1) * 1e6) << " | file x scale |\n";
-    o << "| batch CPU per sample | " << fmt("%.3g us", h.batch_cpu.per_sample_s * 1e6) << " | file x scale |\n\n";
+    return;
   }
+  o << "`" << in.host_file << "` (" << h.name << "). The file gives the shape (cores, root complex, the times' ratios "
+       "and tails); one scale multiplies every CPU time";
+  if (res.calibration) {
+    o << " and was **calibrated** on " << tables.platforms[0].name << " x" << spec.replicas[0] << " batch "
+      << spec.calibration->batch << " at " << rate_text(spec.calibration->rate_per_s) << " requests/s to a " << pct
+      << " of " << ms_text(spec.calibration->latency_s) << " ms (achieved " << ms_text(res.calibration->achieved_s)
+      << " ms; " << ms_text(res.calibration->device_only_s) << " ms with no host time)";
+  } else if (in.host_scale_source == "--host-scale") {
+    o << " and was given by --host-scale";
+  }
+  o << ". Every other figure here is a prediction.\n\n";
+  o << "| parameter | value | from |\n|---|---|---|\n";
+  o << "| cores | " << (h.cores ? std::to_string(h.cores) : std::string("unlimited")) << " | file |\n";
+  o << "| PCIe root complex | " << (h.pcie_root_bytes_per_s > 0 ? fmt("%g GB/s", h.pcie_root_bytes_per_s / 1e9) : std::string("unlimited")) << " | file |\n";
+  o << "| scale | " << fmt("%.6g", h.scale) << " | " << in.host_scale_source << " |\n";
+  o << "| request CPU, mean | " << fmt("%.3g us", h.request_cpu.mean_s(1) * 1e6) << " | file x scale |\n";
+  o << "| batch CPU, mean (batch 1) | " << fmt("%.3g us", h.batch_cpu.mean_s(1) * 1e6) << " | file x scale |\n";
+  o << "| batch CPU per sample | " << fmt("%.3g us", h.batch_cpu.per_sample_s * 1e6) << " | file x scale |\n\n";
+}
 
+// The study's percentile gets its own column unless it is one of the four shown anyway.
+bool has_percentile_column(const StudySpec& spec) {
+  return std::abs(spec.quantile - 0.5) > 1e-12 && std::abs(spec.quantile - 0.9) > 1e-12 &&
+         std::abs(spec.quantile - 0.99) > 1e-12 && std::abs(spec.quantile - 0.999) > 1e-12;
+}
+
+// One row per platform, batch size and policy: the headline rate and its latencies.
+void results_markdown(std::ostream& o, const StudySpec& spec, const ServiceTables& tables, const StudyResult& res,
+                      const std::string& pct) {
   o << "## Results\n\n";
-  // The study's percentile gets its own column unless it is one of the four shown anyway.
-  const bool extra = std::abs(spec.quantile - 0.5) > 1e-12 && std::abs(spec.quantile - 0.9) > 1e-12 &&
-                     std::abs(spec.quantile - 0.99) > 1e-12 && std::abs(spec.quantile - 0.999) > 1e-12;
+  const bool extra = has_percentile_column(spec);
   o << "| platform | replicas | batch | policy | capacity/s | " << (spec.scenario == Scenario::kOffline ? "samples/s" : "throughput/s")
     << " | per replica/s | p50 ms | p90 ms | p99 ms | p99.9 ms |" << (extra ? " " + pct + " ms |" : std::string())
     << " replica util | host util |\n";
@@ -436,52 +476,61 @@ std::string serving_markdown(const ServeInputs& in, const StudySpec& spec, const
       << " | " << fmt("%.2f", run->host_utilization) << " |\n";
   }
   o << "\n";
+}
 
-  if (spec.bound_s > 0 && spec.rate_per_s > 0 && spec.scenario == Scenario::kNone) {
-    o << "## At " << rate_text(spec.rate_per_s) << " requests/s\n\n";
-    o << "| platform | replicas | batch | policy | load | throughput/s | p50 ms | p90 ms | p99 ms | p99.9 ms |"
-      << (extra ? " " + pct + " ms |" : std::string()) << " replica util | host util |\n";
-    o << "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|" << (extra ? "---:|" : "") << "---:|---:|\n";
-    for (const StudyRow& r : res.rows) {
-      if (!r.has_at_rate) continue;
-      const SimResult& run = r.at_rate;
-      o << "| " << tables.platforms[r.platform].name << " | " << r.replicas << " | " << r.batch << " | "
-        << policy_label(spec, r.policy) << " | " << fmt("%.2f", r.capacity_per_s > 0 ? spec.rate_per_s / r.capacity_per_s : 0)
-        << " | " << rate_text(run.throughput_per_s) << " | " << ms_text(run.latency_s.p50) << " | " << ms_text(run.latency_s.p90)
-        << " | " << ms_text(run.latency_s.p99) << " | " << ms_text(run.latency_s.p999) << " | "
-        << (extra ? ms_text(run.latency_at_target_s) + " | " : std::string()) << fmt("%.2f", run.replica_utilization) << " | "
-        << fmt("%.2f", run.host_utilization) << " |\n";
-    }
-    o << "\nA load at or above 1 has no steady state: its latencies grow with the number of requests simulated.\n\n";
+// With both --latency-bound-ms and --rate: every row's latencies at the given rate.
+void at_rate_markdown(std::ostream& o, const StudySpec& spec, const ServiceTables& tables, const StudyResult& res,
+                      const std::string& pct) {
+  if (!(spec.bound_s > 0 && spec.rate_per_s > 0 && spec.scenario == Scenario::kNone)) return;
+  const bool extra = has_percentile_column(spec);
+  o << "## At " << rate_text(spec.rate_per_s) << " requests/s\n\n";
+  o << "| platform | replicas | batch | policy | load | throughput/s | p50 ms | p90 ms | p99 ms | p99.9 ms |"
+    << (extra ? " " + pct + " ms |" : std::string()) << " replica util | host util |\n";
+  o << "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|" << (extra ? "---:|" : "") << "---:|---:|\n";
+  for (const StudyRow& r : res.rows) {
+    if (!r.has_at_rate) continue;
+    const SimResult& run = r.at_rate;
+    o << "| " << tables.platforms[r.platform].name << " | " << r.replicas << " | " << r.batch << " | "
+      << policy_label(spec, r.policy) << " | " << fmt("%.2f", r.capacity_per_s > 0 ? spec.rate_per_s / r.capacity_per_s : 0)
+      << " | " << rate_text(run.throughput_per_s) << " | " << ms_text(run.latency_s.p50) << " | " << ms_text(run.latency_s.p90)
+      << " | " << ms_text(run.latency_s.p99) << " | " << ms_text(run.latency_s.p999) << " | "
+      << (extra ? ms_text(run.latency_at_target_s) + " | " : std::string()) << fmt("%.2f", run.replica_utilization) << " | "
+      << fmt("%.2f", run.host_utilization) << " |\n";
   }
+  o << "\nA load at or above 1 has no steady state: its latencies grow with the number of requests simulated.\n\n";
+}
 
-  if (spec.scenario != Scenario::kNone) {
-    o << "## MLPerf " << scenario_name(spec.scenario) << "\n\n";
-    o << "| platform | batch | policy | queries | rules' minimum | simulated s | meets 600 s / count | ";
-    o << (spec.scenario == Scenario::kServer ? "over bound | needed by early stopping | passed |"
-          : spec.scenario == Scenario::kSingleStream ? "estimate ms | discarded | passed |" : "samples/s |")
-      << "\n|---|---:|---|---:|---:|---:|---|" << (spec.scenario == Scenario::kOffline ? "---:|" : "---:|---:|---|") << "\n";
-    for (const StudyRow& r : res.rows) {
-      const MlperfOutcome& m = r.mlperf;
-      if (spec.scenario == Scenario::kServer && !r.feasible) {
-        o << "| " << tables.platforms[r.platform].name << " | " << r.batch << " | " << policy_label(spec, r.policy)
-          << " | no rate passes | " << rate_text(static_cast<double>(m.min_queries)) << " | | | | | no |\n";
-        continue;
-      }
-      o << "| " << tables.platforms[r.platform].name << " | " << r.batch << " | " << policy_label(spec, r.policy) << " | "
-        << rate_text(static_cast<double>(m.queries)) << " | " << rate_text(static_cast<double>(m.min_queries)) << " | "
-        << fmt("%.1f", m.duration_s) << " | " << (m.meets_duration ? "yes" : m.capped ? "no (--max-requests)" : "no") << " | ";
-      if (spec.scenario == Scenario::kServer) {
-        o << m.overlatency << " | " << rate_text(static_cast<double>(m.queries_needed)) << " | " << (m.early_stopping_passed ? "yes" : "no") << " |\n";
-      } else if (spec.scenario == Scenario::kSingleStream) {
-        o << ms_text(m.estimate_s) << " | " << m.discarded << " | " << (m.early_stopping_passed ? "yes" : "no") << " |\n";
-      } else {
-        o << rate_text(r.scenario_run.samples_per_s) << " |\n";
-      }
+// The MLPerf scenario's run rules per row: queries, duration, early stopping.
+void mlperf_markdown(std::ostream& o, const StudySpec& spec, const ServiceTables& tables, const StudyResult& res) {
+  if (spec.scenario == Scenario::kNone) return;
+  o << "## MLPerf " << scenario_name(spec.scenario) << "\n\n";
+  o << "| platform | batch | policy | queries | rules' minimum | simulated s | meets 600 s / count | ";
+  o << (spec.scenario == Scenario::kServer ? "over bound | needed by early stopping | passed |"
+        : spec.scenario == Scenario::kSingleStream ? "estimate ms | discarded | passed |" : "samples/s |")
+    << "\n|---|---:|---|---:|---:|---:|---|" << (spec.scenario == Scenario::kOffline ? "---:|" : "---:|---:|---|") << "\n";
+  for (const StudyRow& r : res.rows) {
+    const MlperfOutcome& m = r.mlperf;
+    if (spec.scenario == Scenario::kServer && !r.feasible) {
+      o << "| " << tables.platforms[r.platform].name << " | " << r.batch << " | " << policy_label(spec, r.policy)
+        << " | no rate passes | " << rate_text(static_cast<double>(m.min_queries)) << " | | | | | no |\n";
+      continue;
     }
-    o << "\n";
+    o << "| " << tables.platforms[r.platform].name << " | " << r.batch << " | " << policy_label(spec, r.policy) << " | "
+      << rate_text(static_cast<double>(m.queries)) << " | " << rate_text(static_cast<double>(m.min_queries)) << " | "
+      << fmt("%.1f", m.duration_s) << " | " << (m.meets_duration ? "yes" : m.capped ? "no (--max-requests)" : "no") << " | ";
+    if (spec.scenario == Scenario::kServer) {
+      o << m.overlatency << " | " << rate_text(static_cast<double>(m.queries_needed)) << " | " << (m.early_stopping_passed ? "yes" : "no") << " |\n";
+    } else if (spec.scenario == Scenario::kSingleStream) {
+      o << ms_text(m.estimate_s) << " | " << m.discarded << " | " << (m.early_stopping_passed ? "yes" : "no") << " |\n";
+    } else {
+      o << rate_text(r.scenario_run.samples_per_s) << " |\n";
+    }
   }
+  o << "\n";
+}
 
+// The simulated batch times the queue drew from, and the files written.
+void service_times_markdown(std::ostream& o, const StudySpec& spec, const ServiceTables& tables) {
   o << "## Service times (one batch on an idle platform, SystemC model and baselines)\n\n";
   o << "| platform | batch | time ms | PCIe bytes | samples/s |\n|---|---:|---:|---:|---:|\n";
   for (const PlatformService& ps : tables.platforms) {
@@ -493,6 +542,21 @@ std::string serving_markdown(const ServeInputs& in, const StudySpec& spec, const
   o << "\nBatch sizes between the simulated ones are interpolated linearly. Files: serving.json (everything), "
        "serving.csv (the results table)"
     << (spec.curve_points > 0 ? ", curve.csv (latency-throughput curves; `analysis/plot_serving.py`)" : "") << ".\n";
+}
+
+}  // namespace
+
+std::string serving_markdown(const ServeInputs& in, const StudySpec& spec, const ServiceTables& tables,
+                             const StudyResult& res) {
+  std::ostringstream o;
+  const std::string pct = "p" + percentile_text(spec.quantile);
+  inputs_markdown(o, in, spec, tables, pct);
+  headline_markdown(o, in, spec, res, pct);
+  host_markdown(o, in, spec, tables, res, pct);
+  results_markdown(o, spec, tables, res, pct);
+  at_rate_markdown(o, spec, tables, res, pct);
+  mlperf_markdown(o, spec, tables, res);
+  service_times_markdown(o, spec, tables);
   return o.str();
 }
 
