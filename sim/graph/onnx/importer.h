@@ -13,7 +13,7 @@
 //   ops_matrix.cpp       Conv, ConvTranspose, Gemm, MatMul, LSTM, GRU, pooling
 //   ops_vector.cpp       activations, element-wise ops, normalisation, softmax, reductions
 //   ops_layout.cpp       reshape-like ops, Transpose, Concat, Split, Slice, Gather, Expand, Pad, Resize
-//   control_flow.cpp     If, Loop and Scan inlined at import time (conditions and trip counts folded)
+//   control_flow.{h,cpp} ControlFlow: If, Loop and Scan inlined at import time (conditions and trip counts folded)
 //   batch_axis.cpp       which axis of each graph input holds the batch, from how the input is used
 //   importer.cpp         validation, dispatch through the table, the driver, the blocker message, load_onnx
 //   symbolic.{h,cpp}     the batch as a symbol, checked arithmetic, shape rules
@@ -36,6 +36,7 @@
 #include "sim/common/checked_math.h"
 #include "sim/common/error.h"
 #include "sim/graph/graph.h"
+#include "sim/graph/onnx/control_flow.h"
 #include "sim/graph/onnx/op_table.h"
 #include "sim/graph/onnx/symbolic.h"
 #include "sim/graph/onnx/text.h"
@@ -137,6 +138,7 @@ class Importer {
   friend class Folder;     // const_fold.cpp: constant folding, one family per row
   friend struct OnnxRows;  // op_table.cpp: the rows' handlers
   friend class InputBinder;  // model_reader.cpp: binding the graph inputs, in steps
+  friend class ControlFlow;  // control_flow.cpp: If, Loop and Scan inlined
   // Dispatch; an unsupported node is recorded and poisons its outputs. Host work: ops an
   // accelerator of this kind leaves to the host (rows marked `host`) and every node that
   // reads a value the host computed.
@@ -168,38 +170,6 @@ class Importer {
   // If branches): LSTM/GRU/RNN inputs and Gemm's transposed A say so (`strong`); MatMul,
   // Gemm, Conv and pools read their first axis as the batch. -1: no use says.
   int usage_batch_axis(const UseIndex& index, const std::string& input, int rank, bool& strong) const;
-
-  // ---- control flow (control_flow.cpp)
-  // Names n's subgraphs read from the enclosing scope (If branches, Loop and Scan bodies).
-  std::vector<std::string> subgraph_refs(const Node& n) const;
-  std::vector<std::string> node_refs(const Node& n) const;  // n's inputs, then subgraph_refs(n)
-  const onnx::GraphProto& graph_attr(const Node& n, const std::string& name) const;  // required
-  void op_if(const Node& n);
-  void op_loop(const Node& n);
-  void op_scan(const Node& n);
-  // A scalar condition or count known at import time; nullopt when it is not.
-  std::optional<int64_t> known_scalar(const Node& n, const std::string& value, const std::string& what);
-  // Why `value` is not known at import time: the graph inputs it is computed from.
-  std::string undecided(const std::string& value) const;
-  // Copies `body`'s nodes into this graph: body input i reads `bind[i]`, a value the body
-  // defines becomes `targets[name]` or `prefix + name`, other names read the enclosing
-  // scope. Returns the copies in order; `renamed` maps the body's names to the new ones.
-  std::vector<const Node*> inline_graph(const Node& owner, const onnx::GraphProto& body, const std::string& prefix,
-                                        const std::vector<std::string>& bind,
-                                        const std::unordered_map<std::string, std::string>& targets,
-                                        std::unordered_map<std::string, std::string>& renamed);
-  const Node& synth(const std::string& op, const std::vector<std::string>& ins, const std::string& out, const std::string& name);
-  std::string fresh_name(const std::string& base);  // unused by the model and by every value so far
-  std::string int_constant(const std::string& base, const std::vector<int64_t>& v, bool scalar);
-  void count_reads(const std::vector<const Node*>& nodes);   // consumers_ of what the new nodes read
-  void stack_scan_outputs(const Node& n, const std::vector<std::string>& parts, int64_t axis, const std::string& out);
-  // The outputs of an unrolled Loop or Scan: its carried values (outputs 0..carried-1), then each scan
-  // output stacked from its per-iteration parts along axes[j] (in iteration order, or reversed).
-  void finish_unrolled(const Node& n, int64_t iterations, const std::vector<std::string>& carried,
-                       std::vector<std::vector<std::string>> scans, const std::vector<int64_t>& axes,
-                       const std::vector<int64_t>& reversed);
-  void check_unroll(const Node& n, int64_t iterations, int64_t done, std::optional<int64_t> trip_count,
-                    int64_t body_nodes) const;
 
   // ---- values
   Value& val(const Node& n, int i);          // input i (must exist)
@@ -373,10 +343,7 @@ class Importer {
   // Main-graph nodes with subgraphs (If, Loop, Scan): the outer values those read.
   std::unordered_map<int, std::vector<std::string>> main_subgraph_refs_;
   std::unordered_set<std::string> input_names_;     // graph inputs (not initializers)
-  std::unordered_set<std::string> reserved_names_;  // every value name the model uses (filled on the first inlining)
-  std::unordered_map<std::string, const Node*> inlined_producer_;  // value -> the inlined node that wrote it
-  std::deque<Node> synthetic_;  // nodes made by inlining control flow (stable addresses)
-  int64_t inlined_nodes_ = 0;
+  ControlFlow control_flow_{*this};
   // Elements of constant data decoded or folded so far: many small constants (each under
   // the fold limits) must not add up to gigabytes. Past the budget only shapes are kept.
   // Constant nodes' large values (functional mode only) have a budget of their own, so

@@ -59,9 +59,9 @@ std::vector<OnnxOp> OnnxRows::shapes_and_control_flow() {
       {.name = "Shape", .arity = {1, 1}, .folds_always = true, .fold = &F::shape},
       {.name = "Size", .arity = {1, 1}, .folds_always = true, .fold = &F::size},
       // ---- control flow: inlined (each checks its own inputs)
-      {.name = "If", .arity = {1, 1}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { m.op_if(n); }, .subgraphs = true},
-      {.name = "Loop", .arity = {2, kAny}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { m.op_loop(n); }, .subgraphs = true},
-      {.name = "Scan", .arity = {1, kAny}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { m.op_scan(n); }, .subgraphs = true},
+      {.name = "If", .arity = {1, 1}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { m.control_flow_.op_if(n); }, .subgraphs = true},
+      {.name = "Loop", .arity = {2, kAny}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { m.control_flow_.op_loop(n); }, .subgraphs = true},
+      {.name = "Scan", .arity = {1, kAny}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { m.control_flow_.op_scan(n); }, .subgraphs = true},
   };
 }
 
