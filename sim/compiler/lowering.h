@@ -135,6 +135,8 @@ struct GemmJob {
 };
 
 class Lowering {
+  friend class RowTiler;
+
  public:
   Lowering(const Graph& g, const ArchConfig& arch, int64_t batch, bool compact = true,
            size_t max_stored_templates = kMaxStoredInstructions)
@@ -337,11 +339,69 @@ class Lowering {
   void lower_layer(int li);
   void lower_with_spills(int li);
   uint64_t working_set_bytes(int li) const;
-  RowMap row_map(const Layer& layer, int input) const;
-  std::pair<int64_t, int64_t> input_rows(const Layer& layer, RowMap map, int input, int64_t r0, int64_t r1) const;
-  void lower_row_tiled(int li);
-  void account_layer(int li);
   int64_t vector_work_per_output(const Layer& layer) const;
+};
+
+// A layer whose own working set does not fit runs in tiles of rows streamed through host
+// memory (row_tiling.cpp): one RowTiler per such layer, in steps. It chooses which rows are
+// tiled and how each input's rows map to them, which tensors stream and the tile size, places
+// the tile buffers, then emits each tile (its transfers and its matrix or vector work).
+class RowTiler {
+ public:
+  RowTiler(Lowering& l, int li);
+  void run();
+
+ private:
+  struct Tile {
+    int64_t s = 0;         // the sample
+    int64_t r0 = 0, r1 = 0;  // its rows [r0, r1) (the output's, or a reduction's input's)
+    size_t k = 0;          // the tile buffer it uses
+  };
+  void classify();
+  void choose_row_maps();
+  RowMap row_map(int input) const;
+  // Rows [r0, r1) of one sample's output need these rows of input `input`.
+  std::pair<int64_t, int64_t> input_rows(RowMap map, int input, int64_t r0, int64_t r1) const;
+  std::pair<int64_t, int64_t> band(int i, int64_t r0, int64_t r1) const;  // input i's rows for tile rows [r0, r1)
+  uint64_t row_bytes(int t) const;
+  int64_t max_band(int i, int64_t R) const;  // input i's most rows in one tile of R rows
+  uint64_t tile_bytes(int64_t R, int64_t slots) const;
+  int64_t largest_tile(int64_t slots) const;
+  void stream_first(size_t n);  // the n biggest candidates stream
+  void choose_tiles();
+  void place_buffers();
+  void emit_tiles();
+  void emit_tile(const Tile& t);
+  Region in_region(const Tile& t, int i, int64_t a, int64_t b, int64_t c0, int64_t c1) const;
+  Region out_region(const Tile& t, int64_t a, int64_t b, int64_t c0, int64_t c1) const;
+  uint64_t out_address(const Tile& t, int64_t a, int64_t c0) const;
+  void emit_matmul(const Tile& t);
+  void emit_weight_gemms(const Tile& t);
+  void emit_vector(const Tile& t);
+  void account();  // the LayerInfo facts
+
+  Lowering& l_;
+  const Graph& g_;
+  std::vector<TensorPlace>& place_;
+  const int li_;
+  const Layer& layer_;
+  const int y_;
+  const int n_in_;
+  const uint64_t capacity_;
+  std::string head_;  // "workload ... does not fit ...: layer ...", for messages
+  bool vector_conv_ = false, reduction_ = false, gathers_ = false, by_output_rows_ = false;
+  std::vector<RowMap> maps_;  // per input
+  int64_t rows_total_ = 0;    // rows being tiled, per sample
+  std::vector<std::pair<uint64_t, int>> candidates_;  // bytes, input (-1: the output), biggest first
+  std::vector<char> streamed_;  // per input
+  bool out_streamed_ = false;
+  int64_t R_ = 0, slots_ = 2, acc_half_ = 1;
+  std::vector<std::vector<int>> in_slot_;  // per streamed input: its tile buffers
+  std::vector<int> out_slot_;
+  int64_t y_bytes_ = 0, y_cols_ = 0, rps_y_ = 0, work_per_output_ = 0;
+  uint64_t weight_base_ = 0;
+  std::vector<std::pair<int64_t, int64_t>> bands_;  // per input: its rows in the current tile
+  int64_t tiles_ = 0;
 };
 
 }  // namespace tessera::compiler::detail

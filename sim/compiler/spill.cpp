@@ -136,7 +136,7 @@ void Lowering::lower_with_spills(int li) {
     make_room(li, needs);
     lower_layer(li);
   } else {
-    lower_row_tiled(li);
+    RowTiler(*this, li).run();
   }
   std::fill(pinned_.begin(), pinned_.end(), 0);
 }
