@@ -3,16 +3,18 @@
 // the value it tracks per ONNX name. Only these files see the protobuf headers; callers
 // include sim/graph/onnx_importer.h.
 //   model_reader.cpp     protobuf and opset, external-data paths, graph inputs and their
-//                        bound shapes (--input-shape), topological order
+//                        bound shapes (--input-shape; the InputBinder), topological order
 //   tensor_data.cpp      tensor and initializer decoding (raw bytes, typed fields, external data)
 //   node_reader.cpp      typed attributes, constant inputs, ONNX shapes and axes -> IR shapes
 //   ir_builder.cpp       IR tensors and layers, NCHW <-> channels-last conversion, aliases
-//   shape_inference.cpp  output shapes shared by the constant and the activation paths
+//   shape_inference.{h,cpp} NodeShapes: attributes and shapes shared by the constant and the activation paths
 //   op_table.{h,cpp}     one row per ONNX op: arity, handler, batch-axis rule, host work, folding
 //   const_fold.{h,cpp}   constant and shape sub-graphs: the Folder, one family per row
-//   ops_matrix.cpp       Conv, ConvTranspose, Gemm, MatMul, LSTM, GRU, pooling
-//   ops_vector.cpp       activations, element-wise ops, normalisation, softmax, reductions
-//   ops_layout.cpp       reshape-like ops, Transpose, Concat, Split, Slice, Gather, Expand, Pad, Resize
+//   ops.h                the op handlers, one class per family:
+//   ops_matrix.cpp         MatrixOps: Conv, ConvTranspose, Gemm, MatMul, LSTM, GRU, Einsum, pooling
+//   ops_quant.cpp          QuantOps: QuantizeLinear, DequantizeLinear, QLinear and Integer ops
+//   ops_vector.cpp         VectorOps: activations, element-wise ops, normalisation, softmax, reductions
+//   ops_layout.cpp         LayoutOps: reshape-like ops, Transpose, Concat, Split, Slice, Gather, Expand, Pad, Resize
 //   control_flow.{h,cpp} ControlFlow: If, Loop and Scan inlined at import time (conditions and trip counts folded)
 //   batch_axis.cpp       which axis of each graph input holds the batch, from how the input is used
 //   importer.cpp         validation, dispatch through the table, the driver, the blocker message, load_onnx
@@ -139,6 +141,11 @@ class Importer {
   friend struct OnnxRows;  // op_table.cpp: the rows' handlers
   friend class InputBinder;  // model_reader.cpp: binding the graph inputs, in steps
   friend class ControlFlow;  // control_flow.cpp: If, Loop and Scan inlined
+  friend class MatrixOps;    // ops.h: the op handlers, one class per family
+  friend class QuantOps;
+  friend class VectorOps;
+  friend class LayoutOps;
+  friend class NodeShapes;   // shape_inference.{h,cpp}: attributes and shapes of both paths
   // Dispatch; an unsupported node is recorded and poisons its outputs. Host work: ops an
   // accelerator of this kind leaves to the host (rows marked `host`) and every node that
   // reads a value the host computed.
@@ -237,52 +244,6 @@ class Importer {
 
   // ---- ops
   void dispatch(const Node& n);  // through n's row: folded when every data input is constant, else its handler
-  void op_conv(const Node& n, bool transposed);
-  void op_gemm(const Node& n);
-  void op_matmul(const Node& n);
-  void op_recurrent(const Node& n, bool lstm);
-  void op_batchnorm(const Node& n);
-  // `l` on input 0, in its preferred layout; the output has its shape. `onnx_axis`: l.axis, mapped to the IR.
-  void op_elementwise(const Node& n, Layer l, std::optional<int64_t> onnx_axis = std::nullopt);
-  void op_unary(const Node& n, OpKind kind);
-  // Neg, Reciprocal: an element-wise op with a scalar constant `value` (the first operand when `const_first`).
-  void op_with_scalar(const Node& n, OpKind kind, float value, bool const_first);
-  void op_activation(const Node& n, OpKind kind);  // Relu, Clip, Sigmoid, Tanh: fused when possible
-  void op_binary(const Node& n, OpKind kind);
-  void op_variadic(const Node& n, OpKind kind);  // Max, Min of 1, 2 or more inputs: a chain of binary layers
-  void op_softmax(const Node& n);
-  void op_layernorm(const Node& n);
-  void op_reduce(const Node& n, OpKind kind);
-  void op_pool(const Node& n, OpKind kind);
-  void op_global_pool(const Node& n, OpKind kind);
-  void op_reshape_like(const Node& n);  // Reshape, Flatten, Squeeze, Unsqueeze, Identity, Cast, Dropout, ...
-  void op_transpose(const Node& n);
-  void op_concat(const Node& n);
-  void op_split(const Node& n);
-  std::vector<int64_t> split_sizes(const Node& n, int64_t dim, int64_t axis);
-  void op_slice(const Node& n);
-  void op_gather(const Node& n);
-  void op_expand(const Node& n);
-  void op_pad(const Node& n);
-  void op_resize(const Node& n);
-  void op_clip_runtime(const Node& n);  // Clip whose bounds are activations: max, then min
-  void op_cumsum(const Node& n);
-  void op_tile(const Node& n);
-  void op_topk(const Node& n);
-  void op_arg(const Node& n, OpKind kind);  // ArgMax, ArgMin
-  void op_einsum(const Node& n);
-  // Quantized graphs: Q and DQ fold into the matrix layers next to them, else they are
-  // vector layers; QLinear and Integer ops are the matrix ops on codes.
-  void op_quantize(const Node& n);
-  void op_dequantize(const Node& n);
-  void op_dynamic_quantize(const Node& n);
-  void op_qlinear(const Node& n);   // QLinearConv, QLinearMatMul
-  void op_integer(const Node& n);   // ConvInteger, MatMulInteger
-  int32_t quantize_elem(const Node& n);  // QuantizeLinear's output type
-  bool feeds_only_matrix_ops(const std::string& value, int depth = 0) const;  // through aliases
-  void mark_codes(const Value& v, int32_t elem);  // v's IR tensor holds codes of type elem
-  std::optional<Dtype> weight_codes(const Value& w) const;
-
   // ---- lowering one node onto others: a node `op` on `inputs` writing `output`, named
   // after n (its name + suffix), dispatched like a node of the model. An output other
   // than n's own is an intermediate with one consumer (the next step).
@@ -290,38 +251,6 @@ class Importer {
   void synthetic(const Node& n, const std::string& op, const std::vector<std::string>& inputs, const std::string& output,
                  const std::string& suffix, const AttrSetter& attrs = {});
   std::string synthetic_ints(const std::string& name, const std::vector<Sym>& values);  // a constant 1-D int64 value
-
-  // Einsum: the equation parsed for two operands of the given ranks (ellipses expanded):
-  // one label string per operand and the output's (checked; Unsupported otherwise).
-  struct EinsumSpec {
-    std::vector<std::string> in;
-    std::string out;
-  };
-  EinsumSpec einsum_spec(const Node& n, const std::vector<size_t>& ranks);
-  SymShape einsum_shape(const Node& n, const EinsumSpec& e, const std::vector<const SymShape*>& shapes);
-
-  // ---- attributes and shapes read once for the constant and the activation path
-  SymShape infer_reshape(const Node& n, const SymShape& in);
-  // Reshape, Flatten, Squeeze, Unsqueeze. `keep_batch`: squeezing an axis that holds the
-  // batch is unsupported (an activation keeps its batch) rather than a shape error.
-  SymShape reshape_like_shape(const Node& n, const SymShape& in, bool keep_batch);
-  SymShape expand_shape(const Node& n, const SymShape& in);  // Expand: in broadcast to input 1
-  struct SliceSpec {
-    std::vector<int64_t> starts, ends, axes, steps;  // one entry per sliced axis, checked
-  };
-  SliceSpec read_slice(const Node& n, size_t rank);
-  std::vector<int64_t> reduce_axes(const Node& n);  // as given: empty means every axis
-  std::vector<int64_t> transpose_perm(const Node& n, size_t rank);  // checked
-  int64_t gather_index(const Node& n, int64_t k, int64_t dim) const;  // in [0, dim)
-
-  // ---- op helpers: slices, convolution and pooling windows
-  int slice_ir(const Node& n, Value& in, int64_t onnx_axis, int64_t begin, int64_t end, int64_t step, int tensor,
-               const std::string& out_name, const std::string& suffix, Shape* ir_out);
-  size_t spatial_dims(const Value& x, const std::string& what) const;  // 1 or 2, else unsupported
-  SpatialAttrs spatial(const Node& n, size_t dims, const std::vector<int64_t>& kernel);
-  void plan_padding(const Node& n, SpatialAttrs& a, const std::vector<int64_t>& in, bool transposed,
-                    const std::vector<int64_t>& out_pad);
-  int64_t window_out(const Node& n, const SpatialAttrs& a, const std::vector<int64_t>& in, size_t i, bool ceil_mode);
 
   std::filesystem::path path_;
   std::string file_;
