@@ -126,7 +126,7 @@ void Folder::finish(int output) {
     const int64_t got = res.is_float ? static_cast<int64_t>(res.floats.size()) : static_cast<int64_t>(res.ints.size());
     if (!all_plain(res.shape) || want != got) res.has_data = false, res.ints.clear(), res.floats.clear();
   }
-  if (res.has_data && !m_.within_decode_budget(static_cast<int64_t>(res.is_float ? res.floats.size() : res.ints.size()),
+  if (res.has_data && !m_.tensors_.within_budget(static_cast<int64_t>(res.is_float ? res.floats.size() : res.ints.size()),
                                                res.shape.size() && !small_enough(res.shape, res.is_float))) {
     res.has_data = false, res.ints.clear(), res.floats.clear();  // the model holds too much constant data: shapes only
   }
@@ -149,18 +149,18 @@ void Folder::finish_same_shape() {
 void Folder::constant() {
   const onnx::NodeProto& n = n_;
   Value& res = res_;
-  if (const auto* a = m_.attr(n, "value")) {
+  if (const auto* a = attr(n, "value")) {
     for (int64_t d : a->t().dims()) res.shape.push_back({d, 0});
     res.elem = a->t().data_type();
-    m_.read_tensor_data(a->t(), res, true, m_.where(n) + " value");
-  } else if (const auto* f = m_.attr(n, "value_float")) {
+    m_.tensors_.read(a->t(), res, true, m_.where(n) + " value");
+  } else if (const auto* f = attr(n, "value_float")) {
     res.is_float = true, res.has_data = true, res.floats = {f->f()};
-  } else if (const auto* fs = m_.attr(n, "value_floats")) {
+  } else if (const auto* fs = attr(n, "value_floats")) {
     res.is_float = true, res.has_data = true, res.shape = {{fs->floats_size(), 0}};
     res.floats.assign(fs->floats().begin(), fs->floats().end());
-  } else if (const auto* i = m_.attr(n, "value_int")) {
+  } else if (const auto* i = attr(n, "value_int")) {
     res.has_data = true, res.ints = {{i->i(), 0}};
-  } else if (const auto* is = m_.attr(n, "value_ints")) {
+  } else if (const auto* is = attr(n, "value_ints")) {
     res.has_data = true, res.shape = {{is->ints_size(), 0}};
     for (int64_t v : is->ints()) res.ints.push_back({v, 0});
   } else {
@@ -179,7 +179,7 @@ void Folder::constant_of_shape() {
   res.shape.assign(dims.begin(), dims.end());
   Value fill;
   fill.is_float = true, fill.floats = {0.0};
-  if (const auto* a = m_.attr(n_, "value")) m_.read_tensor_data(a->t(), fill, true, m_.where(n_) + " value");
+  if (const auto* a = attr(n_, "value")) m_.tensors_.read(a->t(), fill, true, m_.where(n_) + " value");
   res.is_float = fill.is_float;
   if (small_enough(res.shape, res.is_float)) {
     const int64_t cnt = count(plain_dims(res.shape));

@@ -341,7 +341,7 @@ void ControlFlow::op_if(const Node& n) {
     if (!n.output(k).empty() && produced.count(o) && !targets.count(o)) targets.emplace(o, n.output(k));
   }
   std::unordered_map<std::string, std::string> renamed;
-  const std::string prefix = m_.node_name(n) + "/" + which + "/";
+  const std::string prefix = node_name(n) + "/" + which + "/";
   std::vector<const Node*> nodes = inline_graph(n, branch, prefix, {}, targets, renamed);
   for (int k = 0; k < n.output_size(); ++k) {
     const std::string& o = branch.output(k).name();
@@ -378,7 +378,7 @@ void ControlFlow::check_unroll(const Node& n, int64_t iterations, int64_t done, 
 void ControlFlow::stack_scan_outputs(const Node& n, const std::vector<std::string>& parts, int64_t axis, const std::string& out) {
   std::vector<const Node*> nodes;
   std::vector<std::string> pieces;
-  const std::string base = m_.node_name(n) + "/" + out + "/";
+  const std::string base = node_name(n) + "/" + out + "/";
   const std::string axes = m_.opset_ >= 13 ? int_constant(base + "axes", {axis}, false) : "";
   for (size_t k = 0; k < parts.size(); ++k) {
     const std::string piece = parts.size() == 1 ? out : fresh_name(base + std::to_string(k));
@@ -435,7 +435,7 @@ void ControlFlow::op_loop(const Node& n) {
     trips = std::max<int64_t>(*trips, 0);
   }
   const bool has_cond = m_.has_input(n, 1);
-  std::string cond = has_cond ? n.input(1) : int_constant(m_.node_name(n) + "/cond", {1}, true);
+  std::string cond = has_cond ? n.input(1) : int_constant(node_name(n) + "/cond", {1}, true);
   if (has_cond) {
     const auto c = known_scalar(n, cond, "the condition");
     if (!c) throw Unsupported{"its condition '" + utf8_safe(cond) + "' is not known at import time: " + undecided(cond)};
@@ -452,7 +452,7 @@ void ControlFlow::op_loop(const Node& n) {
     if (trips && k >= *trips) break;
     if (has_cond && known_scalar(n, cond, "the condition").value_or(0) == 0) break;
     check_unroll(n, 1, k, trips, body_nodes);
-    const std::string prefix = m_.node_name(n) + "/" + std::to_string(k) + "/";
+    const std::string prefix = node_name(n) + "/" + std::to_string(k) + "/";
     std::vector<std::string> bind = {int_constant(prefix + body.input(0).name(), {k}, true), cond};
     bind.insert(bind.end(), carried.begin(), carried.end());
     std::unordered_map<std::string, std::string> renamed;
@@ -499,7 +499,7 @@ void ControlFlow::finish_unrolled(const Node& n, int64_t iterations, const std::
   std::vector<const Node*> finals;
   for (int i = 0; i < states && i < n.output_size(); ++i) {
     if (n.output(i).empty()) continue;
-    finals.push_back(&synth("Identity", {carried[static_cast<size_t>(i)]}, n.output(i), m_.node_name(n) + "/output" + std::to_string(i)));
+    finals.push_back(&synth("Identity", {carried[static_cast<size_t>(i)]}, n.output(i), node_name(n) + "/output" + std::to_string(i)));
   }
   count_reads(finals);
   for (const Node* s : finals) m_.import_node(*s);
@@ -560,7 +560,7 @@ void ControlFlow::op_scan(const Node& n) {
   std::vector<std::vector<std::string>> scans(static_cast<size_t>(scan_outputs));
   for (int64_t t = 0; t < trips; ++t) {
     check_unroll(n, 1, t, trips, body_nodes);
-    const std::string prefix = m_.node_name(n) + "/" + std::to_string(t) + "/";
+    const std::string prefix = node_name(n) + "/" + std::to_string(t) + "/";
     std::vector<const Node*> nodes;
     std::vector<std::string> bind = carried;
     for (int j = 0; j < m; ++j) {

@@ -2,9 +2,10 @@
 // Private to the ONNX importer (sim/graph/onnx/): the Importer that load_onnx runs and
 // the value it tracks per ONNX name. Only these files see the protobuf headers; callers
 // include sim/graph/onnx_importer.h.
-//   model_reader.cpp     protobuf and opset, external-data paths, graph inputs and their
-//                        bound shapes (--input-shape; the InputBinder), topological order
-//   tensor_data.cpp      tensor and initializer decoding (raw bytes, typed fields, external data)
+//   model_reader.cpp     protobuf and opset, graph inputs and their bound shapes
+//                        (--input-shape; the InputBinder), topological order
+//   tensor_data.cpp      the TensorReader: tensor and initializer decoding (raw bytes, typed
+//                        fields, external data and where it may live), the decode budget
 //   node_reader.cpp      typed attributes, constant inputs, ONNX shapes and axes -> IR shapes
 //   ir_builder.cpp       IR tensors and layers, NCHW <-> channels-last conversion, aliases
 //   shape_inference.{h,cpp} NodeShapes: attributes and shapes shared by the constant and the activation paths
@@ -16,8 +17,8 @@
 //   ops_vector.cpp         VectorOps: activations, element-wise ops, normalisation, softmax, reductions
 //   ops_layout.cpp         LayoutOps: reshape-like ops, Transpose, Concat, Split, Slice, Gather, Expand, Pad, Resize
 //   control_flow.{h,cpp} ControlFlow: If, Loop and Scan inlined at import time (conditions and trip counts folded)
-//   batch_axis.cpp       which axis of each graph input holds the batch, from how the input is used
-//   importer.cpp         validation, dispatch through the table, the driver, the blocker message, load_onnx
+//   batch_axis.cpp       UseIndex: which axis of each graph input holds the batch, from how the input is used
+//   importer.cpp         validation, dispatch through the table, the driver, Blockers (one message), load_onnx
 //   symbolic.{h,cpp}     the batch as a symbol, checked arithmetic, shape rules
 //   text.{h,cpp}         names and messages
 #include <onnx/onnx_pb.h>
@@ -110,10 +111,71 @@ int64_t elem_size(int32_t t);  // bytes per element; 0 for types without a fixed
 
 // Every graph of a model (subgraphs too), indexed for following an input's uses (batch_axis.cpp).
 struct UseIndex {
+  explicit UseIndex(const onnx::GraphProto& main);
+  // The axis of graph input `input` (of rank `rank`) that holds the batch, from the ops it
+  // reaches (through Gather, Slice, Squeeze, Unsqueeze, Transpose, element-wise ops and
+  // If branches): LSTM/GRU/RNN inputs and Gemm's transposed A say so (`strong`); MatMul,
+  // Gemm, Conv and pools read their first axis as the batch. -1: no use says.
+  int usage_batch_axis(const std::string& input, int rank, bool& strong) const;
+
   std::unordered_map<std::string, std::vector<const onnx::NodeProto*>> readers;  // value -> nodes reading it
   std::unordered_map<std::string, std::vector<std::string>> flows;  // an If branch's output -> the If's
   std::unordered_map<std::string, const onnx::TensorProto*> tensors;  // initializers, Constant values
   std::unordered_map<std::string, const onnx::NodeProto*> constants;  // Constant nodes
+};
+
+// n's attribute `name`, of any type; null when n has none.
+const onnx::AttributeProto* attr(const onnx::NodeProto& n, const std::string& name);
+
+// A node's name for messages: its own, else its first output's.
+inline std::string node_name(const onnx::NodeProto& n) {
+  return n.name().empty() ? (n.output_size() ? n.output(0) : "?") : n.name();
+}
+
+// The nodes that block an import, reported together in one message (importer.cpp).
+class Blockers {
+ public:
+  // Main-graph nodes whose op the importer has no handler or folding for (whatever their
+  // inputs): reported with unbound dimensions, before any node is imported.
+  static Blockers without_handler(const onnx::GraphProto& main);
+  void add(const onnx::NodeProto& n, const std::string& why) { nodes_.emplace_back(node_name(n), why); }
+  bool empty() const { return nodes_.empty(); }
+  // Every blocker in one message: unsupported nodes grouped by op and reason, with counts and
+  // the first node names (`unbound`: dynamic dimensions left unbound, reported first).
+  std::string message(const std::string& unbound) const;
+
+ private:
+  std::vector<std::pair<std::string, std::string>> nodes_;  // node, why
+};
+
+// Decoding tensors (tensor_data.cpp): initializers and Constant values, raw or typed, in the
+// model file or in external data next to it. Keeps the model's decode budget.
+class TensorReader {
+ public:
+  TensorReader(std::filesystem::path path, std::string file) : path_(std::move(path)), file_(std::move(file)) {}
+  // t's elements into v (v.has_data) when small enough and within the budget; `need`: a
+  // Constant node's value, decoded up to kMaxDecodedElements. `what` names t in messages.
+  void read(const onnx::TensorProto& t, Value& v, bool need, const std::string& what);
+  // Takes n elements from the budget (the large one for Constant nodes' large values);
+  // false, taking nothing, when they do not fit: then only shapes are kept.
+  bool within_budget(int64_t n, bool large) {
+    int64_t& used = large ? decoded_large_elements_ : decoded_elements_;
+    if (n > kMaxDecodeBudget - used) return false;
+    used += n;
+    return true;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& msg) const { throw InputError(file_ + ": " + msg); }
+  std::filesystem::path external_file(const std::string& what, const std::string& location) const;
+
+  std::filesystem::path path_;  // the model (external data lives in its directory)
+  std::string file_;
+  // Elements of constant data decoded or folded so far: many small constants (each under
+  // the fold limits) must not add up to gigabytes. Past the budget only shapes are kept.
+  // Constant nodes' large values (functional mode only) have a budget of their own, so
+  // they cannot starve the small shape constants that folding needs.
+  int64_t decoded_elements_ = 0, decoded_large_elements_ = 0;
 };
 
 // One model's import (load_onnx); its members are defined in the files listed above.
@@ -123,7 +185,6 @@ class Importer {
       : path_(std::move(path)), file_(path_.string()), opts_(opts), info_(info) {}
 
   Graph run();
-  static std::vector<std::string> supported_op_types();  // the rows with a handler, sorted
 
  private:
   using Node = onnx::NodeProto;
@@ -134,7 +195,6 @@ class Importer {
     return "node '" + utf8_safe(node_name(n)) + "' (" + utf8_safe(n.op_type()) + ")";
   }
   [[noreturn]] void fail_node(const Node& n, const std::string& msg) const { fail(where(n) + ": " + msg); }
-  static std::string node_name(const Node& n) { return n.name().empty() ? (n.output_size() ? n.output(0) : "?") : n.name(); }
 
   // ---- the driver
   friend class Folder;     // const_fold.cpp: constant folding, one family per row
@@ -155,28 +215,14 @@ class Importer {
   void host_node(const Node& n, const std::string& why);
   // The value n reads that the host computed, if any (its inputs and subgraph references).
   const Value* host_operand(const Node& n, std::string* name) const;
-  // Every blocker in one message: unsupported nodes grouped by op and reason, with counts and
-  // the first node names (`unbound`: dynamic dimensions left unbound, reported first).
-  std::string blocker_message(const std::string& unbound) const;
-  std::vector<std::pair<std::string, std::string>> nodes_without_handler() const;  // node, op (main graph)
 
   // ---- model reading
   void read_model();
   // `as`: the name the value gets (a subgraph's initializer is renamed when it is inlined).
   void load_initializer(const onnx::TensorProto& t, const std::string& what, const std::string& as = "");
-  void read_tensor_data(const onnx::TensorProto& t, Value& v, bool need, const std::string& what);
-  std::filesystem::path external_file(const std::string& what, const std::string& location) const;
   void bind_inputs();  // InputBinder, then bind_input_values
   void bind_input_values();  // --input-value: the inputs' elements, checked against their shapes
   std::vector<const Node*> topo_order();
-
-  // ---- batch axes (batch_axis.cpp)
-  UseIndex index_uses() const;
-  // The axis of graph input `input` (of rank `rank`) that holds the batch, from the ops it
-  // reaches (through Gather, Slice, Squeeze, Unsqueeze, Transpose, element-wise ops and
-  // If branches): LSTM/GRU/RNN inputs and Gemm's transposed A say so (`strong`); MatMul,
-  // Gemm, Conv and pools read their first axis as the batch. -1: no use says.
-  int usage_batch_axis(const UseIndex& index, const std::string& input, int rank, bool& strong) const;
 
   // ---- values
   Value& val(const Node& n, int i);          // input i (must exist)
@@ -189,7 +235,6 @@ class Importer {
   int opset() const { return opset_; }
 
   // attributes (an attribute of another type than the op's is an error naming the node)
-  const onnx::AttributeProto* attr(const Node& n, const std::string& name) const;
   const onnx::AttributeProto* typed_attr(const Node& n, const std::string& name,
                                          onnx::AttributeProto_AttributeType type) const;
   int64_t attr_i(const Node& n, const std::string& name, int64_t def) const;
@@ -265,25 +310,14 @@ class Importer {
   std::unordered_set<std::string> graph_outputs_;
   std::unordered_set<std::string> tensor_names_;
   std::vector<std::string> tensor_head_;  // per IR tensor: the latest ONNX value it holds
-  std::vector<std::pair<std::string, std::string>> unsupported_;  // node, why
+  Blockers blockers_;
   std::vector<int> input_order_;  // per IR graph input: ONNX input index
-  std::unordered_map<std::string, std::vector<int64_t>> external_sizes_;
   std::unordered_map<std::string, std::vector<int>> consumer_nodes_;  // value -> indices of the nodes reading it
   // Main-graph nodes with subgraphs (If, Loop, Scan): the outer values those read.
   std::unordered_map<int, std::vector<std::string>> main_subgraph_refs_;
   std::unordered_set<std::string> input_names_;     // graph inputs (not initializers)
   ControlFlow control_flow_{*this};
-  // Elements of constant data decoded or folded so far: many small constants (each under
-  // the fold limits) must not add up to gigabytes. Past the budget only shapes are kept.
-  // Constant nodes' large values (functional mode only) have a budget of their own, so
-  // they cannot starve the small shape constants that folding needs.
-  int64_t decoded_elements_ = 0, decoded_large_elements_ = 0;
-  bool within_decode_budget(int64_t n, bool large) {
-    int64_t& used = large ? decoded_large_elements_ : decoded_elements_;
-    if (n > kMaxDecodeBudget - used) return false;
-    used += n;
-    return true;
-  }
+  TensorReader tensors_{path_, file_};
 };
 
 }  // namespace tessera::graph::onnx_import

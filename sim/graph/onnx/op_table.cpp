@@ -3,6 +3,7 @@
 // control_flow.cpp; folding families in const_fold.cpp.
 #include "sim/graph/onnx/op_table.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "sim/graph/onnx/const_fold.h"
@@ -283,6 +284,17 @@ const OnnxOp* find_onnx_op(std::string_view op_type) {
   }();
   const auto it = index.find(op_type);
   return it == index.end() ? nullptr : it->second;
+}
+
+// The ONNX op types with a handler (control flow aside), sorted: the unsupported-node
+// message and onnx_supported_ops() read the table, so they cannot drift from it.
+std::vector<std::string> supported_op_types() {
+  std::vector<std::string> ops;
+  for (const OnnxOp& row : onnx_op_table()) {
+    if (row.handle && !row.subgraphs) ops.emplace_back(row.name);
+  }
+  std::sort(ops.begin(), ops.end());
+  return ops;
 }
 
 }  // namespace tessera::graph::onnx_import

@@ -95,5 +95,7 @@ struct OnnxOp {
 // Every row, in the table's order; and the row of an op type (null: none).
 const std::vector<OnnxOp>& onnx_op_table();
 const OnnxOp* find_onnx_op(std::string_view op_type);
+// The ONNX op types with a handler (control flow aside), sorted.
+std::vector<std::string> supported_op_types();
 
 }  // namespace tessera::graph::onnx_import

@@ -374,7 +374,7 @@ void LayoutOps::op_resize(const Node& n) {
   const bool upsample = n.op_type() == "Upsample";
   if (upsample) {
     if (m_.opset_ < 9) {
-      const auto* a = m_.attr(n, "scales");
+      const auto* a = attr(n, "scales");
       if (a) scales.assign(a->floats().begin(), a->floats().end());
     } else {
       scales = m_.const_floats(n, 1, "scales");

@@ -316,7 +316,7 @@ void MatrixOps::op_recurrent(const Node& n, bool lstm) {
   l.peepholes = lstm && m_.has_input(n, 7);
   const Sym bsym = X.shape[static_cast<size_t>(ba)];
   const SymShape y_shape = layout == 0 ? SymShape{{T, 0}, {D, 0}, bsym, {H, 0}} : SymShape{bsym, {T, 0}, {D, 0}, {H, 0}};
-  const std::string y_name = n.output_size() > 0 && !n.output(0).empty() ? n.output(0) : m_.node_name(n) + "/Y";
+  const std::string y_name = n.output_size() > 0 && !n.output(0).empty() ? n.output(0) : node_name(n) + "/Y";
   const int y = m_.add_layer(n, l, y_name, m_.per_sample(y_shape));
   if (n.output_size() > 0 && !n.output(0).empty()) {
     Value& o = m_.out(n, 0);

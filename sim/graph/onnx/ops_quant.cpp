@@ -95,7 +95,7 @@ void QuantOps::op_dynamic_quantize(const Node& n) {
     Value p;
     p.elem = i == 1 ? onnx::TensorProto_DataType_FLOAT : onnx::TensorProto_DataType_UINT8;
     p.is_float = i == 1;
-    p.producer = m_.node_name(n);
+    p.producer = node_name(n);
     m_.values_[n.output(i)] = p;
   }
 }
