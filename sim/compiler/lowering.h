@@ -134,7 +134,36 @@ struct GemmJob {
   std::function<uint64_t(int64_t m0, int64_t n0)> out_address;
 };
 
+class Lowering;
+
+// GEMM tiling (gemm_tiler.cpp): one GemmJob into read_weights / matmul / activate tiles for
+// the dataflow, the tiles round-robin over the matrix units of the active cores. The
+// Lowering owns one: which unit and accumulator half take the next tile carry over from
+// layer to layer.
+class GemmTiler {
+ public:
+  explicit GemmTiler(Lowering& l) : l_(l) {}
+  GemmTiler(const GemmTiler&) = delete;
+  GemmTiler& operator=(const GemmTiler&) = delete;
+  void emit(const GemmJob& job);
+  array::GemmTile max_tile() const;
+  double planned_instructions(int64_t M, int64_t K, int64_t N) const;  // at most, for an M x K x N GEMM
+  void check_mac_mode(const Layer& layer) const;
+  bool emitting() const { return in_gemm_; }  // its tiles are split work
+
+ private:
+  Lowering& l_;
+  std::vector<int> slot_half_;  // per slot: the accumulator half its next tile fills
+  int64_t next_slot_ = 0;       // the slot the next tile goes to
+  bool in_gemm_ = false;        // emit is emitting
+};
+
 class Lowering {
+  // Its collaborators, one per family of the lowering (their classes are below).
+  friend class GemmTiler;
+  friend class MatrixLowering;
+  friend class VectorLowering;
+  friend class Spiller;
   friend class RowTiler;
 
  public:
@@ -169,26 +198,7 @@ class Lowering {
   int64_t samples_per_chunk(int t) const;
   uint64_t tensor_bytes(int t, int64_t samples) const;
 
-  void emit_gemm(const GemmJob& job);
-  array::GemmTile max_gemm_tile() const;
-  double planned_gemm_instructions(int64_t M, int64_t K, int64_t N) const;
-  void lower_matrix(int li);
-  void check_mac_mode(const Layer& layer) const;
-  uint64_t reserve_weights(const Layer& layer);
-  GemmJob weight_gemm(int li, int64_t m, uint64_t weights_base, int64_t g) const;
-  GemmJob ub_gemm(int li, int64_t m) const;
-  void account_gemm(int li, int64_t m, int64_t k, int64_t n, int64_t groups, int64_t weights, Dtype a_dtype,
-                    Dtype b_dtype);
-  void lower_fc(int li);
-  void lower_conv(int li);
-  void lower_matmul(int li);
-  void lower_recurrent(int li);
-  void lower_vector(int li);
-  // `op`: the OpDef whose listing name and vector class the instructions carry.
-  void emit_vector_by_samples(int li, const graph::OpDef& op, const std::vector<int>& inputs, int y,
-                              int64_t elements_per_sample, int64_t element_bytes = 1);
-  void lower_grouped_conv_on_vector(int li);
-  bool grouped_conv_on_vector(const Layer& layer) const;
+  GemmTiler gemm_{*this};  // gemm_tiler.cpp: GEMMs into tiles, round-robin over the matrix units
   // Lays out and lowers the whole graph for `batch` samples.
   void lower_pass(int64_t batch);
 
@@ -263,8 +273,6 @@ class Lowering {
   uint64_t scratchpad_bytes() const {
     return arch_.unified_buffer.capacity_bytes * static_cast<uint64_t>(arch_.active_cores());
   }
-  std::vector<int> slot_half_;   // per slot: the accumulator half its next tile fills
-  int64_t next_slot_ = 0;        // the slot the next tile goes to
   int64_t next_dma_engine_ = 0;  // device DMA engines take transfers round-robin
   // Since the last sync: serial work (core 0: transfers, vector layers) and split work (GEMM
   // tiles on every core, of layer split_layer_). A sync goes between the two, and between the
@@ -272,7 +280,6 @@ class Lowering {
   bool serial_since_sync_ = false;
   bool split_since_sync_ = false;
   int split_layer_ = -1;
-  bool in_gemm_ = false;  // emit_gemm is emitting (its tiles are split work)
   void order_across_cores(bool split, int layer);
   void sync_cores();
   uint64_t weight_cursor_ = 0;
@@ -330,16 +337,63 @@ class Lowering {
   void note_units(const Instruction& in);
   void note_buffer_off_vector(int buffer);
   bool inert_hazard(int buffer) const;
+  void host_transfer(Opcode op, int t, int li, const Region& region, uint64_t bytes, uint64_t ub_address);
+  void lower_layer(int li);
+};
+
+// Matrix layers on the array (lower_matrix.cpp, lower_recurrent.cpp): fc, conv2d and matmul
+// as GemmJobs, LSTM and GRU step by step; the weights they reserve and the LayerInfo facts.
+class MatrixLowering {
+ public:
+  explicit MatrixLowering(Lowering& l) : l_(l) {}
+  void lower_matrix(int li);
+  void lower_recurrent(int li);
+  uint64_t reserve_weights(const Layer& layer);
+  GemmJob weight_gemm(int li, int64_t m, uint64_t weights_base, int64_t g) const;
+  GemmJob ub_gemm(int li, int64_t m) const;
+  void account_gemm(int li, int64_t m, int64_t k, int64_t n, int64_t groups, int64_t weights, Dtype a_dtype,
+                    Dtype b_dtype);
+
+ private:
+  void lower_fc(int li);
+  void lower_conv(int li);
+  void lower_matmul(int li);
+
+  Lowering& l_;
+};
+
+// Layers on the vector unit (lower_vector.cpp), grouped convolutions that run there included.
+class VectorLowering {
+ public:
+  explicit VectorLowering(Lowering& l) : l_(l) {}
+  void lower_vector(int li);
+  // `op`: the OpDef whose listing name and vector class the instructions carry.
+  void emit_vector_by_samples(int li, const graph::OpDef& op, const std::vector<int>& inputs, int y,
+                              int64_t elements_per_sample, int64_t element_bytes = 1);
+  void lower_grouped_conv_on_vector(int li);
+  bool grouped_conv_on_vector(const Layer& layer) const;
+  int64_t vector_work_per_output(const Layer& layer) const;
+
+ private:
+  Lowering& l_;
+};
+
+// Spills (spill.cpp), only when one sample does not fit the unified buffer otherwise: the
+// Lowering's pinned_ and readers_ say what the current layer holds and who reads what next.
+class Spiller {
+ public:
+  explicit Spiller(Lowering& l) : l_(l) {}
+  void lower_with_spills(int li);
+  void make_room(int li, std::vector<int> needs);
+  void evict(int t, int li);
+  uint64_t working_set_bytes(int li) const;
+
+ private:
   int next_use(int t, int li) const;
   int pick_victim(int li) const;
-  void evict(int t, int li);
   void reload(int t, int li);
-  void host_transfer(Opcode op, int t, int li, const Region& region, uint64_t bytes, uint64_t ub_address);
-  void make_room(int li, std::vector<int> needs);
-  void lower_layer(int li);
-  void lower_with_spills(int li);
-  uint64_t working_set_bytes(int li) const;
-  int64_t vector_work_per_output(const Layer& layer) const;
+
+  Lowering& l_;
 };
 
 // A layer whose own working set does not fit runs in tiles of rows streamed through host

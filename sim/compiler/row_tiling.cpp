@@ -48,7 +48,7 @@ void RowTiler::run() {
 // Which rows are tiled (the output's, or a reduction's input's), or why the layer cannot be.
 void RowTiler::classify() {
   const Layer& layer = layer_;
-  vector_conv_ = l_.grouped_conv_on_vector(layer);
+  vector_conv_ = VectorLowering(l_).grouped_conv_on_vector(layer);
   reduction_ = reduction_op(layer.op) && !row_local_op(layer, g_.tensors[layer.inputs[0]].shape.size());
   // An op whose output rows gather from all over its input (transpose) keeps the input whole
   // (it must fit) while the output streams (attention's head transposes at long sequences).
@@ -60,12 +60,12 @@ void RowTiler::classify() {
   head_ = g_.source + ": workload '" + g_.name + "' does not fit the unified buffer of '" + l_.arch_.name + "' (" +
           std::to_string(capacity_) + " bytes): layer '" + layer.name + "' (" + std::string(graph::op_name(layer.op)) + ")";
   if (!reduction_ && !by_output_rows_) {
-    throw InputError(head_ + " needs " + std::to_string(l_.working_set_bytes(li_)) +
+    throw InputError(head_ + " needs " + std::to_string(Spiller(l_).working_set_bytes(li_)) +
                      " bytes at once for its inputs and output and cannot run in row tiles (tiled are: fc, conv2d, "
                      "matmul, pooling, resize, transpose, reductions and row-wise vector ops); use a larger "
                      "unified_buffer.capacity");
   }
-  if (graph::is_matrix_op(layer.op) && !vector_conv_) l_.check_mac_mode(layer);
+  if (graph::is_matrix_op(layer.op) && !vector_conv_) l_.gemm_.check_mac_mode(layer);
 }
 
 void RowTiler::choose_row_maps() {
@@ -241,7 +241,7 @@ void RowTiler::place_buffers() {
     const int s = l_.storage(layer.inputs[static_cast<size_t>(i)]);
     if (streamed_[static_cast<size_t>(i)] && place_[s].allocated) {
       l_.pinned_[static_cast<size_t>(s)] = 0;
-      l_.evict(s, li_);
+      Spiller(l_).evict(s, li_);
     }
   }
   std::vector<int> needs;
@@ -270,7 +270,7 @@ void RowTiler::place_buffers() {
       needs.push_back(out_slot_.back());
     }
   }
-  l_.make_room(li_, needs);
+  Spiller(l_).make_room(li_, needs);
 }
 
 // ---------------------------------------------------------------- the tiles
@@ -281,8 +281,8 @@ void RowTiler::emit_tiles() {
   y_bytes_ = dtype_bytes(g_.tensors[y_].dtype);
   y_cols_ = place_[y_].cols;
   rps_y_ = place_[y_].rows_per_sample;
-  weight_base_ = graph::is_matrix_op(layer.op) && !vector_conv_ ? l_.reserve_weights(layer) : l_.weight_cursor_;
-  work_per_output_ = graph::is_matrix_op(layer.op) ? 0 : l_.vector_work_per_output(layer);
+  weight_base_ = graph::is_matrix_op(layer.op) && !vector_conv_ ? MatrixLowering(l_).reserve_weights(layer) : l_.weight_cursor_;
+  work_per_output_ = graph::is_matrix_op(layer.op) ? 0 : VectorLowering(l_).vector_work_per_output(layer);
   bands_.assign(static_cast<size_t>(n_in_), {});
   for (int64_t s = 0; s < l_.batch_; ++s) {
     for (int64_t r0 = 0; r0 < rows_total_; r0 += R_, ++tiles_) {
@@ -354,7 +354,7 @@ void RowTiler::emit_matmul(const Tile& t) {
     const int64_t m_lo = std::max(r0, h * M) - h * M, m_hi = std::min(r1, (h + 1) * M) - h * M;
     const int64_t gb = head_index(h, lead_y, lead_b);
     const int64_t row0 = h * M + m_lo;  // in A's and the output's rows (same heads) or the output's only
-    GemmJob job = l_.ub_gemm(li_, m_hi - m_lo);
+    GemmJob job = MatrixLowering(l_).ub_gemm(li_, m_hi - m_lo);
     const auto& as = g_.tensors[a].shape;
     const int64_t a_row0 = maps_[0] == RowMap::kSame ? row0 : head_index(h, lead_y, graph::Shape(as.begin(), as.end() - 2)) * M + m_lo;
     job.a_region = [this, &t, a_row0](int64_t m0, int64_t m1, int64_t k0, int64_t k1) {
@@ -367,7 +367,7 @@ void RowTiler::emit_matmul(const Tile& t) {
       return out_region(t, row0 + m0, row0 + m1, n0, n1);
     };
     job.out_address = [this, &t, row0](int64_t m0, int64_t n0) { return out_address(t, row0 + m0, n0); };
-    l_.emit_gemm(job);
+    l_.gemm_.emit(job);
   }
 }
 
@@ -382,7 +382,7 @@ void RowTiler::emit_weight_gemms(const Tile& t) {
   for (int64_t c0 = r0; c0 < r1; c0 += step) {
     const int64_t c1 = std::min(r1, c0 + step);
     for (int64_t g = 0; g < (conv ? G : 1); ++g) {
-      GemmJob job = l_.weight_gemm(li_, c1 - c0, weight_base_, g);
+      GemmJob job = MatrixLowering(l_).weight_gemm(li_, c1 - c0, weight_base_, g);
       const int64_t ch_base = g * cin_g, out_base = conv ? g * cout_g : 0;
       job.a_region = [this, &t, c0, ch_base, conv, cin_g](int64_t m0, int64_t m1, int64_t k0, int64_t k1) {
         if (!conv) return in_region(t, 0, c0 + m0, c0 + m1, k0, k1);
@@ -394,7 +394,7 @@ void RowTiler::emit_weight_gemms(const Tile& t) {
         return out_region(t, c0 + m0, c0 + m1, out_base + n0, out_base + n1);
       };
       job.out_address = [this, &t, c0, out_base](int64_t m0, int64_t n0) { return out_address(t, c0 + m0, out_base + n0); };
-      l_.emit_gemm(job);
+      l_.gemm_.emit(job);
     }
   }
 }
@@ -453,11 +453,11 @@ void RowTiler::account() {
   const int64_t M = l_.batch_ * layer.gemm_m_per_sample;
   if (layer.op == OpKind::kMatmul) {
     info.mapping = "array_ub";
-    l_.account_gemm(li_, G * M, K, N, G, 0, x_dtype, g_.tensors[static_cast<size_t>(layer.inputs[1])].dtype);
+    MatrixLowering(l_).account_gemm(li_, G * M, K, N, G, 0, x_dtype, g_.tensors[static_cast<size_t>(layer.inputs[1])].dtype);
     return;
   }
-  info.mapping = l_.grouped_conv_on_vector(layer) ? "vector" : "array";
-  l_.account_gemm(li_, M * G, K, N, G, layer.weight_count(), x_dtype, layer.weight_dtype);
+  info.mapping = VectorLowering(l_).grouped_conv_on_vector(layer) ? "vector" : "array";
+  MatrixLowering(l_).account_gemm(li_, M * G, K, N, G, layer.weight_count(), x_dtype, layer.weight_dtype);
 }
 
 }  // namespace tessera::compiler::detail
