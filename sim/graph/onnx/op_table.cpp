@@ -12,7 +12,7 @@
 
 namespace tessera::graph::onnx_import {
 
-// Friend of Importer: its handlers call the Importer's op_* methods. Rows by family.
+// Friend of Importer: its handlers call the op-handler classes of ops.h and the Importer's ControlFlow. Rows by family.
 struct OnnxRows {
   using Node = onnx::NodeProto;
   // Handlers shared by rows: the row says which IR op.

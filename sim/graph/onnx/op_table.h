@@ -46,7 +46,7 @@ enum class BatchRule : uint8_t {
   kTranspose,
 };
 
-// How a reshape-like op maps its input's shape (Importer::reshape_like_shape).
+// How a reshape-like op maps its input's shape (NodeShapes::reshape_like_shape).
 enum class ReshapeRule : uint8_t { kNone, kReshape, kFlatten, kSqueeze, kUnsqueeze };
 
 // Roles other scans ask about (bit set).
