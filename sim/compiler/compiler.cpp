@@ -115,10 +115,10 @@ void Lowering::sync_cores() {
 }
 
 void Lowering::emit(Instruction in, bool writes_tensor_storage) {
-  if (!in_gemm_) order_across_cores(false, in.layer);
+  if (!gemm_.emitting()) order_across_cores(false, in.layer);
   // A workload whose tiling needs more instructions than minutes of simulation, or whose
   // compact program would store more than about 1 GB, is refused with a message instead
-  // of running for hours or out of memory (audit D14). emit_gemm checks a whole layer's
+  // of running for hours or out of memory (audit D14). GemmTiler::emit checks a whole layer's
   // tiles before emitting any; this catches every other path.
   if (body_emitted() + reads_emitted() >= kMaxInstructions) too_many_instructions(in.layer);
   if (p_.instructions.templates() >= max_stored_templates_) too_many_stored_instructions(in.layer);
@@ -184,7 +184,7 @@ void Lowering::lower_pass(int64_t batch) {
     for (int in : inputs_at_[static_cast<size_t>(li)]) {
       if (spill_) {
         if (li < L) continue;  // read by lower_with_spills before its first consumer
-        make_room(L, {in});    // an input no layer reads still crosses the link
+        Spiller(*this).make_room(L, {in});    // an input no layer reads still crosses the link
         continue;
       }
       allocate(in, li < L && lazy_inputs_ ? li : -1);
@@ -199,7 +199,7 @@ void Lowering::lower_pass(int64_t batch) {
     const Layer& layer = g_.layers[li];
     if (lazy_inputs_) take_inputs(li);
     if (spill_) {
-      lower_with_spills(li);
+      Spiller(*this).lower_with_spills(li);
     } else {
       allocate(layer.output, li);
       allocate_scratch(li);
@@ -238,12 +238,12 @@ void Lowering::lower_pass(int64_t batch) {
 void Lowering::lower_layer(int li) {
   const Layer& layer = g_.layers[li];
   layer_body_start_ = body_emitted();
-  if (grouped_conv_on_vector(layer)) {
-    lower_grouped_conv_on_vector(li);
+  if (VectorLowering(*this).grouped_conv_on_vector(layer)) {
+    VectorLowering(*this).lower_grouped_conv_on_vector(li);
   } else if (graph::is_matrix_op(layer.op)) {
-    lower_matrix(li);
+    MatrixLowering(*this).lower_matrix(li);
   } else {
-    lower_vector(li);
+    VectorLowering(*this).lower_vector(li);
   }
 }
 
@@ -294,7 +294,7 @@ Program Lowering::run() {
       const Layer& l = g_.layers[li];
       if (!graph::is_matrix_op(l.op) || l.gemm_k <= 0 || l.gemm_n <= 0) continue;
       const int64_t m = total_batch_ * std::max<int64_t>(1, l.gemm_m_per_sample);
-      planned += static_cast<double>(std::max<int64_t>(1, l.gemm_groups)) * planned_gemm_instructions(m, l.gemm_k, l.gemm_n);
+      planned += static_cast<double>(std::max<int64_t>(1, l.gemm_groups)) * gemm_.planned_instructions(m, l.gemm_k, l.gemm_n);
       if (planned > static_cast<double>(kMaxInstructions)) too_many_instructions(static_cast<int>(li));
     }
   }

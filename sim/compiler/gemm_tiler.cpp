@@ -27,25 +27,25 @@ ActivationFn activation_fn(graph::Activation a) {
 // tile dimension indexes its entries and which its array.cols-wide rows), and the
 // dimension that only streams (ws: m, os: k, is: n) otherwise whole: splitting a streamed
 // dimension would only add exposed drains and reloads of the same stationary tile.
-array::GemmTile Lowering::max_gemm_tile() const {
-  const auto& a = arch_.array;
-  const int64_t acc_half = std::max<int64_t>(1, arch_.accumulators.entries / 2);
+array::GemmTile GemmTiler::max_tile() const {
+  const auto& a = l_.arch_.array;
+  const int64_t acc_half = std::max<int64_t>(1, l_.arch_.accumulators.entries / 2);
   const array::DataflowModel& df = array::dataflow_model(a.dataflow);
   return df.max_tile(array::ArrayDims{a.rows, a.cols}, df.accumulator_bounds(acc_half, a.cols));
 }
 
-// Instructions emit_gemm emits for an M x K x N GEMM (at most): per (m, n) tile, one
+// Instructions emit emits for an M x K x N GEMM (at most): per (m, n) tile, one
 // matmul per K tile, one read_weights per array tile (rows x cols) of B, one activate.
-double Lowering::planned_gemm_instructions(int64_t M, int64_t K, int64_t N) const {
-  const array::GemmTile max = max_gemm_tile();
-  const auto& a = arch_.array;
+double GemmTiler::planned_instructions(int64_t M, int64_t K, int64_t N) const {
+  const array::GemmTile max = max_tile();
+  const auto& a = l_.arch_.array;
   const auto tiles = [](int64_t total, int64_t step) { return static_cast<double>((total + step - 1) / step); };
   const double fifo_tiles = tiles(K, a.rows) * tiles(std::min(N, max.n), a.cols);
   return tiles(M, max.m) * tiles(N, max.n) * (tiles(K, max.k) + fifo_tiles + 1.0);
 }
 
-void Lowering::emit_gemm(const GemmJob& job) {
-  const array::GemmTile max = max_gemm_tile();
+void GemmTiler::emit(const GemmJob& job) {
+  const array::GemmTile max = max_tile();
   const int64_t kt = max.k, nt = max.n;
   // Work split (docs/architecture.md): output tiles go round-robin to the matrix units
   // (slots). N first: each unit then holds its own columns of B, and no weight is fetched
@@ -53,22 +53,22 @@ void Lowering::emit_gemm(const GemmJob& job) {
   // a tile (each unit that shares a column block fetches its weights again). K is never
   // split: its partial sums would have to meet in one accumulator.
   int64_t mt = max.m;
-  const int64_t S = slots();
+  const int64_t S = l_.slots();
   if (S > 1) {
     const int64_t n_tiles = ceil_div(job.N, nt);
     if (n_tiles < S && ceil_div(job.M, mt) * n_tiles < S) mt = std::max<int64_t>(1, ceil_div(job.M, ceil_div(S, n_tiles)));
   }
   if (slot_half_.size() != static_cast<size_t>(S)) slot_half_.assign(static_cast<size_t>(S), 0);
-  const int64_t rows = arch_.array.rows, cols = arch_.array.cols;
-  const bool full_tile_fetch = arch_.weight_memory.fetch == WeightFetch::kTile;
+  const int64_t rows = l_.arch_.array.rows, cols = l_.arch_.array.cols;
+  const bool full_tile_fetch = l_.arch_.weight_memory.fetch == WeightFetch::kTile;
   const int64_t a_bytes = dtype_bytes(job.a_dtype);
   const int64_t y_bytes = dtype_bytes(job.y_dtype);
-  LayerInfo& info = p_.layers[static_cast<size_t>(job.li)];
+  LayerInfo& info = l_.p_.layers[static_cast<size_t>(job.li)];
   // Per (m, n) tile: per k tile, the read_weights of its B (one per array tile of B, in
   // the order the array consumes them) and one matmul; then one activate.
-  const double planned = planned_gemm_instructions(job.M, job.K, job.N);
-  if (static_cast<double>(body_emitted() + reads_emitted()) + planned > static_cast<double>(kMaxInstructions)) {
-    too_many_instructions(job.li);
+  const double planned = planned_instructions(job.M, job.K, job.N);
+  if (static_cast<double>(l_.body_emitted() + l_.reads_emitted()) + planned > static_cast<double>(kMaxInstructions)) {
+    l_.too_many_instructions(job.li);
   }
   // The output tiles in order (m major), dealt to the slots in waves of one tile per slot.
   // Within a wave the K steps interleave across the units (each unit's read_weights and
@@ -83,13 +83,13 @@ void Lowering::emit_gemm(const GemmJob& job) {
   std::vector<OutTile> wave;
   auto flush_wave = [&]() {
     if (wave.empty()) return;
-    order_across_cores(true, job.li);
+    l_.order_across_cores(true, job.li);
     in_gemm_ = true;
     for (int64_t k0 = 0; k0 < job.K; k0 += kt) {
       const int64_t k1 = std::min(job.K, k0 + kt);
       for (const OutTile& t : wave) {
-        const auto core = static_cast<uint8_t>(t.slot / arch_.array.count);
-        const auto unit = static_cast<uint8_t>(t.slot % arch_.array.count);
+        const auto core = static_cast<uint8_t>(t.slot / l_.arch_.array.count);
+        const auto unit = static_cast<uint8_t>(t.slot % l_.arch_.array.count);
         // B[k0:k1, n0:n1] in weight-FIFO tiles of at most rows x cols. A held B (ws) is one;
         // a streamed B (os: along k, is: along n) is several, in stream order.
         uint64_t b_tile_bytes = 0;
@@ -114,15 +114,15 @@ void Lowering::emit_gemm(const GemmJob& job) {
               rw.bytes = 0;
               rw.ub_read_bytes = tile_bytes;
               rw.reads.push_back(job.b_region(kc, kc1, nc, nc1));
-              note_units(rw);
-              add_weight_read(std::move(rw), layer_body_start_);
+              l_.note_units(rw);
+              l_.add_weight_read(std::move(rw), l_.layer_body_start_);
             } else {
               // Host-resident weights (residency.weights: host) are fetched over the host link.
               if (arch_.residency.weights == Residency::kHost) rw.weight_source = WeightSource::kHost;
               rw.bytes = fetch_bytes;
               rw.weight_address = job.weight_base + static_cast<uint64_t>(elements_bytes(job.b_dtype, kc * job.weight_row_stride + nc));
               info.weight_bytes += rw.bytes;
-              add_weight_read(std::move(rw), 0);
+              l_.add_weight_read(std::move(rw), 0);
             }
           }
         }
@@ -140,14 +140,14 @@ void Lowering::emit_gemm(const GemmJob& job) {
         mm.ub_read_bytes = static_cast<uint64_t>((t.m1 - t.m0) * (k1 - k0) * a_bytes) + (job.b_from_ub ? b_tile_bytes : 0);
         mm.reads.push_back(job.a_region(t.m0, t.m1, k0, k1));
         mm.writes.push_back(t.acc);
-        emit(std::move(mm), false);
+        l_.emit(std::move(mm), false);
       }
     }
     for (const OutTile& t : wave) {
       Instruction act;
       act.op = Opcode::kActivate;
       act.layer = job.li;
-      act.core = static_cast<uint8_t>(t.slot / arch_.array.count);
+      act.core = static_cast<uint8_t>(t.slot / l_.arch_.array.count);
       act.rows = t.m1 - t.m0;
       act.cols = t.n1 - t.n0;
       act.function = job.overlap_add ? ActivationFn::kNone : activation_fn(job.activation);
@@ -158,7 +158,7 @@ void Lowering::emit_gemm(const GemmJob& job) {
       act.ub_write_bytes = static_cast<uint64_t>(act.rows * act.cols * y_bytes);
       if (job.overlap_add) act.ub_read_bytes = act.ub_write_bytes;  // read-modify-write of the overlap
       act.ub_address = job.out_address(t.m0, t.n0);
-      emit(std::move(act));
+      l_.emit(std::move(act));
     }
     in_gemm_ = false;
     wave.clear();
@@ -180,16 +180,16 @@ void Lowering::emit_gemm(const GemmJob& job) {
   flush_wave();
 }
 
-void Lowering::check_mac_mode(const Layer& layer) const {
-  const Dtype a_dtype = g_.tensors[layer.inputs[0]].dtype;
-  if (!arch_.array.find_mode(a_dtype, layer.weight_dtype)) {
+void GemmTiler::check_mac_mode(const Layer& layer) const {
+  const Dtype a_dtype = l_.g_.tensors[layer.inputs[0]].dtype;
+  if (!l_.arch_.array.find_mode(a_dtype, layer.weight_dtype)) {
     std::string modes;
-    for (const auto& m : arch_.array.mac_modes) {
+    for (const auto& m : l_.arch_.array.mac_modes) {
       modes += (modes.empty() ? "" : ", ") + std::string(dtype_name(m.a)) + " x " + std::string(dtype_name(m.b));
     }
-    throw InputError(g_.source + ": layer '" + layer.name + "' multiplies " + std::string(dtype_name(a_dtype)) +
+    throw InputError(l_.g_.source + ": layer '" + layer.name + "' multiplies " + std::string(dtype_name(a_dtype)) +
                      " activations by " + std::string(dtype_name(layer.weight_dtype)) + " weights, but '" +
-                     arch_.name + "' has no such entry in array.mac_modes (it has: " + modes + ")");
+                     l_.arch_.name + "' has no such entry in array.mac_modes (it has: " + modes + ")");
   }
 }
 

@@ -134,7 +134,38 @@ struct GemmJob {
   std::function<uint64_t(int64_t m0, int64_t n0)> out_address;
 };
 
+class Lowering;
+
+// GEMM tiling (gemm_tiler.cpp): one GemmJob into read_weights / matmul / activate tiles for
+// the dataflow, the tiles round-robin over the matrix units of the active cores. The
+// Lowering owns one: which unit and accumulator half take the next tile carry over from
+// layer to layer.
+class GemmTiler {
+ public:
+  explicit GemmTiler(Lowering& l) : l_(l) {}
+  GemmTiler(const GemmTiler&) = delete;
+  GemmTiler& operator=(const GemmTiler&) = delete;
+  void emit(const GemmJob& job);
+  array::GemmTile max_tile() const;
+  double planned_instructions(int64_t M, int64_t K, int64_t N) const;  // at most, for an M x K x N GEMM
+  void check_mac_mode(const Layer& layer) const;
+  bool emitting() const { return in_gemm_; }  // its tiles are split work
+
+ private:
+  Lowering& l_;
+  std::vector<int> slot_half_;  // per slot: the accumulator half its next tile fills
+  int64_t next_slot_ = 0;       // the slot the next tile goes to
+  bool in_gemm_ = false;        // emit is emitting
+};
+
 class Lowering {
+  // Its collaborators, one per family of the lowering (their classes are below).
+  friend class GemmTiler;
+  friend class MatrixLowering;
+  friend class VectorLowering;
+  friend class Spiller;
+  friend class RowTiler;
+
  public:
   Lowering(const Graph& g, const ArchConfig& arch, int64_t batch, bool compact = true,
            size_t max_stored_templates = kMaxStoredInstructions)
@@ -167,26 +198,7 @@ class Lowering {
   int64_t samples_per_chunk(int t) const;
   uint64_t tensor_bytes(int t, int64_t samples) const;
 
-  void emit_gemm(const GemmJob& job);
-  array::GemmTile max_gemm_tile() const;
-  double planned_gemm_instructions(int64_t M, int64_t K, int64_t N) const;
-  void lower_matrix(int li);
-  void check_mac_mode(const Layer& layer) const;
-  uint64_t reserve_weights(const Layer& layer);
-  GemmJob weight_gemm(int li, int64_t m, uint64_t weights_base, int64_t g) const;
-  GemmJob ub_gemm(int li, int64_t m) const;
-  void account_gemm(int li, int64_t m, int64_t k, int64_t n, int64_t groups, int64_t weights, Dtype a_dtype,
-                    Dtype b_dtype);
-  void lower_fc(int li);
-  void lower_conv(int li);
-  void lower_matmul(int li);
-  void lower_recurrent(int li);
-  void lower_vector(int li);
-  // `op`: the OpDef whose listing name and vector class the instructions carry.
-  void emit_vector_by_samples(int li, const graph::OpDef& op, const std::vector<int>& inputs, int y,
-                              int64_t elements_per_sample, int64_t element_bytes = 1);
-  void lower_grouped_conv_on_vector(int li);
-  bool grouped_conv_on_vector(const Layer& layer) const;
+  GemmTiler gemm_{*this};  // gemm_tiler.cpp: GEMMs into tiles, round-robin over the matrix units
   // Lays out and lowers the whole graph for `batch` samples.
   void lower_pass(int64_t batch);
 
@@ -261,8 +273,6 @@ class Lowering {
   uint64_t scratchpad_bytes() const {
     return arch_.unified_buffer.capacity_bytes * static_cast<uint64_t>(arch_.active_cores());
   }
-  std::vector<int> slot_half_;   // per slot: the accumulator half its next tile fills
-  int64_t next_slot_ = 0;        // the slot the next tile goes to
   int64_t next_dma_engine_ = 0;  // device DMA engines take transfers round-robin
   // Since the last sync: serial work (core 0: transfers, vector layers) and split work (GEMM
   // tiles on every core, of layer split_layer_). A sync goes between the two, and between the
@@ -270,7 +280,6 @@ class Lowering {
   bool serial_since_sync_ = false;
   bool split_since_sync_ = false;
   int split_layer_ = -1;
-  bool in_gemm_ = false;  // emit_gemm is emitting (its tiles are split work)
   void order_across_cores(bool split, int layer);
   void sync_cores();
   uint64_t weight_cursor_ = 0;
@@ -328,20 +337,125 @@ class Lowering {
   void note_units(const Instruction& in);
   void note_buffer_off_vector(int buffer);
   bool inert_hazard(int buffer) const;
+  void host_transfer(Opcode op, int t, int li, const Region& region, uint64_t bytes, uint64_t ub_address);
+  void lower_layer(int li);
+};
+
+// Matrix layers on the array (lower_matrix.cpp, lower_recurrent.cpp): fc, conv2d and matmul
+// as GemmJobs, LSTM and GRU step by step; the weights they reserve and the LayerInfo facts.
+class MatrixLowering {
+ public:
+  explicit MatrixLowering(Lowering& l) : l_(l) {}
+  void lower_matrix(int li);
+  void lower_recurrent(int li);
+  uint64_t reserve_weights(const Layer& layer);
+  GemmJob weight_gemm(int li, int64_t m, uint64_t weights_base, int64_t g) const;
+  GemmJob ub_gemm(int li, int64_t m) const;
+  void account_gemm(int li, int64_t m, int64_t k, int64_t n, int64_t groups, int64_t weights, Dtype a_dtype,
+                    Dtype b_dtype);
+
+ private:
+  void lower_fc(int li);
+  void lower_conv(int li);
+  void lower_matmul(int li);
+
+  Lowering& l_;
+};
+
+// Layers on the vector unit (lower_vector.cpp), grouped convolutions that run there included.
+class VectorLowering {
+ public:
+  explicit VectorLowering(Lowering& l) : l_(l) {}
+  void lower_vector(int li);
+  // `op`: the OpDef whose listing name and vector class the instructions carry.
+  void emit_vector_by_samples(int li, const graph::OpDef& op, const std::vector<int>& inputs, int y,
+                              int64_t elements_per_sample, int64_t element_bytes = 1);
+  void lower_grouped_conv_on_vector(int li);
+  bool grouped_conv_on_vector(const Layer& layer) const;
+  int64_t vector_work_per_output(const Layer& layer) const;
+
+ private:
+  Lowering& l_;
+};
+
+// Spills (spill.cpp), only when one sample does not fit the unified buffer otherwise: the
+// Lowering's pinned_ and readers_ say what the current layer holds and who reads what next.
+class Spiller {
+ public:
+  explicit Spiller(Lowering& l) : l_(l) {}
+  void lower_with_spills(int li);
+  void make_room(int li, std::vector<int> needs);
+  void evict(int t, int li);
+  uint64_t working_set_bytes(int li) const;
+
+ private:
   int next_use(int t, int li) const;
   int pick_victim(int li) const;
-  void evict(int t, int li);
   void reload(int t, int li);
-  void host_transfer(Opcode op, int t, int li, const Region& region, uint64_t bytes, uint64_t ub_address);
-  void make_room(int li, std::vector<int> needs);
-  void lower_layer(int li);
-  void lower_with_spills(int li);
-  uint64_t working_set_bytes(int li) const;
-  RowMap row_map(const Layer& layer, int input) const;
-  std::pair<int64_t, int64_t> input_rows(const Layer& layer, RowMap map, int input, int64_t r0, int64_t r1) const;
-  void lower_row_tiled(int li);
-  void account_layer(int li);
-  int64_t vector_work_per_output(const Layer& layer) const;
+
+  Lowering& l_;
+};
+
+// A layer whose own working set does not fit runs in tiles of rows streamed through host
+// memory (row_tiling.cpp): one RowTiler per such layer, in steps. It chooses which rows are
+// tiled and how each input's rows map to them, which tensors stream and the tile size, places
+// the tile buffers, then emits each tile (its transfers and its matrix or vector work).
+class RowTiler {
+ public:
+  RowTiler(Lowering& l, int li);
+  void run();
+
+ private:
+  struct Tile {
+    int64_t s = 0;         // the sample
+    int64_t r0 = 0, r1 = 0;  // its rows [r0, r1) (the output's, or a reduction's input's)
+    size_t k = 0;          // the tile buffer it uses
+  };
+  void classify();
+  void choose_row_maps();
+  RowMap row_map(int input) const;
+  // Rows [r0, r1) of one sample's output need these rows of input `input`.
+  std::pair<int64_t, int64_t> input_rows(RowMap map, int input, int64_t r0, int64_t r1) const;
+  std::pair<int64_t, int64_t> band(int i, int64_t r0, int64_t r1) const;  // input i's rows for tile rows [r0, r1)
+  uint64_t row_bytes(int t) const;
+  int64_t max_band(int i, int64_t R) const;  // input i's most rows in one tile of R rows
+  uint64_t tile_bytes(int64_t R, int64_t slots) const;
+  int64_t largest_tile(int64_t slots) const;
+  void stream_first(size_t n);  // the n biggest candidates stream
+  void choose_tiles();
+  void place_buffers();
+  void emit_tiles();
+  void emit_tile(const Tile& t);
+  Region in_region(const Tile& t, int i, int64_t a, int64_t b, int64_t c0, int64_t c1) const;
+  Region out_region(const Tile& t, int64_t a, int64_t b, int64_t c0, int64_t c1) const;
+  uint64_t out_address(const Tile& t, int64_t a, int64_t c0) const;
+  void emit_matmul(const Tile& t);
+  void emit_weight_gemms(const Tile& t);
+  void emit_vector(const Tile& t);
+  void account();  // the LayerInfo facts
+
+  Lowering& l_;
+  const Graph& g_;
+  std::vector<TensorPlace>& place_;
+  const int li_;
+  const Layer& layer_;
+  const int y_;
+  const int n_in_;
+  const uint64_t capacity_;
+  std::string head_;  // "workload ... does not fit ...: layer ...", for messages
+  bool vector_conv_ = false, reduction_ = false, gathers_ = false, by_output_rows_ = false;
+  std::vector<RowMap> maps_;  // per input
+  int64_t rows_total_ = 0;    // rows being tiled, per sample
+  std::vector<std::pair<uint64_t, int>> candidates_;  // bytes, input (-1: the output), biggest first
+  std::vector<char> streamed_;  // per input
+  bool out_streamed_ = false;
+  int64_t R_ = 0, slots_ = 2, acc_half_ = 1;
+  std::vector<std::vector<int>> in_slot_;  // per streamed input: its tile buffers
+  std::vector<int> out_slot_;
+  int64_t y_bytes_ = 0, y_cols_ = 0, rps_y_ = 0, work_per_output_ = 0;
+  uint64_t weight_base_ = 0;
+  std::vector<std::pair<int64_t, int64_t>> bands_;  // per input: its rows in the current tile
+  int64_t tiles_ = 0;
 };
 
 }  // namespace tessera::compiler::detail

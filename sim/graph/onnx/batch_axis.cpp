@@ -81,13 +81,10 @@ void index_graph(const onnx::GraphProto& g, UseIndex& index, int depth) {
 
 }  // namespace
 
-UseIndex Importer::index_uses() const {
-  UseIndex index;
-  index_graph(model_.graph(), index, 0);
-  return index;
-}
+UseIndex::UseIndex(const onnx::GraphProto& main) { index_graph(main, *this, 0); }
 
-int Importer::usage_batch_axis(const UseIndex& index, const std::string& input, int rank, bool& strong) const {
+int UseIndex::usage_batch_axis(const std::string& input, int rank, bool& strong) const {
+  const UseIndex& index = *this;
   // A value the input reaches, with the input's axis at each of its axes (-1: none), and
   // whether its axes were permuted on the way (then a first-axis reader says nothing).
   // A value may be reached with several axis maps (e.g. through both branches of an If
@@ -124,8 +121,8 @@ int Importer::usage_batch_axis(const UseIndex& index, const std::string& input, 
     if (c == index.readers.end()) continue;
     const int rk = static_cast<int>(r.axes.size());
     const auto at = [&](int axis) { return axis >= 0 && axis < rk ? r.axes[static_cast<size_t>(axis)] : -1; };
-    for (const Node* np : c->second) {
-      const Node& n = *np;
+    for (const onnx::NodeProto* np : c->second) {
+      const onnx::NodeProto& n = *np;
       if (!n.domain().empty() && n.domain() != "ai.onnx") continue;
       const OnnxOp* row = find_onnx_op(n.op_type());
       const BatchRule rule = row ? row->batch : BatchRule::kStops;

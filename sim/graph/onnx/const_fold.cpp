@@ -8,6 +8,8 @@
 #include <cmath>
 
 #include "sim/common/checked_math.h"
+#include "sim/graph/onnx/ops.h"
+#include "sim/graph/onnx/shape_inference.h"
 #include "sim/graph/ops/registry.h"
 
 namespace tessera::graph::onnx_import {
@@ -50,7 +52,7 @@ void Folder::quantize_data(const Value& x) {
   const onnx::NodeProto& n = n_;
   Value& res = res_;
   const bool dq = kind() == OpKind::kDequantize;
-  const int32_t code = dq ? x.elem : m.quantize_elem(n);
+  const int32_t code = dq ? x.elem : QuantOps(m).quantize_elem(n);
   res.quant_elem = code;
   res.elem = dq ? onnx::TensorProto_DataType_FLOAT : code;
   res.is_float = dq;
@@ -124,7 +126,7 @@ void Folder::finish(int output) {
     const int64_t got = res.is_float ? static_cast<int64_t>(res.floats.size()) : static_cast<int64_t>(res.ints.size());
     if (!all_plain(res.shape) || want != got) res.has_data = false, res.ints.clear(), res.floats.clear();
   }
-  if (res.has_data && !m_.within_decode_budget(static_cast<int64_t>(res.is_float ? res.floats.size() : res.ints.size()),
+  if (res.has_data && !m_.tensors_.within_budget(static_cast<int64_t>(res.is_float ? res.floats.size() : res.ints.size()),
                                                res.shape.size() && !small_enough(res.shape, res.is_float))) {
     res.has_data = false, res.ints.clear(), res.floats.clear();  // the model holds too much constant data: shapes only
   }
@@ -147,18 +149,18 @@ void Folder::finish_same_shape() {
 void Folder::constant() {
   const onnx::NodeProto& n = n_;
   Value& res = res_;
-  if (const auto* a = m_.attr(n, "value")) {
+  if (const auto* a = attr(n, "value")) {
     for (int64_t d : a->t().dims()) res.shape.push_back({d, 0});
     res.elem = a->t().data_type();
-    m_.read_tensor_data(a->t(), res, true, m_.where(n) + " value");
-  } else if (const auto* f = m_.attr(n, "value_float")) {
+    m_.tensors_.read(a->t(), res, true, m_.where(n) + " value");
+  } else if (const auto* f = attr(n, "value_float")) {
     res.is_float = true, res.has_data = true, res.floats = {f->f()};
-  } else if (const auto* fs = m_.attr(n, "value_floats")) {
+  } else if (const auto* fs = attr(n, "value_floats")) {
     res.is_float = true, res.has_data = true, res.shape = {{fs->floats_size(), 0}};
     res.floats.assign(fs->floats().begin(), fs->floats().end());
-  } else if (const auto* i = m_.attr(n, "value_int")) {
+  } else if (const auto* i = attr(n, "value_int")) {
     res.has_data = true, res.ints = {{i->i(), 0}};
-  } else if (const auto* is = m_.attr(n, "value_ints")) {
+  } else if (const auto* is = attr(n, "value_ints")) {
     res.has_data = true, res.shape = {{is->ints_size(), 0}};
     for (int64_t v : is->ints()) res.ints.push_back({v, 0});
   } else {
@@ -177,7 +179,7 @@ void Folder::constant_of_shape() {
   res.shape.assign(dims.begin(), dims.end());
   Value fill;
   fill.is_float = true, fill.floats = {0.0};
-  if (const auto* a = m_.attr(n_, "value")) m_.read_tensor_data(a->t(), fill, true, m_.where(n_) + " value");
+  if (const auto* a = attr(n_, "value")) m_.tensors_.read(a->t(), fill, true, m_.where(n_) + " value");
   res.is_float = fill.is_float;
   if (small_enough(res.shape, res.is_float)) {
     const int64_t cnt = count(plain_dims(res.shape));
@@ -436,7 +438,7 @@ void Folder::where() {
 
 void Folder::reshape() {
   const Value& x = first();
-  res_.shape = m_.reshape_like_shape(n_, x.shape, false);
+  res_.shape = NodeShapes(m_).reshape_like_shape(n_, x.shape, false);
   res_.has_data = x.has_data, res_.ints = x.ints, res_.floats = x.floats;
   res_.quant_elem = x.quant_elem;
   finish();
@@ -489,7 +491,7 @@ void Folder::gather() {
     res.has_data = true;
     for (int64_t o = 0; o < outer && res.has_data; ++o) {
       for (size_t j = 0; j < idx.ints.size(); ++j) {
-        const int64_t k = m_.gather_index(n_, idx.ints[j].v, dim);
+        const int64_t k = NodeShapes(m_).gather_index(n_, idx.ints[j].v, dim);
         for (int64_t in = 0; in < inner; ++in) push_elem(x, (o * dim + k) * inner + in, res);
       }
     }
@@ -500,7 +502,7 @@ void Folder::gather() {
 void Folder::slice() {
   Value& res = res_;
   const Value& x = first();
-  const auto [starts, ends, axes, steps] = m_.read_slice(n_, x.shape.size());
+  const auto [starts, ends, axes, steps] = NodeShapes(m_).read_slice(n_, x.shape.size());
   res.shape = x.shape;
   const size_t r = x.shape.size();
   std::vector<int64_t> b0(r, 0), st(r, 1);
@@ -527,7 +529,7 @@ void Folder::slice() {
 
 void Folder::expand() {
   const Value& x = first();
-  res_.shape = m_.expand_shape(n_, x.shape);
+  res_.shape = NodeShapes(m_).expand_shape(n_, x.shape);
   if (x.has_data && small_enough(res_.shape, res_.is_float)) {
     for (int64_t k : broadcast_map(plain_dims(x.shape), plain_dims(res_.shape))) push_elem(x, k, res_);
     res_.has_data = true;
@@ -538,7 +540,7 @@ void Folder::expand() {
 void Folder::transpose() {
   Value& res = res_;
   const Value& x = first();
-  const std::vector<int64_t> perm = m_.transpose_perm(n_, x.shape.size());
+  const std::vector<int64_t> perm = NodeShapes(m_).transpose_perm(n_, x.shape.size());
   res.shape = permute_shape(x.shape, perm);
   res.quant_elem = x.quant_elem;
   if (x.has_data && small_enough(res.shape, res.is_float) && all_plain(x.shape)) {
@@ -558,7 +560,7 @@ void Folder::split() {
   const Value& x = first();
   const int64_t axis = norm_axis(m_.attr_i(n_, "axis", 0), x.shape.size(), "axis");
   if (x.shape[static_cast<size_t>(axis)].p) throw Unsupported{"Split of a constant along the batch"};
-  const std::vector<int64_t> sizes = m_.split_sizes(n_, x.shape[static_cast<size_t>(axis)].v, axis);
+  const std::vector<int64_t> sizes = LayoutOps(m_).split_sizes(n_, x.shape[static_cast<size_t>(axis)].v, axis);
   for (int i = 0; i < n_.output_size(); ++i) {
     res_.shape = x.shape;
     res_.shape[static_cast<size_t>(axis)].v = sizes.at(static_cast<size_t>(i));
@@ -709,7 +711,7 @@ void Folder::reduce_shapes_only() { reduce(Reduction::kNone); }
 void Folder::reduce(Reduction how) {
   Value& res = res_;
   const Value& x = first();
-  std::vector<int64_t> axes = m_.reduce_axes(n_);
+  std::vector<int64_t> axes = NodeShapes(m_).reduce_axes(n_);
   if (axes.empty() && m_.attr_i(n_, "noop_with_empty_axes", 0)) {
     res.shape = x.shape;
     res.has_data = x.has_data, res.ints = x.ints, res.floats = x.floats;
@@ -805,7 +807,7 @@ void Folder::einsum() {
     ranks.push_back(m_.val(n_, i).shape.size());
     shapes.push_back(&m_.val(n_, i).shape);
   }
-  res_.shape = m_.einsum_shape(n_, m_.einsum_spec(n_, ranks), shapes);
+  res_.shape = MatrixOps(m_).einsum_shape(n_, MatrixOps(m_).einsum_spec(n_, ranks), shapes);
   finish();
 }
 

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "sim/common/checked_math.h"
+#include "sim/graph/onnx/control_flow.h"
 #include "sim/graph/onnx/importer.h"
 
 namespace tessera::graph::onnx_import {
@@ -85,7 +86,7 @@ int64_t graph_nodes(const onnx::GraphProto& g) {
 
 }  // namespace
 
-std::vector<std::string> Importer::subgraph_refs(const Node& n) const {
+std::vector<std::string> subgraph_refs(const onnx::NodeProto& n) {
   std::vector<std::string> out;
   std::unordered_set<std::string> seen;
   for (const auto& a : n.attribute()) {
@@ -96,7 +97,7 @@ std::vector<std::string> Importer::subgraph_refs(const Node& n) const {
   return out;
 }
 
-std::vector<std::string> Importer::node_refs(const Node& n) const {
+std::vector<std::string> node_refs(const onnx::NodeProto& n) {
   std::vector<std::string> out;
   for (const auto& in : n.input()) {
     if (!in.empty()) out.push_back(in);
@@ -105,37 +106,37 @@ std::vector<std::string> Importer::node_refs(const Node& n) const {
   return out;
 }
 
-const onnx::GraphProto& Importer::graph_attr(const Node& n, const std::string& name) const {
-  const auto* a = typed_attr(n, name, onnx::AttributeProto_AttributeType_GRAPH);
-  if (!a || !a->has_g()) fail_node(n, "needs the attribute '" + name + "' (a graph), which is missing");
+const onnx::GraphProto& ControlFlow::graph_attr(const Node& n, const std::string& name) const {
+  const auto* a = m_.typed_attr(n, name, onnx::AttributeProto_AttributeType_GRAPH);
+  if (!a || !a->has_g()) m_.fail_node(n, "needs the attribute '" + name + "' (a graph), which is missing");
   return a->g();
 }
 
-std::string Importer::fresh_name(const std::string& base) {
+std::string ControlFlow::fresh_name(const std::string& base) {
   if (reserved_names_.empty()) {  // the model's own names, once: a copy never takes one of them
-    const auto& g = model_.graph();
+    const auto& g = m_.model_.graph();
     for (const auto& v : g.input()) reserved_names_.insert(v.name());
     for (const auto& t : g.initializer()) reserved_names_.insert(t.name());
     for (const auto& n : g.node()) reserved_names_.insert(n.output().begin(), n.output().end());
   }
   std::string name = base;
-  for (int k = 1; reserved_names_.count(name) || values_.count(name); ++k) name = base + "#" + std::to_string(k);
+  for (int k = 1; reserved_names_.count(name) || m_.values_.count(name); ++k) name = base + "#" + std::to_string(k);
   reserved_names_.insert(name);
   return name;
 }
 
-std::string Importer::int_constant(const std::string& base, const std::vector<int64_t>& v, bool scalar) {
+std::string ControlFlow::int_constant(const std::string& base, const std::vector<int64_t>& v, bool scalar) {
   const std::string name = fresh_name(base);
   Value c;
   c.elem = onnx::TensorProto_DataType_INT64;
   c.has_data = true;
   if (!scalar) c.shape = {{static_cast<int64_t>(v.size()), 0}};
   for (int64_t x : v) c.ints.push_back({x, 0});
-  values_[name] = std::move(c);
+  m_.values_[name] = std::move(c);
   return name;
 }
 
-const onnx::NodeProto& Importer::synth(const std::string& op, const std::vector<std::string>& ins, const std::string& out,
+const onnx::NodeProto& ControlFlow::synth(const std::string& op, const std::vector<std::string>& ins, const std::string& out,
                                        const std::string& name) {
   Node& s = synthetic_.emplace_back();
   s.set_op_type(op);
@@ -147,9 +148,9 @@ const onnx::NodeProto& Importer::synth(const std::string& op, const std::vector<
   return s;
 }
 
-void Importer::count_reads(const std::vector<const Node*>& nodes) {
+void ControlFlow::count_reads(const std::vector<const Node*>& nodes) {
   for (const Node* n : nodes) {
-    for (const auto& r : node_refs(*n)) ++consumers_[r];
+    for (const auto& r : node_refs(*n)) ++m_.consumers_[r];
   }
 }
 
@@ -158,20 +159,20 @@ void Importer::count_reads(const std::vector<const Node*>& nodes) {
 // The graph inputs `value` is computed from, walking back through the nodes imported so
 // far: "the value of input 'sr' (bind it with --input-value sr=V)", "the data of input
 // 'x'", "the shape of input 'x'" (through Shape/Size: its batch).
-std::string Importer::undecided(const std::string& value) const {
+std::string ControlFlow::undecided(const std::string& value) const {
   std::vector<std::pair<std::string, bool>> todo = {{value, false}};  // name, reached through a Shape
   std::set<std::pair<std::string, bool>> seen(todo.begin(), todo.end());
   std::vector<std::string> by_value, by_data, by_shape;
   std::unordered_map<std::string, const Node*> producer;  // the model's own nodes (inlined ones: inlined_producer_)
-  for (const auto& n : model_.graph().node()) {
+  for (const auto& n : m_.model_.graph().node()) {
     for (const auto& o : n.output()) producer.emplace(o, &n);
   }
   constexpr size_t kMaxWalk = 1 << 14;
   for (size_t k = 0; k < todo.size() && k < kMaxWalk; ++k) {
     const auto [name, shape] = todo[k];
-    if (input_names_.count(name)) {
-      auto it = values_.find(name);
-      const bool activation = it != values_.end() && !it->second.constant;
+    if (m_.input_names_.count(name)) {
+      auto it = m_.values_.find(name);
+      const bool activation = it != m_.values_.end() && !it->second.constant;
       auto& list = shape ? by_shape : activation ? by_data : by_value;
       if (std::find(list.begin(), list.end(), name) == list.end()) list.push_back(name);
       continue;
@@ -202,13 +203,13 @@ std::string Importer::undecided(const std::string& value) const {
 }
 
 // A one-element condition or count, known at import time (a bool is 0 or 1).
-std::optional<int64_t> Importer::known_scalar(const Node& n, const std::string& value, const std::string& what) {
-  auto it = values_.find(value);
-  if (it == values_.end()) fail_node(n, what + " '" + utf8_safe(value) + "' is not defined");
+std::optional<int64_t> ControlFlow::known_scalar(const Node& n, const std::string& value, const std::string& what) {
+  auto it = m_.values_.find(value);
+  if (it == m_.values_.end()) m_.fail_node(n, what + " '" + utf8_safe(value) + "' is not defined");
   const Value& v = it->second;
   if (!v.constant || !v.has_data) return std::nullopt;
   const size_t elements = v.is_float ? v.floats.size() : v.ints.size();
-  if (elements != 1) fail_node(n, what + " '" + utf8_safe(value) + "' must have one element, it has " + std::to_string(elements));
+  if (elements != 1) m_.fail_node(n, what + " '" + utf8_safe(value) + "' must have one element, it has " + std::to_string(elements));
   if (v.is_float) {
     if (v.floats[0] != v.floats[0]) return std::nullopt;  // NaN
     const auto i = checked_to_int64(v.floats[0]);
@@ -221,18 +222,18 @@ std::optional<int64_t> Importer::known_scalar(const Node& n, const std::string& 
 
 // ---------------------------------------------------------------- inlining a subgraph
 
-std::vector<const onnx::NodeProto*> Importer::inline_graph(const Node& owner, const onnx::GraphProto& body,
+std::vector<const onnx::NodeProto*> ControlFlow::inline_graph(const Node& owner, const onnx::GraphProto& body,
                                                            const std::string& prefix, const std::vector<std::string>& bind,
                                                            const std::unordered_map<std::string, std::string>& targets,
                                                            std::unordered_map<std::string, std::string>& renamed) {
   renamed.clear();
   if (static_cast<size_t>(body.input_size()) != bind.size()) {
-    fail_node(owner, "its subgraph '" + utf8_safe(body.name()) + "' has " + std::to_string(body.input_size()) +
+    m_.fail_node(owner, "its subgraph '" + utf8_safe(body.name()) + "' has " + std::to_string(body.input_size()) +
                          " input(s), " + std::to_string(bind.size()) + " expected");
   }
   auto define = [&](const std::string& name, const std::string& as) {
     if (!renamed.emplace(name, as).second) {
-      fail_node(owner, "its subgraph '" + utf8_safe(body.name()) + "' defines '" + utf8_safe(name) +
+      m_.fail_node(owner, "its subgraph '" + utf8_safe(body.name()) + "' defines '" + utf8_safe(name) +
                            "' twice (each value must have one producer)");
     }
   };
@@ -240,7 +241,7 @@ std::vector<const onnx::NodeProto*> Importer::inline_graph(const Node& owner, co
   for (const auto& t : body.initializer()) {
     const std::string as = fresh_name(prefix + t.name());
     define(t.name(), as);
-    load_initializer(t, "initializer '" + utf8_safe(t.name()) + "' of " + where(owner), as);
+    m_.load_initializer(t, "initializer '" + utf8_safe(t.name()) + "' of " + m_.where(owner), as);
   }
   for (const auto& n : body.node()) {
     for (const auto& o : n.output()) {
@@ -284,7 +285,7 @@ std::vector<const onnx::NodeProto*> Importer::inline_graph(const Node& owner, co
       if (--pending[static_cast<size_t>(u)] == 0) ready.push(u);
     }
   }
-  if (static_cast<int>(order.size()) != count) fail_node(owner, "its subgraph '" + utf8_safe(body.name()) + "' has a cycle");
+  if (static_cast<int>(order.size()) != count) m_.fail_node(owner, "its subgraph '" + utf8_safe(body.name()) + "' has a cycle");
 
   std::vector<const Node*> out;
   for (int i : order) {
@@ -309,9 +310,9 @@ std::vector<const onnx::NodeProto*> Importer::inline_graph(const Node& owner, co
 
 // ---------------------------------------------------------------- If
 
-void Importer::op_if(const Node& n) {
+void ControlFlow::op_if(const Node& n) {
   if (n.input_size() != 1 || n.input(0).empty()) {
-    fail_node(n, "needs 1 input (the condition), has " + std::to_string(n.input_size()));
+    m_.fail_node(n, "needs 1 input (the condition), has " + std::to_string(n.input_size()));
   }
   const onnx::GraphProto& then_g = graph_attr(n, "then_branch");
   const onnx::GraphProto& else_g = graph_attr(n, "else_branch");
@@ -323,11 +324,11 @@ void Importer::op_if(const Node& n) {
   const onnx::GraphProto& branch = taken ? then_g : else_g;
   const std::string which = taken ? "then_branch" : "else_branch";
   if (branch.output_size() != n.output_size()) {
-    fail_node(n, "its " + which + " has " + std::to_string(branch.output_size()) + " output(s), the If has " +
+    m_.fail_node(n, "its " + which + " has " + std::to_string(branch.output_size()) + " output(s), the If has " +
                      std::to_string(n.output_size()));
   }
   // The branch's own nodes now read the outer values the If read for both branches.
-  for (const auto& r : subgraph_refs(n)) --consumers_[r];
+  for (const auto& r : subgraph_refs(n)) --m_.consumers_[r];
   const std::unordered_set<std::string> produced = [&] {
     std::unordered_set<std::string> p;
     for (const auto& bn : branch.node()) p.insert(bn.output().begin(), bn.output().end());
@@ -350,15 +351,15 @@ void Importer::op_if(const Node& n) {
                            prefix + "output" + std::to_string(k)));
   }
   count_reads(nodes);
-  absorb(n, "inlined (" + which + ")");
-  for (const Node* s : nodes) import_node(*s);
+  m_.absorb(n, "inlined (" + which + ")");
+  for (const Node* s : nodes) m_.import_node(*s);
 }
 
 // ---------------------------------------------------------------- Loop and Scan
 
 // `iterations` more iterations of `body_nodes` nodes each (nested subgraphs counted) must
 // fit the nodes a model may inline; `done` iterations are unrolled already.
-void Importer::check_unroll(const Node& n, int64_t iterations, int64_t done, std::optional<int64_t> trip_count,
+void ControlFlow::check_unroll(const Node& n, int64_t iterations, int64_t done, std::optional<int64_t> trip_count,
                             int64_t body_nodes) const {
   const auto total = checked_mul(iterations, std::max<int64_t>(body_nodes, 1));
   if (total && *total <= kMaxInlinedNodes - inlined_nodes_) return;
@@ -374,11 +375,11 @@ void Importer::check_unroll(const Node& n, int64_t iterations, int64_t done, std
 }
 
 // Unsqueeze each part on `axis` and concatenate them there: a Loop's or Scan's stacked output.
-void Importer::stack_scan_outputs(const Node& n, const std::vector<std::string>& parts, int64_t axis, const std::string& out) {
+void ControlFlow::stack_scan_outputs(const Node& n, const std::vector<std::string>& parts, int64_t axis, const std::string& out) {
   std::vector<const Node*> nodes;
   std::vector<std::string> pieces;
   const std::string base = node_name(n) + "/" + out + "/";
-  const std::string axes = opset_ >= 13 ? int_constant(base + "axes", {axis}, false) : "";
+  const std::string axes = m_.opset_ >= 13 ? int_constant(base + "axes", {axis}, false) : "";
   for (size_t k = 0; k < parts.size(); ++k) {
     const std::string piece = parts.size() == 1 ? out : fresh_name(base + std::to_string(k));
     std::vector<std::string> ins = {parts[k]};
@@ -402,38 +403,38 @@ void Importer::stack_scan_outputs(const Node& n, const std::vector<std::string>&
     nodes.push_back(&synthetic_.back());
   }
   count_reads(nodes);
-  for (const Node* s : nodes) import_node(*s);
+  for (const Node* s : nodes) m_.import_node(*s);
 }
 
-void Importer::op_loop(const Node& n) {
+void ControlFlow::op_loop(const Node& n) {
   const onnx::GraphProto& body = graph_attr(n, "body");
-  if (n.input_size() < 2) fail_node(n, "needs at least 2 inputs (M and cond, either may be empty), has " + std::to_string(n.input_size()));
+  if (n.input_size() < 2) m_.fail_node(n, "needs at least 2 inputs (M and cond, either may be empty), has " + std::to_string(n.input_size()));
   const int carried_count = n.input_size() - 2;
   if (body.input_size() != carried_count + 2) {
-    fail_node(n, "its body has " + std::to_string(body.input_size()) + " input(s), the Loop carries " +
+    m_.fail_node(n, "its body has " + std::to_string(body.input_size()) + " input(s), the Loop carries " +
                      std::to_string(carried_count) + " value(s) (the body takes the iteration, the condition and those)");
   }
   if (body.output_size() < carried_count + 1) {
-    fail_node(n, "its body has " + std::to_string(body.output_size()) + " output(s), at least " +
+    m_.fail_node(n, "its body has " + std::to_string(body.output_size()) + " output(s), at least " +
                      std::to_string(carried_count + 1) + " expected (the condition and the carried values)");
   }
   const int scan_count = body.output_size() - 1 - carried_count;
   if (n.output_size() > carried_count + scan_count) {
-    fail_node(n, "has " + std::to_string(n.output_size()) + " outputs, its body gives " +
+    m_.fail_node(n, "has " + std::to_string(n.output_size()) + " outputs, its body gives " +
                      std::to_string(carried_count + scan_count));
   }
   for (int i = 0; i < carried_count; ++i) {
-    if (n.input(2 + i).empty()) fail_node(n, "loop-carried input " + std::to_string(i) + " is empty");
+    if (n.input(2 + i).empty()) m_.fail_node(n, "loop-carried input " + std::to_string(i) + " is empty");
   }
   std::optional<int64_t> trips;
-  if (has_input(n, 0)) {
+  if (m_.has_input(n, 0)) {
     trips = known_scalar(n, n.input(0), "the trip count");
     if (!trips) {
       throw Unsupported{"its trip count '" + utf8_safe(n.input(0)) + "' is not known at import time: " + undecided(n.input(0))};
     }
     trips = std::max<int64_t>(*trips, 0);
   }
-  const bool has_cond = has_input(n, 1);
+  const bool has_cond = m_.has_input(n, 1);
   std::string cond = has_cond ? n.input(1) : int_constant(node_name(n) + "/cond", {1}, true);
   if (has_cond) {
     const auto c = known_scalar(n, cond, "the condition");
@@ -443,7 +444,7 @@ void Importer::op_loop(const Node& n) {
   const int64_t body_nodes = graph_nodes(body);
   if (trips && !has_cond) check_unroll(n, *trips, 0, trips, body_nodes);  // a condition may stop it sooner
 
-  for (const auto& r : subgraph_refs(n)) --consumers_[r];
+  for (const auto& r : subgraph_refs(n)) --m_.consumers_[r];
   std::vector<std::string> carried(n.input().begin() + 2, n.input().end());
   std::vector<std::vector<std::string>> scans(static_cast<size_t>(scan_count));
   int64_t k = 0;
@@ -463,20 +464,20 @@ void Importer::op_loop(const Node& n) {
     count_reads(nodes);
     // What reads this iteration's results: the next iteration or the Loop's outputs
     // (counted now, so that nothing is fused into a value that is read again).
-    for (int i = 0; i < body.output_size(); ++i) ++consumers_[lookup(body.output(i).name())];
-    for (const Node* s : nodes) import_node(*s);
+    for (int i = 0; i < body.output_size(); ++i) ++m_.consumers_[lookup(body.output(i).name())];
+    for (const Node* s : nodes) m_.import_node(*s);
     cond = lookup(body.output(0).name());
     bool poisoned = false;
     for (int i = 0; i < carried_count; ++i) carried[static_cast<size_t>(i)] = lookup(body.output(1 + i).name());
     for (int j = 0; j < scan_count; ++j) scans[static_cast<size_t>(j)].push_back(lookup(body.output(1 + carried_count + j).name()));
     for (int i = 0; i < body.output_size(); ++i) {
-      auto it = values_.find(lookup(body.output(i).name()));
-      if (it == values_.end()) fail_node(n, "its body's output '" + utf8_safe(body.output(i).name()) + "' is not computed");
+      auto it = m_.values_.find(lookup(body.output(i).name()));
+      if (it == m_.values_.end()) m_.fail_node(n, "its body's output '" + utf8_safe(body.output(i).name()) + "' is not computed");
       poisoned = poisoned || it->second.poisoned;
     }
     if (poisoned) {
       for (const auto& o : n.output()) {
-        if (!o.empty()) values_[o].poisoned = true;  // an unsupported node in the body (reported)
+        if (!o.empty()) m_.values_[o].poisoned = true;  // an unsupported node in the body (reported)
       }
       return;
     }
@@ -490,10 +491,10 @@ void Importer::op_loop(const Node& n) {
                   std::vector<int64_t>(static_cast<size_t>(scan_count), 0));
 }
 
-void Importer::finish_unrolled(const Node& n, int64_t iterations, const std::vector<std::string>& carried,
+void ControlFlow::finish_unrolled(const Node& n, int64_t iterations, const std::vector<std::string>& carried,
                                std::vector<std::vector<std::string>> scans, const std::vector<int64_t>& axes,
                                const std::vector<int64_t>& reversed) {
-  absorb(n, "unrolled (" + std::to_string(iterations) + " iteration" + (iterations == 1 ? "" : "s") + ")");
+  m_.absorb(n, "unrolled (" + std::to_string(iterations) + " iteration" + (iterations == 1 ? "" : "s") + ")");
   const int states = static_cast<int>(carried.size());
   std::vector<const Node*> finals;
   for (int i = 0; i < states && i < n.output_size(); ++i) {
@@ -501,7 +502,7 @@ void Importer::finish_unrolled(const Node& n, int64_t iterations, const std::vec
     finals.push_back(&synth("Identity", {carried[static_cast<size_t>(i)]}, n.output(i), node_name(n) + "/output" + std::to_string(i)));
   }
   count_reads(finals);
-  for (const Node* s : finals) import_node(*s);
+  for (const Node* s : finals) m_.import_node(*s);
   for (size_t j = 0; j < scans.size() && states + static_cast<int>(j) < n.output_size(); ++j) {
     const std::string& out = n.output(states + static_cast<int>(j));
     if (out.empty()) continue;
@@ -511,28 +512,28 @@ void Importer::finish_unrolled(const Node& n, int64_t iterations, const std::vec
   }
 }
 
-void Importer::op_scan(const Node& n) {
-  if (opset_ < 9) throw Unsupported{"Scan of opset 8 (a batch axis and sequence_lens) is not supported; opset 9 and later are"};
+void ControlFlow::op_scan(const Node& n) {
+  if (m_.opset_ < 9) throw Unsupported{"Scan of opset 8 (a batch axis and sequence_lens) is not supported; opset 9 and later are"};
   const onnx::GraphProto& body = graph_attr(n, "body");
-  const int64_t scan_inputs = attr_i(n, "num_scan_inputs", -1);
+  const int64_t scan_inputs = m_.attr_i(n, "num_scan_inputs", -1);
   if (scan_inputs < 1 || scan_inputs > n.input_size()) {
-    fail_node(n, "num_scan_inputs must be in [1, " + std::to_string(n.input_size()) + "] (its inputs), got " + std::to_string(scan_inputs));
+    m_.fail_node(n, "num_scan_inputs must be in [1, " + std::to_string(n.input_size()) + "] (its inputs), got " + std::to_string(scan_inputs));
   }
   const int m = static_cast<int>(scan_inputs);
   const int states = n.input_size() - m;
   if (body.input_size() != states + m) {
-    fail_node(n, "its body has " + std::to_string(body.input_size()) + " input(s), the Scan gives " + std::to_string(states + m));
+    m_.fail_node(n, "its body has " + std::to_string(body.input_size()) + " input(s), the Scan gives " + std::to_string(states + m));
   }
-  if (body.output_size() < states) fail_node(n, "its body has fewer outputs than the Scan has states");
+  if (body.output_size() < states) m_.fail_node(n, "its body has fewer outputs than the Scan has states");
   const int scan_outputs = body.output_size() - states;
   if (n.output_size() > states + scan_outputs) {
-    fail_node(n, "has " + std::to_string(n.output_size()) + " outputs, its body gives " + std::to_string(states + scan_outputs));
+    m_.fail_node(n, "has " + std::to_string(n.output_size()) + " outputs, its body gives " + std::to_string(states + scan_outputs));
   }
   auto per = [&](const std::string& name, int count) {
-    std::vector<int64_t> v = attr_ints(n, name);
+    std::vector<int64_t> v = m_.attr_ints(n, name);
     if (v.empty()) v.assign(static_cast<size_t>(count), 0);
     if (static_cast<int>(v.size()) != count) {
-      fail_node(n, name + " has " + std::to_string(v.size()) + " entries for " + std::to_string(count));
+      m_.fail_node(n, name + " has " + std::to_string(v.size()) + " entries for " + std::to_string(count));
     }
     return v;
   };
@@ -541,12 +542,12 @@ void Importer::op_scan(const Node& n) {
   int64_t trips = -1;
   std::vector<int64_t> axes;
   for (int j = 0; j < m; ++j) {
-    const Value& x = val(n, states + j);
+    const Value& x = m_.val(n, states + j);
     const int64_t a = norm_axis(in_axes[static_cast<size_t>(j)], x.shape.size(), "scan input axis");
     const Sym d = x.shape[static_cast<size_t>(a)];
     if (d.p) throw Unsupported{"it scans input '" + utf8_safe(n.input(states + j)) + "' along the batch dimension"};
     if (trips >= 0 && d.v != trips) {
-      fail_node(n, "its scan inputs differ in length (" + std::to_string(trips) + " and " + std::to_string(d.v) + ")");
+      m_.fail_node(n, "its scan inputs differ in length (" + std::to_string(trips) + " and " + std::to_string(d.v) + ")");
     }
     trips = d.v;
     axes.push_back(a);
@@ -554,7 +555,7 @@ void Importer::op_scan(const Node& n) {
   const int64_t body_nodes = graph_nodes(body) + m;
   check_unroll(n, trips, 0, trips, body_nodes);
 
-  for (const auto& r : subgraph_refs(n)) --consumers_[r];
+  for (const auto& r : subgraph_refs(n)) --m_.consumers_[r];
   std::vector<std::string> carried(n.input().begin(), n.input().begin() + states);
   std::vector<std::vector<std::string>> scans(static_cast<size_t>(scan_outputs));
   for (int64_t t = 0; t < trips; ++t) {
@@ -580,20 +581,20 @@ void Importer::op_scan(const Node& n) {
       return it == renamed.end() ? s : it->second;
     };
     count_reads(nodes);
-    for (int i = 0; i < body.output_size(); ++i) ++consumers_[lookup(body.output(i).name())];
-    for (const Node* s : nodes) import_node(*s);
+    for (int i = 0; i < body.output_size(); ++i) ++m_.consumers_[lookup(body.output(i).name())];
+    for (const Node* s : nodes) m_.import_node(*s);
     bool poisoned = false;
     for (int i = 0; i < body.output_size(); ++i) {
       const std::string v = lookup(body.output(i).name());
-      auto it = values_.find(v);
-      if (it == values_.end()) fail_node(n, "its body's output '" + utf8_safe(body.output(i).name()) + "' is not computed");
+      auto it = m_.values_.find(v);
+      if (it == m_.values_.end()) m_.fail_node(n, "its body's output '" + utf8_safe(body.output(i).name()) + "' is not computed");
       poisoned = poisoned || it->second.poisoned;
       if (i < states) carried[static_cast<size_t>(i)] = v;
       else scans[static_cast<size_t>(i - states)].push_back(v);
     }
     if (poisoned) {
       for (const auto& o : n.output()) {
-        if (!o.empty()) values_[o].poisoned = true;
+        if (!o.empty()) m_.values_[o].poisoned = true;
       }
       return;
     }

@@ -160,7 +160,7 @@ void Importer::import_node(const Node& n) {
       dispatch(n);
       check_outputs(n);
     } catch (const Unsupported& u) {
-      unsupported_.emplace_back(node_name(n), n.op_type() + (u.why.empty() ? std::string() : ": " + u.why));
+      blockers_.add(n, n.op_type() + (u.why.empty() ? std::string() : ": " + u.why));
       poisoned = true;
     } catch (const ShapeError& e) {
       fail_node(n, e.what());
@@ -175,10 +175,10 @@ void Importer::import_node(const Node& n) {
 
 // "K node(s) cannot be imported: " then one entry per reason, in the order first met: a
 // single node as 'name' (Op: why), several as 'a', 'b', 'c' and 9 more (12 nodes: Op: why).
-std::string Importer::blocker_message(const std::string& unbound) const {
+std::string Blockers::message(const std::string& unbound) const {
   std::vector<std::string> order;
   std::unordered_map<std::string, std::vector<std::string>> by_reason;
-  for (const auto& [node, why] : unsupported_) {
+  for (const auto& [node, why] : nodes_) {
     auto& names = by_reason[why];
     if (names.empty()) order.push_back(why);
     names.push_back(node);
@@ -198,8 +198,8 @@ std::string Importer::blocker_message(const std::string& unbound) const {
     items.push_back(item + " (" + std::to_string(names.size()) + " nodes: " + utf8_safe(why) + ")");
   }
   std::string msg = unbound;
-  if (!unsupported_.empty()) {
-    msg += (msg.empty() ? "" : ". Also, ") + std::to_string(unsupported_.size()) + " node(s) cannot be imported: " +
+  if (!nodes_.empty()) {
+    msg += (msg.empty() ? "" : ". Also, ") + std::to_string(nodes_.size()) + " node(s) cannot be imported: " +
            join(items, "; ") + ". Supported ops: " + join(supported_op_types()) +
            ", and constant folding of shape computations";
   }
@@ -208,15 +208,15 @@ std::string Importer::blocker_message(const std::string& unbound) const {
 
 // Main-graph nodes whose op the importer has no handler or folding for (whatever their
 // inputs): reported with unbound dimensions, before any node is imported.
-std::vector<std::pair<std::string, std::string>> Importer::nodes_without_handler() const {
-  std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& n : model_.graph().node()) {
+Blockers Blockers::without_handler(const onnx::GraphProto& main) {
+  Blockers out;
+  for (const auto& n : main.node()) {
     const std::string& op = n.op_type();
     const OnnxOp* row = find_onnx_op(op);
     if (foreign_domain(n.domain(), row)) {
-      out.emplace_back(node_name(n), op + ": op of domain '" + n.domain() + "'");
+      out.add(n, op + ": op of domain '" + n.domain() + "'");
     } else if (!row || !(row->handled() || row->host)) {
-      out.emplace_back(node_name(n), op);
+      out.add(n, op);
     }
   }
   return out;
@@ -255,7 +255,7 @@ Graph Importer::run() {
   g_.default_batch = batch_;
 
   for (const Node* np : topo_order()) import_node(*np);
-  if (!unsupported_.empty()) fail(blocker_message(""));
+  if (!blockers_.empty()) fail(blockers_.message(""));
 
   // Outputs: activations only (a constant output needs no accelerator, the host computes
   // its own), and what host work reads from the accelerator.
@@ -325,17 +325,6 @@ Graph Importer::run() {
 }
 
 
-// The ONNX op types with a handler (control flow aside), sorted: the unsupported-node
-// message and onnx_supported_ops() read the table, so they cannot drift from it.
-std::vector<std::string> Importer::supported_op_types() {
-  std::vector<std::string> ops;
-  for (const OnnxOp& row : onnx_op_table()) {
-    if (row.handle && !row.subgraphs) ops.emplace_back(row.name);
-  }
-  std::sort(ops.begin(), ops.end());
-  return ops;
-}
-
 }  // namespace tessera::graph::onnx_import
 
 namespace tessera::graph {
@@ -346,7 +335,7 @@ Graph load_onnx(const std::filesystem::path& path, const OnnxOptions& options, O
   return Importer(path, options, info).run();
 }
 
-std::vector<std::string> onnx_supported_ops() { return Importer::supported_op_types(); }
+std::vector<std::string> onnx_supported_ops() { return onnx_import::supported_op_types(); }
 
 bool is_onnx_path(const std::filesystem::path& path) { return onnx_import::lower(path.extension().string()) == ".onnx"; }
 

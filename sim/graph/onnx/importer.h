@@ -2,20 +2,23 @@
 // Private to the ONNX importer (sim/graph/onnx/): the Importer that load_onnx runs and
 // the value it tracks per ONNX name. Only these files see the protobuf headers; callers
 // include sim/graph/onnx_importer.h.
-//   model_reader.cpp     protobuf and opset, external-data paths, graph inputs and their
-//                        bound shapes (--input-shape), topological order
-//   tensor_data.cpp      tensor and initializer decoding (raw bytes, typed fields, external data)
+//   model_reader.cpp     protobuf and opset, graph inputs and their bound shapes
+//                        (--input-shape; the InputBinder), topological order
+//   tensor_data.cpp      the TensorReader: tensor and initializer decoding (raw bytes, typed
+//                        fields, external data and where it may live), the decode budget
 //   node_reader.cpp      typed attributes, constant inputs, ONNX shapes and axes -> IR shapes
 //   ir_builder.cpp       IR tensors and layers, NCHW <-> channels-last conversion, aliases
-//   shape_inference.cpp  output shapes shared by the constant and the activation paths
+//   shape_inference.{h,cpp} NodeShapes: attributes and shapes shared by the constant and the activation paths
 //   op_table.{h,cpp}     one row per ONNX op: arity, handler, batch-axis rule, host work, folding
 //   const_fold.{h,cpp}   constant and shape sub-graphs: the Folder, one family per row
-//   ops_matrix.cpp       Conv, ConvTranspose, Gemm, MatMul, LSTM, GRU, pooling
-//   ops_vector.cpp       activations, element-wise ops, normalisation, softmax, reductions
-//   ops_layout.cpp       reshape-like ops, Transpose, Concat, Split, Slice, Gather, Expand, Pad, Resize
-//   control_flow.cpp     If, Loop and Scan inlined at import time (conditions and trip counts folded)
-//   batch_axis.cpp       which axis of each graph input holds the batch, from how the input is used
-//   importer.cpp         validation, dispatch through the table, the driver, the blocker message, load_onnx
+//   ops.h                the op handlers, one class per family:
+//   ops_matrix.cpp         MatrixOps: Conv, ConvTranspose, Gemm, MatMul, LSTM, GRU, Einsum, pooling
+//   ops_quant.cpp          QuantOps: QuantizeLinear, DequantizeLinear, QLinear and Integer ops
+//   ops_vector.cpp         VectorOps: activations, element-wise ops, normalisation, softmax, reductions
+//   ops_layout.cpp         LayoutOps: reshape-like ops, Transpose, Concat, Split, Slice, Gather, Expand, Pad, Resize
+//   control_flow.{h,cpp} ControlFlow: If, Loop and Scan inlined at import time (conditions and trip counts folded)
+//   batch_axis.cpp       UseIndex: which axis of each graph input holds the batch, from how the input is used
+//   importer.cpp         validation, dispatch through the table, the driver, Blockers (one message), load_onnx
 //   symbolic.{h,cpp}     the batch as a symbol, checked arithmetic, shape rules
 //   text.{h,cpp}         names and messages
 #include <onnx/onnx_pb.h>
@@ -36,6 +39,7 @@
 #include "sim/common/checked_math.h"
 #include "sim/common/error.h"
 #include "sim/graph/graph.h"
+#include "sim/graph/onnx/control_flow.h"
 #include "sim/graph/onnx/op_table.h"
 #include "sim/graph/onnx/symbolic.h"
 #include "sim/graph/onnx/text.h"
@@ -107,10 +111,71 @@ int64_t elem_size(int32_t t);  // bytes per element; 0 for types without a fixed
 
 // Every graph of a model (subgraphs too), indexed for following an input's uses (batch_axis.cpp).
 struct UseIndex {
+  explicit UseIndex(const onnx::GraphProto& main);
+  // The axis of graph input `input` (of rank `rank`) that holds the batch, from the ops it
+  // reaches (through Gather, Slice, Squeeze, Unsqueeze, Transpose, element-wise ops and
+  // If branches): LSTM/GRU/RNN inputs and Gemm's transposed A say so (`strong`); MatMul,
+  // Gemm, Conv and pools read their first axis as the batch. -1: no use says.
+  int usage_batch_axis(const std::string& input, int rank, bool& strong) const;
+
   std::unordered_map<std::string, std::vector<const onnx::NodeProto*>> readers;  // value -> nodes reading it
   std::unordered_map<std::string, std::vector<std::string>> flows;  // an If branch's output -> the If's
   std::unordered_map<std::string, const onnx::TensorProto*> tensors;  // initializers, Constant values
   std::unordered_map<std::string, const onnx::NodeProto*> constants;  // Constant nodes
+};
+
+// n's attribute `name`, of any type; null when n has none.
+const onnx::AttributeProto* attr(const onnx::NodeProto& n, const std::string& name);
+
+// A node's name for messages: its own, else its first output's.
+inline std::string node_name(const onnx::NodeProto& n) {
+  return n.name().empty() ? (n.output_size() ? n.output(0) : "?") : n.name();
+}
+
+// The nodes that block an import, reported together in one message (importer.cpp).
+class Blockers {
+ public:
+  // Main-graph nodes whose op the importer has no handler or folding for (whatever their
+  // inputs): reported with unbound dimensions, before any node is imported.
+  static Blockers without_handler(const onnx::GraphProto& main);
+  void add(const onnx::NodeProto& n, const std::string& why) { nodes_.emplace_back(node_name(n), why); }
+  bool empty() const { return nodes_.empty(); }
+  // Every blocker in one message: unsupported nodes grouped by op and reason, with counts and
+  // the first node names (`unbound`: dynamic dimensions left unbound, reported first).
+  std::string message(const std::string& unbound) const;
+
+ private:
+  std::vector<std::pair<std::string, std::string>> nodes_;  // node, why
+};
+
+// Decoding tensors (tensor_data.cpp): initializers and Constant values, raw or typed, in the
+// model file or in external data next to it. Keeps the model's decode budget.
+class TensorReader {
+ public:
+  TensorReader(std::filesystem::path path, std::string file) : path_(std::move(path)), file_(std::move(file)) {}
+  // t's elements into v (v.has_data) when small enough and within the budget; `need`: a
+  // Constant node's value, decoded up to kMaxDecodedElements. `what` names t in messages.
+  void read(const onnx::TensorProto& t, Value& v, bool need, const std::string& what);
+  // Takes n elements from the budget (the large one for Constant nodes' large values);
+  // false, taking nothing, when they do not fit: then only shapes are kept.
+  bool within_budget(int64_t n, bool large) {
+    int64_t& used = large ? decoded_large_elements_ : decoded_elements_;
+    if (n > kMaxDecodeBudget - used) return false;
+    used += n;
+    return true;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& msg) const { throw InputError(file_ + ": " + msg); }
+  std::filesystem::path external_file(const std::string& what, const std::string& location) const;
+
+  std::filesystem::path path_;  // the model (external data lives in its directory)
+  std::string file_;
+  // Elements of constant data decoded or folded so far: many small constants (each under
+  // the fold limits) must not add up to gigabytes. Past the budget only shapes are kept.
+  // Constant nodes' large values (functional mode only) have a budget of their own, so
+  // they cannot starve the small shape constants that folding needs.
+  int64_t decoded_elements_ = 0, decoded_large_elements_ = 0;
 };
 
 // One model's import (load_onnx); its members are defined in the files listed above.
@@ -120,7 +185,6 @@ class Importer {
       : path_(std::move(path)), file_(path_.string()), opts_(opts), info_(info) {}
 
   Graph run();
-  static std::vector<std::string> supported_op_types();  // the rows with a handler, sorted
 
  private:
   using Node = onnx::NodeProto;
@@ -131,12 +195,17 @@ class Importer {
     return "node '" + utf8_safe(node_name(n)) + "' (" + utf8_safe(n.op_type()) + ")";
   }
   [[noreturn]] void fail_node(const Node& n, const std::string& msg) const { fail(where(n) + ": " + msg); }
-  static std::string node_name(const Node& n) { return n.name().empty() ? (n.output_size() ? n.output(0) : "?") : n.name(); }
 
   // ---- the driver
   friend class Folder;     // const_fold.cpp: constant folding, one family per row
   friend struct OnnxRows;  // op_table.cpp: the rows' handlers
   friend class InputBinder;  // model_reader.cpp: binding the graph inputs, in steps
+  friend class ControlFlow;  // control_flow.cpp: If, Loop and Scan inlined
+  friend class MatrixOps;    // ops.h: the op handlers, one class per family
+  friend class QuantOps;
+  friend class VectorOps;
+  friend class LayoutOps;
+  friend class NodeShapes;   // shape_inference.{h,cpp}: attributes and shapes of both paths
   // Dispatch; an unsupported node is recorded and poisons its outputs. Host work: ops an
   // accelerator of this kind leaves to the host (rows marked `host`) and every node that
   // reads a value the host computed.
@@ -146,60 +215,14 @@ class Importer {
   void host_node(const Node& n, const std::string& why);
   // The value n reads that the host computed, if any (its inputs and subgraph references).
   const Value* host_operand(const Node& n, std::string* name) const;
-  // Every blocker in one message: unsupported nodes grouped by op and reason, with counts and
-  // the first node names (`unbound`: dynamic dimensions left unbound, reported first).
-  std::string blocker_message(const std::string& unbound) const;
-  std::vector<std::pair<std::string, std::string>> nodes_without_handler() const;  // node, op (main graph)
 
   // ---- model reading
   void read_model();
   // `as`: the name the value gets (a subgraph's initializer is renamed when it is inlined).
   void load_initializer(const onnx::TensorProto& t, const std::string& what, const std::string& as = "");
-  void read_tensor_data(const onnx::TensorProto& t, Value& v, bool need, const std::string& what);
-  std::filesystem::path external_file(const std::string& what, const std::string& location) const;
   void bind_inputs();  // InputBinder, then bind_input_values
   void bind_input_values();  // --input-value: the inputs' elements, checked against their shapes
   std::vector<const Node*> topo_order();
-
-  // ---- batch axes (batch_axis.cpp)
-  UseIndex index_uses() const;
-  // The axis of graph input `input` (of rank `rank`) that holds the batch, from the ops it
-  // reaches (through Gather, Slice, Squeeze, Unsqueeze, Transpose, element-wise ops and
-  // If branches): LSTM/GRU/RNN inputs and Gemm's transposed A say so (`strong`); MatMul,
-  // Gemm, Conv and pools read their first axis as the batch. -1: no use says.
-  int usage_batch_axis(const UseIndex& index, const std::string& input, int rank, bool& strong) const;
-
-  // ---- control flow (control_flow.cpp)
-  // Names n's subgraphs read from the enclosing scope (If branches, Loop and Scan bodies).
-  std::vector<std::string> subgraph_refs(const Node& n) const;
-  std::vector<std::string> node_refs(const Node& n) const;  // n's inputs, then subgraph_refs(n)
-  const onnx::GraphProto& graph_attr(const Node& n, const std::string& name) const;  // required
-  void op_if(const Node& n);
-  void op_loop(const Node& n);
-  void op_scan(const Node& n);
-  // A scalar condition or count known at import time; nullopt when it is not.
-  std::optional<int64_t> known_scalar(const Node& n, const std::string& value, const std::string& what);
-  // Why `value` is not known at import time: the graph inputs it is computed from.
-  std::string undecided(const std::string& value) const;
-  // Copies `body`'s nodes into this graph: body input i reads `bind[i]`, a value the body
-  // defines becomes `targets[name]` or `prefix + name`, other names read the enclosing
-  // scope. Returns the copies in order; `renamed` maps the body's names to the new ones.
-  std::vector<const Node*> inline_graph(const Node& owner, const onnx::GraphProto& body, const std::string& prefix,
-                                        const std::vector<std::string>& bind,
-                                        const std::unordered_map<std::string, std::string>& targets,
-                                        std::unordered_map<std::string, std::string>& renamed);
-  const Node& synth(const std::string& op, const std::vector<std::string>& ins, const std::string& out, const std::string& name);
-  std::string fresh_name(const std::string& base);  // unused by the model and by every value so far
-  std::string int_constant(const std::string& base, const std::vector<int64_t>& v, bool scalar);
-  void count_reads(const std::vector<const Node*>& nodes);   // consumers_ of what the new nodes read
-  void stack_scan_outputs(const Node& n, const std::vector<std::string>& parts, int64_t axis, const std::string& out);
-  // The outputs of an unrolled Loop or Scan: its carried values (outputs 0..carried-1), then each scan
-  // output stacked from its per-iteration parts along axes[j] (in iteration order, or reversed).
-  void finish_unrolled(const Node& n, int64_t iterations, const std::vector<std::string>& carried,
-                       std::vector<std::vector<std::string>> scans, const std::vector<int64_t>& axes,
-                       const std::vector<int64_t>& reversed);
-  void check_unroll(const Node& n, int64_t iterations, int64_t done, std::optional<int64_t> trip_count,
-                    int64_t body_nodes) const;
 
   // ---- values
   Value& val(const Node& n, int i);          // input i (must exist)
@@ -212,7 +235,6 @@ class Importer {
   int opset() const { return opset_; }
 
   // attributes (an attribute of another type than the op's is an error naming the node)
-  const onnx::AttributeProto* attr(const Node& n, const std::string& name) const;
   const onnx::AttributeProto* typed_attr(const Node& n, const std::string& name,
                                          onnx::AttributeProto_AttributeType type) const;
   int64_t attr_i(const Node& n, const std::string& name, int64_t def) const;
@@ -267,52 +289,6 @@ class Importer {
 
   // ---- ops
   void dispatch(const Node& n);  // through n's row: folded when every data input is constant, else its handler
-  void op_conv(const Node& n, bool transposed);
-  void op_gemm(const Node& n);
-  void op_matmul(const Node& n);
-  void op_recurrent(const Node& n, bool lstm);
-  void op_batchnorm(const Node& n);
-  // `l` on input 0, in its preferred layout; the output has its shape. `onnx_axis`: l.axis, mapped to the IR.
-  void op_elementwise(const Node& n, Layer l, std::optional<int64_t> onnx_axis = std::nullopt);
-  void op_unary(const Node& n, OpKind kind);
-  // Neg, Reciprocal: an element-wise op with a scalar constant `value` (the first operand when `const_first`).
-  void op_with_scalar(const Node& n, OpKind kind, float value, bool const_first);
-  void op_activation(const Node& n, OpKind kind);  // Relu, Clip, Sigmoid, Tanh: fused when possible
-  void op_binary(const Node& n, OpKind kind);
-  void op_variadic(const Node& n, OpKind kind);  // Max, Min of 1, 2 or more inputs: a chain of binary layers
-  void op_softmax(const Node& n);
-  void op_layernorm(const Node& n);
-  void op_reduce(const Node& n, OpKind kind);
-  void op_pool(const Node& n, OpKind kind);
-  void op_global_pool(const Node& n, OpKind kind);
-  void op_reshape_like(const Node& n);  // Reshape, Flatten, Squeeze, Unsqueeze, Identity, Cast, Dropout, ...
-  void op_transpose(const Node& n);
-  void op_concat(const Node& n);
-  void op_split(const Node& n);
-  std::vector<int64_t> split_sizes(const Node& n, int64_t dim, int64_t axis);
-  void op_slice(const Node& n);
-  void op_gather(const Node& n);
-  void op_expand(const Node& n);
-  void op_pad(const Node& n);
-  void op_resize(const Node& n);
-  void op_clip_runtime(const Node& n);  // Clip whose bounds are activations: max, then min
-  void op_cumsum(const Node& n);
-  void op_tile(const Node& n);
-  void op_topk(const Node& n);
-  void op_arg(const Node& n, OpKind kind);  // ArgMax, ArgMin
-  void op_einsum(const Node& n);
-  // Quantized graphs: Q and DQ fold into the matrix layers next to them, else they are
-  // vector layers; QLinear and Integer ops are the matrix ops on codes.
-  void op_quantize(const Node& n);
-  void op_dequantize(const Node& n);
-  void op_dynamic_quantize(const Node& n);
-  void op_qlinear(const Node& n);   // QLinearConv, QLinearMatMul
-  void op_integer(const Node& n);   // ConvInteger, MatMulInteger
-  int32_t quantize_elem(const Node& n);  // QuantizeLinear's output type
-  bool feeds_only_matrix_ops(const std::string& value, int depth = 0) const;  // through aliases
-  void mark_codes(const Value& v, int32_t elem);  // v's IR tensor holds codes of type elem
-  std::optional<Dtype> weight_codes(const Value& w) const;
-
   // ---- lowering one node onto others: a node `op` on `inputs` writing `output`, named
   // after n (its name + suffix), dispatched like a node of the model. An output other
   // than n's own is an intermediate with one consumer (the next step).
@@ -320,38 +296,6 @@ class Importer {
   void synthetic(const Node& n, const std::string& op, const std::vector<std::string>& inputs, const std::string& output,
                  const std::string& suffix, const AttrSetter& attrs = {});
   std::string synthetic_ints(const std::string& name, const std::vector<Sym>& values);  // a constant 1-D int64 value
-
-  // Einsum: the equation parsed for two operands of the given ranks (ellipses expanded):
-  // one label string per operand and the output's (checked; Unsupported otherwise).
-  struct EinsumSpec {
-    std::vector<std::string> in;
-    std::string out;
-  };
-  EinsumSpec einsum_spec(const Node& n, const std::vector<size_t>& ranks);
-  SymShape einsum_shape(const Node& n, const EinsumSpec& e, const std::vector<const SymShape*>& shapes);
-
-  // ---- attributes and shapes read once for the constant and the activation path
-  SymShape infer_reshape(const Node& n, const SymShape& in);
-  // Reshape, Flatten, Squeeze, Unsqueeze. `keep_batch`: squeezing an axis that holds the
-  // batch is unsupported (an activation keeps its batch) rather than a shape error.
-  SymShape reshape_like_shape(const Node& n, const SymShape& in, bool keep_batch);
-  SymShape expand_shape(const Node& n, const SymShape& in);  // Expand: in broadcast to input 1
-  struct SliceSpec {
-    std::vector<int64_t> starts, ends, axes, steps;  // one entry per sliced axis, checked
-  };
-  SliceSpec read_slice(const Node& n, size_t rank);
-  std::vector<int64_t> reduce_axes(const Node& n);  // as given: empty means every axis
-  std::vector<int64_t> transpose_perm(const Node& n, size_t rank);  // checked
-  int64_t gather_index(const Node& n, int64_t k, int64_t dim) const;  // in [0, dim)
-
-  // ---- op helpers: slices, convolution and pooling windows
-  int slice_ir(const Node& n, Value& in, int64_t onnx_axis, int64_t begin, int64_t end, int64_t step, int tensor,
-               const std::string& out_name, const std::string& suffix, Shape* ir_out);
-  size_t spatial_dims(const Value& x, const std::string& what) const;  // 1 or 2, else unsupported
-  SpatialAttrs spatial(const Node& n, size_t dims, const std::vector<int64_t>& kernel);
-  void plan_padding(const Node& n, SpatialAttrs& a, const std::vector<int64_t>& in, bool transposed,
-                    const std::vector<int64_t>& out_pad);
-  int64_t window_out(const Node& n, const SpatialAttrs& a, const std::vector<int64_t>& in, size_t i, bool ceil_mode);
 
   std::filesystem::path path_;
   std::string file_;
@@ -366,28 +310,14 @@ class Importer {
   std::unordered_set<std::string> graph_outputs_;
   std::unordered_set<std::string> tensor_names_;
   std::vector<std::string> tensor_head_;  // per IR tensor: the latest ONNX value it holds
-  std::vector<std::pair<std::string, std::string>> unsupported_;  // node, why
+  Blockers blockers_;
   std::vector<int> input_order_;  // per IR graph input: ONNX input index
-  std::unordered_map<std::string, std::vector<int64_t>> external_sizes_;
   std::unordered_map<std::string, std::vector<int>> consumer_nodes_;  // value -> indices of the nodes reading it
   // Main-graph nodes with subgraphs (If, Loop, Scan): the outer values those read.
   std::unordered_map<int, std::vector<std::string>> main_subgraph_refs_;
   std::unordered_set<std::string> input_names_;     // graph inputs (not initializers)
-  std::unordered_set<std::string> reserved_names_;  // every value name the model uses (filled on the first inlining)
-  std::unordered_map<std::string, const Node*> inlined_producer_;  // value -> the inlined node that wrote it
-  std::deque<Node> synthetic_;  // nodes made by inlining control flow (stable addresses)
-  int64_t inlined_nodes_ = 0;
-  // Elements of constant data decoded or folded so far: many small constants (each under
-  // the fold limits) must not add up to gigabytes. Past the budget only shapes are kept.
-  // Constant nodes' large values (functional mode only) have a budget of their own, so
-  // they cannot starve the small shape constants that folding needs.
-  int64_t decoded_elements_ = 0, decoded_large_elements_ = 0;
-  bool within_decode_budget(int64_t n, bool large) {
-    int64_t& used = large ? decoded_large_elements_ : decoded_elements_;
-    if (n > kMaxDecodeBudget - used) return false;
-    used += n;
-    return true;
-  }
+  ControlFlow control_flow_{*this};
+  TensorReader tensors_{path_, file_};
 };
 
 }  // namespace tessera::graph::onnx_import

@@ -41,40 +41,6 @@ void Importer::read_model() {
   if (!have_opset) fail("not a valid ONNX model: it declares no opset for the default domain (truncated or corrupt file?)");
 }
 
-// External data must be a regular file inside the model's directory, as onnxruntime
-// requires: a relative location without '..' whose real path (symlinks resolved) stays
-// under the directory. Otherwise a downloaded model could read any file of the user.
-// Messages quote the location (the model's own text), never bytes of the file.
-std::filesystem::path Importer::external_file(const std::string& what, const std::string& location) const {
-  namespace fs = std::filesystem;
-  if (location.empty()) fail(what + " is stored as external data but names no location");
-  const std::string shown = "'" + utf8_safe(location) + "'";
-  if (location.find('\0') != std::string::npos) fail(what + ": its external data location " + shown + " contains a NUL byte (corrupt file?)");
-  const fs::path rel(location);
-  bool up = false;
-  for (const auto& part : rel) up = up || part == "..";
-  if (rel.is_absolute() || rel.has_root_name() || rel.has_root_directory() || up) {
-    fail(what + ": its external data location " + shown +
-         " is outside the model's directory (allowed: a relative path without '..', as onnxruntime requires)");
-  }
-  std::error_code ec;
-  const fs::path dir = fs::canonical(path_.parent_path().empty() ? fs::path(".") : path_.parent_path(), ec);
-  if (ec) fail(what + ": cannot resolve the model's directory (" + ec.message() + ")");
-  const fs::path real = fs::weakly_canonical(dir / rel, ec);
-  if (ec) fail(what + ": its external data file " + shown + " cannot be read (" + ec.message() + ")");
-  // Inside means: `dir` is a prefix of `real`, component by component (symlinks resolved).
-  auto r = real.begin();
-  for (auto d = dir.begin(); d != dir.end(); ++d, ++r) {
-    if (r == real.end() || *r != *d) {
-      fail(what + ": its external data location " + shown +
-           " resolves (through a symbolic link) to a file outside the model's directory (allowed: files inside it)");
-    }
-  }
-  if (!fs::exists(real, ec)) fail(what + ": its external data file " + shown + " cannot be read (No such file or directory)");
-  if (!fs::is_regular_file(real, ec)) fail(what + ": its external data location " + shown + " is not a regular file");
-  return real;
-}
-
 // Binding the graph inputs (Importer::bind_inputs), in steps: read them, check the
 // options that name them, bind the named dimensions, choose each batch axis, then build
 // each input's value; dimensions no step binds are reported all at once.
@@ -215,7 +181,7 @@ void InputBinder::choose_batch_axes() {
   // Each input's batch axis: --batch-axis, else what its uses say (an LSTM's state, a
   // Gemm's transposed A; MatMul, Gemm and Conv read their first axis as the batch), else
   // the dimension named like the batch of the other inputs, else the first axis.
-  const UseIndex uses = m_.index_uses();
+  const UseIndex uses(m_.model_.graph());
   for (In& r : ins_) {
     const std::string& name = r.info->name();
     auto bound = opts_.input_shapes.find(name);
@@ -231,7 +197,7 @@ void InputBinder::choose_batch_axes() {
       continue;
     }
     bool strong = false;
-    const int used = m_.usage_batch_axis(uses, name, rk, strong);
+    const int used = uses.usage_batch_axis(name, rk, strong);
     r.batch_axis = used >= 0 ? std::min(rk - 1, used) : 0;
     r.evidence = used < 0 ? kDefault : strong ? kStrongUse : kUse;
   }
@@ -345,8 +311,8 @@ void InputBinder::report_unbound() {
   }
   if (!unbound_.empty()) {
     // Reported with the nodes no binding would make importable (all blockers at once).
-    m_.unsupported_ = m_.nodes_without_handler();
-    fail(m_.blocker_message("dynamic dimension(s) left unbound: " + join(unbound_, "; ") +
+    m_.blockers_ = Blockers::without_handler(m_.model_.graph());
+    fail(m_.blockers_.message("dynamic dimension(s) left unbound: " + join(unbound_, "; ") +
                             ". Bind them with --input-shape INPUT=d0,d1,... (the first dimension is the batch) or "
                             "--input-shape DIM=value for a named dimension"));
   }

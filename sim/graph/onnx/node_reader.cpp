@@ -7,7 +7,7 @@ namespace tessera::graph::onnx_import {
 
 // ---------------------------------------------------------------- attributes and constants
 
-const onnx::AttributeProto* Importer::attr(const Node& n, const std::string& name) const {
+const onnx::AttributeProto* attr(const onnx::NodeProto& n, const std::string& name) {
   for (const auto& a : n.attribute()) {
     if (a.name() == name) return &a;
   }

@@ -3,31 +3,33 @@
 // control_flow.cpp; folding families in const_fold.cpp.
 #include "sim/graph/onnx/op_table.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "sim/graph/onnx/const_fold.h"
 #include "sim/graph/onnx/importer.h"
+#include "sim/graph/onnx/ops.h"
 
 namespace tessera::graph::onnx_import {
 
-// Friend of Importer: its handlers call the Importer's op_* methods. Rows by family.
+// Friend of Importer: its handlers call the op-handler classes of ops.h and the Importer's ControlFlow. Rows by family.
 struct OnnxRows {
   using Node = onnx::NodeProto;
   // Handlers shared by rows: the row says which IR op.
-  static void unary(Importer& m, const Node& n, const OnnxOp& r) { m.op_unary(n, r.kind); }
-  static void activation(Importer& m, const Node& n, const OnnxOp& r) { m.op_activation(n, r.kind); }
-  static void scalar(Importer& m, const Node& n, const OnnxOp& r) { m.op_with_scalar(n, r.kind, r.scalar, r.scalar_first); }
-  static void binary(Importer& m, const Node& n, const OnnxOp& r) { m.op_binary(n, r.kind_of ? r.kind_of(m, n) : r.kind); }
-  static void variadic(Importer& m, const Node& n, const OnnxOp& r) { m.op_variadic(n, r.kind); }
-  static void reduce(Importer& m, const Node& n, const OnnxOp& r) { m.op_reduce(n, r.kind); }
-  static void pool(Importer& m, const Node& n, const OnnxOp& r) { m.op_pool(n, r.kind); }
-  static void global_pool(Importer& m, const Node& n, const OnnxOp& r) { m.op_global_pool(n, r.kind); }
-  static void arg(Importer& m, const Node& n, const OnnxOp& r) { m.op_arg(n, r.kind); }
-  static void reshape_like(Importer& m, const Node& n, const OnnxOp&) { m.op_reshape_like(n); }
-  static void softmax(Importer& m, const Node& n, const OnnxOp&) { m.op_softmax(n); }
-  static void qlinear(Importer& m, const Node& n, const OnnxOp&) { m.op_qlinear(n); }
-  static void integer(Importer& m, const Node& n, const OnnxOp&) { m.op_integer(n); }
-  static void resize(Importer& m, const Node& n, const OnnxOp&) { m.op_resize(n); }
+  static void unary(Importer& m, const Node& n, const OnnxOp& r) { VectorOps(m).op_unary(n, r.kind); }
+  static void activation(Importer& m, const Node& n, const OnnxOp& r) { VectorOps(m).op_activation(n, r.kind); }
+  static void scalar(Importer& m, const Node& n, const OnnxOp& r) { VectorOps(m).op_with_scalar(n, r.kind, r.scalar, r.scalar_first); }
+  static void binary(Importer& m, const Node& n, const OnnxOp& r) { VectorOps(m).op_binary(n, r.kind_of ? r.kind_of(m, n) : r.kind); }
+  static void variadic(Importer& m, const Node& n, const OnnxOp& r) { VectorOps(m).op_variadic(n, r.kind); }
+  static void reduce(Importer& m, const Node& n, const OnnxOp& r) { VectorOps(m).op_reduce(n, r.kind); }
+  static void pool(Importer& m, const Node& n, const OnnxOp& r) { MatrixOps(m).op_pool(n, r.kind); }
+  static void global_pool(Importer& m, const Node& n, const OnnxOp& r) { MatrixOps(m).op_global_pool(n, r.kind); }
+  static void arg(Importer& m, const Node& n, const OnnxOp& r) { VectorOps(m).op_arg(n, r.kind); }
+  static void reshape_like(Importer& m, const Node& n, const OnnxOp&) { LayoutOps(m).op_reshape_like(n); }
+  static void softmax(Importer& m, const Node& n, const OnnxOp&) { VectorOps(m).op_softmax(n); }
+  static void qlinear(Importer& m, const Node& n, const OnnxOp&) { QuantOps(m).op_qlinear(n); }
+  static void integer(Importer& m, const Node& n, const OnnxOp&) { QuantOps(m).op_integer(n); }
+  static void resize(Importer& m, const Node& n, const OnnxOp&) { LayoutOps(m).op_resize(n); }
   static OpKind mod_kind(const Importer& m, const Node& n) { return m.attr_i(n, "fmod", 0) ? OpKind::kFmod : OpKind::kMod; }
 
   static std::vector<OnnxOp> shapes_and_control_flow();
@@ -59,38 +61,38 @@ std::vector<OnnxOp> OnnxRows::shapes_and_control_flow() {
       {.name = "Shape", .arity = {1, 1}, .folds_always = true, .fold = &F::shape},
       {.name = "Size", .arity = {1, 1}, .folds_always = true, .fold = &F::size},
       // ---- control flow: inlined (each checks its own inputs)
-      {.name = "If", .arity = {1, 1}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { m.op_if(n); }, .subgraphs = true},
-      {.name = "Loop", .arity = {2, kAny}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { m.op_loop(n); }, .subgraphs = true},
-      {.name = "Scan", .arity = {1, kAny}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { m.op_scan(n); }, .subgraphs = true},
+      {.name = "If", .arity = {1, 1}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { m.control_flow_.op_if(n); }, .subgraphs = true},
+      {.name = "Loop", .arity = {2, kAny}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { m.control_flow_.op_loop(n); }, .subgraphs = true},
+      {.name = "Scan", .arity = {1, kAny}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { m.control_flow_.op_scan(n); }, .subgraphs = true},
   };
 }
 
 std::vector<OnnxOp> OnnxRows::matrix_and_normalisation() {
   return {
       // ---- matrix ops
-      {.name = "Conv", .arity = {2, 3}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { m.op_conv(n, false); },
+      {.name = "Conv", .arity = {2, 3}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { MatrixOps(m).op_conv(n, false); },
        .batch = B::kFirstAxis, .roles = kMatrix | kSpatial, .streamed_inputs = 1},
-      {.name = "ConvTranspose", .arity = {2, 3}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { m.op_conv(n, true); },
+      {.name = "ConvTranspose", .arity = {2, 3}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { MatrixOps(m).op_conv(n, true); },
        .batch = B::kFirstAxis, .roles = kMatrix | kSpatial, .streamed_inputs = 1},
-      {.name = "Gemm", .arity = {2, 3}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { m.op_gemm(n); },
+      {.name = "Gemm", .arity = {2, 3}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { MatrixOps(m).op_gemm(n); },
        .fold = &F::gemm, .batch = B::kGemm, .roles = kMatrix, .streamed_inputs = 1},
-      {.name = "MatMul", .arity = {2, 2}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { m.op_matmul(n); },
+      {.name = "MatMul", .arity = {2, 2}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { MatrixOps(m).op_matmul(n); },
        .fold = &F::matmul, .batch = B::kFirstAxis, .roles = kMatrix, .streamed_inputs = 2},
-      {.name = "LSTM", .arity = {3, 8}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { m.op_recurrent(n, true); },
+      {.name = "LSTM", .arity = {3, 8}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { MatrixOps(m).op_recurrent(n, true); },
        .batch = B::kRecurrent, .roles = kMatrix},
-      {.name = "GRU", .arity = {3, 6}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { m.op_recurrent(n, false); },
+      {.name = "GRU", .arity = {3, 6}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { MatrixOps(m).op_recurrent(n, false); },
        .batch = B::kRecurrent, .roles = kMatrix},
       {.name = "RNN", .arity = {3, 6}, .batch = B::kRecurrent, .roles = kMatrix},  // no handler: its state still says the batch
-      {.name = "Einsum", .arity = {1, kAny}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { m.op_einsum(n); },
+      {.name = "Einsum", .arity = {1, kAny}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { MatrixOps(m).op_einsum(n); },
        .fold = &F::einsum, .roles = kMatrix},
       {.name = "QLinearConv", .arity = {8, 9}, .handle = qlinear, .roles = kMatrix | kSpatial},
       {.name = "QLinearMatMul", .arity = {8, 8}, .handle = qlinear, .roles = kMatrix},
       {.name = "ConvInteger", .arity = {2, 4}, .handle = integer, .roles = kMatrix | kSpatial},
       {.name = "MatMulInteger", .arity = {2, 4}, .handle = integer, .roles = kMatrix},
       // ---- normalisation, softmax, pooling
-      {.name = "BatchNormalization", .arity = {5, 5}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { m.op_batchnorm(n); },
+      {.name = "BatchNormalization", .arity = {5, 5}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { VectorOps(m).op_batchnorm(n); },
        .fold = &F::same_shape, .batch = B::kFirstAxis, .roles = kSpatial},
-      {.name = "LayerNormalization", .arity = {2, 3}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { m.op_layernorm(n); },
+      {.name = "LayerNormalization", .arity = {2, 3}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { VectorOps(m).op_layernorm(n); },
        .fold = &F::same_shape},
       {.name = "Softmax", .arity = {1, 1}, .handle = softmax, .fold = &F::same_shape, .batch = B::kKeeps},
       {.name = "LogSoftmax", .arity = {1, 1}, .handle = softmax, .fold = &F::same_shape, .batch = B::kKeeps},
@@ -169,10 +171,10 @@ std::vector<OnnxOp> OnnxRows::elementwise() {
 std::vector<OnnxOp> OnnxRows::reductions_and_quantization() {
   return {
       // ---- scans, selection, reductions
-      {.name = "CumSum", .arity = {2, 2}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { m.op_cumsum(n); },
+      {.name = "CumSum", .arity = {2, 2}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { VectorOps(m).op_cumsum(n); },
        .fold = &F::cum_sum},
       {.name = "TopK", .arity = {2, 2}, .legacy_until = 10, .legacy_arity = {1, 1},  // k: an attribute, then an input
-       .handle = [](Importer& m, const Node& n, const OnnxOp&) { m.op_topk(n); }, .fold = &F::top_k},
+       .handle = [](Importer& m, const Node& n, const OnnxOp&) { VectorOps(m).op_topk(n); }, .fold = &F::top_k},
       {.name = "ArgMax", .arity = {1, 1}, .handle = arg, .fold = &F::arg_max, .kind = OpKind::kArgMax},
       {.name = "ArgMin", .arity = {1, 1}, .handle = arg, .fold = &F::arg_min, .kind = OpKind::kArgMin},
       {.name = "ReduceMean", .arity = {1, 2}, .handle = reduce, .fold = &F::reduce_mean, .kind = OpKind::kReduceMean},
@@ -186,12 +188,12 @@ std::vector<OnnxOp> OnnxRows::reductions_and_quantization() {
       {.name = "ReduceLogSumExp", .arity = {1, 2}, .fold = &F::reduce_shapes_only},
       {.name = "ReduceSumSquare", .arity = {1, 2}, .fold = &F::reduce_shapes_only},
       // ---- quantization
-      {.name = "QuantizeLinear", .arity = {2, 3}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { m.op_quantize(n); },
+      {.name = "QuantizeLinear", .arity = {2, 3}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { QuantOps(m).op_quantize(n); },
        .fold = &F::quantization, .kind = OpKind::kQuantize, .batch = B::kKeeps, .roles = kSpatialThrough},
-      {.name = "DequantizeLinear", .arity = {2, 3}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { m.op_dequantize(n); },
+      {.name = "DequantizeLinear", .arity = {2, 3}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { QuantOps(m).op_dequantize(n); },
        .fold = &F::quantization, .kind = OpKind::kDequantize, .batch = B::kKeeps, .roles = kSpatialThrough},
       {.name = "DynamicQuantizeLinear", .arity = {1, 1},
-       .handle = [](Importer& m, const Node& n, const OnnxOp&) { m.op_dynamic_quantize(n); }, .fold = &F::dynamic_quantize,
+       .handle = [](Importer& m, const Node& n, const OnnxOp&) { QuantOps(m).op_dynamic_quantize(n); }, .fold = &F::dynamic_quantize,
        .roles = kSpatialThrough},
   };
 }
@@ -212,22 +214,22 @@ std::vector<OnnxOp> OnnxRows::data_movement() {
        .roles = kSpatialThrough},
       {.name = "CastLike", .arity = {2, 2}, .handle = reshape_like, .fold = &F::cast, .batch = B::kKeeps},
       // ---- data movement
-      {.name = "Transpose", .arity = {1, 1}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { m.op_transpose(n); },
+      {.name = "Transpose", .arity = {1, 1}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { LayoutOps(m).op_transpose(n); },
        .fold = &F::transpose, .batch = B::kTranspose},
       {.name = "Concat", .arity = {1, kAny}, .required = {"axis"},
-       .handle = [](Importer& m, const Node& n, const OnnxOp&) { m.op_concat(n); }, .fold = &F::concat, .batch = B::kKeepsAll},
-      {.name = "Split", .arity = {1, 2}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { m.op_split(n); },
+       .handle = [](Importer& m, const Node& n, const OnnxOp&) { LayoutOps(m).op_concat(n); }, .fold = &F::concat, .batch = B::kKeepsAll},
+      {.name = "Split", .arity = {1, 2}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { LayoutOps(m).op_split(n); },
        .fold = &F::split, .batch = B::kSplits},
       {.name = "Slice", .arity = {3, 5}, .legacy_until = 10, .legacy_arity = {1, 1},  // starts/ends: attributes, then inputs
-       .legacy_required = {"starts", "ends"}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { m.op_slice(n); },
+       .legacy_required = {"starts", "ends"}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { LayoutOps(m).op_slice(n); },
        .fold = &F::slice, .batch = B::kKeeps},
-      {.name = "Gather", .arity = {2, 2}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { m.op_gather(n); },
+      {.name = "Gather", .arity = {2, 2}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { LayoutOps(m).op_gather(n); },
        .fold = &F::gather, .batch = B::kGather},
-      {.name = "Expand", .arity = {2, 2}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { m.op_expand(n); },
+      {.name = "Expand", .arity = {2, 2}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { LayoutOps(m).op_expand(n); },
        .fold = &F::expand},
-      {.name = "Tile", .arity = {2, 2}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { m.op_tile(n); }, .fold = &F::tile},
+      {.name = "Tile", .arity = {2, 2}, .handle = [](Importer& m, const Node& n, const OnnxOp&) { VectorOps(m).op_tile(n); }, .fold = &F::tile},
       {.name = "Pad", .arity = {2, 4}, .legacy_until = 11, .legacy_arity = {1, 1},
-       .handle = [](Importer& m, const Node& n, const OnnxOp&) { m.op_pad(n); }, .batch = B::kKeeps, .roles = kSpatialThrough},
+       .handle = [](Importer& m, const Node& n, const OnnxOp&) { LayoutOps(m).op_pad(n); }, .batch = B::kKeeps, .roles = kSpatialThrough},
       {.name = "Resize", .arity = {1, 4}, .handle = resize, .roles = kSpatial},
       {.name = "Upsample", .arity = {1, 2}, .handle = resize, .roles = kSpatial},
   };
@@ -282,6 +284,17 @@ const OnnxOp* find_onnx_op(std::string_view op_type) {
   }();
   const auto it = index.find(op_type);
   return it == index.end() ? nullptr : it->second;
+}
+
+// The ONNX op types with a handler (control flow aside), sorted: the unsupported-node
+// message and onnx_supported_ops() read the table, so they cannot drift from it.
+std::vector<std::string> supported_op_types() {
+  std::vector<std::string> ops;
+  for (const OnnxOp& row : onnx_op_table()) {
+    if (row.handle && !row.subgraphs) ops.emplace_back(row.name);
+  }
+  std::sort(ops.begin(), ops.end());
+  return ops;
 }
 
 }  // namespace tessera::graph::onnx_import

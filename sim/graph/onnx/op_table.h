@@ -46,7 +46,7 @@ enum class BatchRule : uint8_t {
   kTranspose,
 };
 
-// How a reshape-like op maps its input's shape (Importer::reshape_like_shape).
+// How a reshape-like op maps its input's shape (NodeShapes::reshape_like_shape).
 enum class ReshapeRule : uint8_t { kNone, kReshape, kFlatten, kSqueeze, kUnsqueeze };
 
 // Roles other scans ask about (bit set).
@@ -95,5 +95,7 @@ struct OnnxOp {
 // Every row, in the table's order; and the row of an op type (null: none).
 const std::vector<OnnxOp>& onnx_op_table();
 const OnnxOp* find_onnx_op(std::string_view op_type);
+// The ONNX op types with a handler (control flow aside), sorted.
+std::vector<std::string> supported_op_types();
 
 }  // namespace tessera::graph::onnx_import

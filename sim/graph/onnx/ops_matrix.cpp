@@ -2,7 +2,7 @@
 // and of the windowed ops that share their spatial attributes (pooling).
 #include <algorithm>
 
-#include "sim/graph/onnx/importer.h"
+#include "sim/graph/onnx/ops.h"
 
 namespace tessera::graph::onnx_import {
 
@@ -36,35 +36,35 @@ void set_window(Layer& l, const SpatialAttrs& a, size_t nd) {
 // ---------------------------------------------------------------- spatial attributes
 
 // Convolution and pooling take NCHW inputs with 1 or 2 spatial axes and the batch first.
-size_t Importer::spatial_dims(const Value& x, const std::string& what) const {
+size_t MatrixOps::spatial_dims(const Value& x, const std::string& what) const {
   const size_t rank = x.shape.size();
   if (rank != 3 && rank != 4) {
     throw Unsupported{(rank < 3 ? what + " of a rank-" + std::to_string(rank) + " input" : std::to_string(rank - 2) + "-D " + what) +
                       " (1-D and 2-D are supported)"};
   }
-  if (!can_channels_last(x.shape)) throw Unsupported{"input " + sym_shape_text(x.shape) + " does not have the batch first"};
+  if (!m_.can_channels_last(x.shape)) throw Unsupported{"input " + sym_shape_text(x.shape) + " does not have the batch first"};
   return rank - 2;
 }
 
-SpatialAttrs Importer::spatial(const Node& n, size_t dims, const std::vector<int64_t>& kernel) {
+SpatialAttrs MatrixOps::spatial(const Node& n, size_t dims, const std::vector<int64_t>& kernel) {
   SpatialAttrs a;
   a.kernel = kernel;
-  a.strides = attr_ints(n, "strides");
-  a.dilations = attr_ints(n, "dilations");
-  a.pads = attr_ints(n, "pads");
-  a.auto_pad = attr_s(n, "auto_pad", "NOTSET");
+  a.strides = m_.attr_ints(n, "strides");
+  a.dilations = m_.attr_ints(n, "dilations");
+  a.pads = m_.attr_ints(n, "pads");
+  a.auto_pad = m_.attr_s(n, "auto_pad", "NOTSET");
   if (a.strides.empty()) a.strides.assign(dims, 1);
   if (a.dilations.empty()) a.dilations.assign(dims, 1);
   if (a.pads.empty()) a.pads.assign(2 * dims, 0);
   if (a.kernel.size() != dims || a.strides.size() != dims || a.dilations.size() != dims || a.pads.size() != 2 * dims) {
-    fail_node(n, "kernel_shape, strides, dilations and pads must have one entry per spatial axis (" + std::to_string(dims) +
+    m_.fail_node(n, "kernel_shape, strides, dilations and pads must have one entry per spatial axis (" + std::to_string(dims) +
                  ", pads two)");
   }
   // The YAML graph loader's bounds (graph.cpp), so both accept the same layers.
   auto in_range = [&](const std::vector<int64_t>& v, int64_t lo, const std::string& name) {
     for (int64_t x : v) {
       if (x < lo || x > kMaxWindowValue) {
-        fail_node(n, name + " must be in [" + std::to_string(lo) + ", " + std::to_string(kMaxWindowValue) + "], got " + shape_text(v));
+        m_.fail_node(n, name + " must be in [" + std::to_string(lo) + ", " + std::to_string(kMaxWindowValue) + "], got " + shape_text(v));
       }
     }
   };
@@ -77,7 +77,7 @@ SpatialAttrs Importer::spatial(const Node& n, size_t dims, const std::vector<int
 }
 
 // auto_pad SAME_UPPER / SAME_LOWER / VALID -> explicit pads (conv and pooling).
-void Importer::plan_padding(const Node& n, SpatialAttrs& a, const std::vector<int64_t>& in, bool transposed,
+void MatrixOps::plan_padding(const Node& n, SpatialAttrs& a, const std::vector<int64_t>& in, bool transposed,
                             const std::vector<int64_t>& out_pad) {
   const size_t d = in.size();
   if (a.auto_pad == "NOTSET" || a.auto_pad.empty()) return;
@@ -85,7 +85,7 @@ void Importer::plan_padding(const Node& n, SpatialAttrs& a, const std::vector<in
     a.pads.assign(2 * d, 0);
     return;
   }
-  if (a.auto_pad != "SAME_UPPER" && a.auto_pad != "SAME_LOWER") fail_node(n, "unknown auto_pad '" + a.auto_pad + "'");
+  if (a.auto_pad != "SAME_UPPER" && a.auto_pad != "SAME_LOWER") m_.fail_node(n, "unknown auto_pad '" + a.auto_pad + "'");
   const bool upper = a.auto_pad == "SAME_UPPER";
   for (size_t i = 0; i < d; ++i) {
     const int64_t span = window_span(a.kernel[i], a.dilations[i]);
@@ -116,50 +116,50 @@ int64_t window_len(int64_t in, int64_t pb, int64_t pe, int64_t k, int64_t s, int
 }  // namespace
 
 // Output length of spatial axis i (a ShapeError names the node).
-int64_t Importer::window_out(const Node& n, const SpatialAttrs& a, const std::vector<int64_t>& in, size_t i, bool ceil_mode) {
+int64_t MatrixOps::window_out(const Node& n, const SpatialAttrs& a, const std::vector<int64_t>& in, size_t i, bool ceil_mode) {
   const size_t nd = in.size();
   try {
     return window_len(in[i], a.pads[i], a.pads[i + nd], a.kernel[i], a.strides[i], a.dilations[i], ceil_mode);
   } catch (const ShapeError& e) {
-    fail_node(n, e.what());
+    m_.fail_node(n, e.what());
   }
 }
 
 // ---------------------------------------------------------------- matrix ops
 
-void Importer::op_conv(const Node& n, bool transposed) {
-  Value& x = val(n, 0);
-  Value& w = val(n, 1);
+void MatrixOps::op_conv(const Node& n, bool transposed) {
+  Value& x = m_.val(n, 0);
+  Value& w = m_.val(n, 1);
   if (!w.constant) throw Unsupported{"weights computed from activations"};
   const size_t nd = spatial_dims(x, "convolution");
   const size_t rank = nd + 2;
-  if (w.shape.size() != rank || !all_plain(w.shape)) fail_node(n, "weight shape " + sym_shape_text(w.shape) + " does not match a rank-" + std::to_string(rank) + " input");
+  if (w.shape.size() != rank || !all_plain(w.shape)) m_.fail_node(n, "weight shape " + sym_shape_text(w.shape) + " does not match a rank-" + std::to_string(rank) + " input");
   const auto wd = plain_dims(w.shape);
-  std::vector<int64_t> kernel = attr_ints(n, "kernel_shape");
+  std::vector<int64_t> kernel = m_.attr_ints(n, "kernel_shape");
   if (kernel.empty()) kernel.assign(wd.begin() + 2, wd.end());
-  const int64_t group = attr_i(n, "group", 1);
+  const int64_t group = m_.attr_i(n, "group", 1);
   const int64_t C = x.shape[1].v;
-  if (group < 1) fail_node(n, "group must be >= 1, got " + std::to_string(group));
+  if (group < 1) m_.fail_node(n, "group must be >= 1, got " + std::to_string(group));
   const int64_t F = transposed ? mul64(wd[1], group) : wd[0];
   if (transposed ? wd[0] != C : mul64(wd[1], group) != C) {
-    fail_node(n, "weights " + shape_text(wd) + " with group " + std::to_string(group) + " do not fit " + std::to_string(C) +
+    m_.fail_node(n, "weights " + shape_text(wd) + " with group " + std::to_string(group) + " do not fit " + std::to_string(C) +
                  " input channels");
   }
   const std::vector<int64_t> in = spatial_extent(x.shape);
   SpatialAttrs a = spatial(n, nd, kernel);
-  std::vector<int64_t> out_pad = attr_ints(n, "output_padding");
+  std::vector<int64_t> out_pad = m_.attr_ints(n, "output_padding");
   if (out_pad.empty()) out_pad.assign(nd, 0);
-  if (out_pad.size() != nd) fail_node(n, "output_padding must have one entry per spatial axis (" + std::to_string(nd) + ")");
+  if (out_pad.size() != nd) m_.fail_node(n, "output_padding must have one entry per spatial axis (" + std::to_string(nd) + ")");
   for (int64_t p : out_pad) {
     if (p < 0 || p > kMaxWindowValue) {
-      fail_node(n, "output_padding must be in [0, " + std::to_string(kMaxWindowValue) + "], got " + shape_text(out_pad));
+      m_.fail_node(n, "output_padding must be in [0, " + std::to_string(kMaxWindowValue) + "], got " + shape_text(out_pad));
     }
   }
-  const std::vector<int64_t> out_shape_attr = attr_ints(n, "output_shape");
+  const std::vector<int64_t> out_shape_attr = m_.attr_ints(n, "output_shape");
   std::vector<int64_t> dims_out(nd);
   if (transposed && !out_shape_attr.empty()) {
     if (out_shape_attr.size() < nd) {
-      fail_node(n, "output_shape " + shape_text(out_shape_attr) + " must give the " + std::to_string(nd) + " spatial dimensions");
+      m_.fail_node(n, "output_shape " + shape_text(out_shape_attr) + " must give the " + std::to_string(nd) + " spatial dimensions");
     }
     const std::vector<int64_t> os(out_shape_attr.end() - static_cast<long>(nd), out_shape_attr.end());
     for (size_t i = 0; i < nd; ++i) {
@@ -167,7 +167,7 @@ void Importer::op_conv(const Node& n, bool transposed) {
       const int64_t total = sub64(transposed_extent(in[i], a.strides[i], out_pad[i], span), os[i]);
       // A negative total is extra output (ONNX: output_shape may exceed the natural size).
       if (os[i] < 1 || os[i] > kMaxBoundDim) {
-        fail_node(n, "output_shape " + shape_text(out_shape_attr) + " must have spatial dimensions in [1, " +
+        m_.fail_node(n, "output_shape " + shape_text(out_shape_attr) + " must have spatial dimensions in [1, " +
                          std::to_string(kMaxBoundDim) + "]");
       }
       a.pads[i] = a.auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
@@ -180,7 +180,7 @@ void Importer::op_conv(const Node& n, bool transposed) {
       const int64_t span = window_span(a.kernel[i], a.dilations[i]);
       if (transposed) {
         dims_out[i] = sub64(sub64(transposed_extent(in[i], a.strides[i], out_pad[i], span), a.pads[i]), a.pads[i + nd]);
-        if (dims_out[i] < 1) fail_node(n, "the pads leave spatial axis " + std::to_string(i) + " empty");
+        if (dims_out[i] < 1) m_.fail_node(n, "the pads leave spatial axis " + std::to_string(i) + " empty");
       } else {
         dims_out[i] = window_out(n, a, in, i, false);
       }
@@ -188,47 +188,47 @@ void Importer::op_conv(const Node& n, bool transposed) {
   }
   Layer l;
   l.op = transposed ? OpKind::kConvTranspose2d : OpKind::kConv2d;
-  l.inputs = {tensor_in(x, Layout::kChannelsLast, n)};
-  l.quantized_weights = weight_codes(w);
+  l.inputs = {m_.tensor_in(x, Layout::kChannelsLast, n)};
+  l.quantized_weights = QuantOps(m_).weight_codes(w);
   l.out_features = F;
   l.groups = group;
   set_window(l, a, nd);
   l.output_pad_h = nd == 2 ? out_pad[0] : 0;
   l.output_pad_w = out_pad[nd - 1];
-  Value& o = out(n);
+  Value& o = m_.out(n);
   o.shape = {x.shape[0], {F, 0}};
   for (int64_t d : dims_out) o.shape.push_back({d, 0});
-  add_output(n, o, l, Layout::kChannelsLast);
+  m_.add_output(n, o, l, Layout::kChannelsLast);
 }
 
-void Importer::op_gemm(const Node& n) {
-  Value& A = val(n, 0);
-  Value& B = val(n, 1);
+void MatrixOps::op_gemm(const Node& n) {
+  Value& A = m_.val(n, 0);
+  Value& B = m_.val(n, 1);
   if (A.constant || !B.constant) {
     throw Unsupported{A.constant ? "Gemm whose A operand is a constant and B an activation"
                                  : "Gemm of two activations (use MatMul)"};
   }
-  const bool ta = attr_i(n, "transA", 0) != 0, tb = attr_i(n, "transB", 0) != 0;
-  if (A.shape.size() != 2 || B.shape.size() != 2) fail_node(n, "Gemm needs 2-D operands");
-  const int ba = batch_axis(A.shape, &n);
+  const bool ta = m_.attr_i(n, "transA", 0) != 0, tb = m_.attr_i(n, "transB", 0) != 0;
+  if (A.shape.size() != 2 || B.shape.size() != 2) m_.fail_node(n, "Gemm needs 2-D operands");
+  const int ba = m_.batch_axis(A.shape, &n);
   if (ba != (ta ? 1 : 0)) throw Unsupported{"Gemm contracting over the batch dimension"};
   const Sym K = A.shape[ta ? 0 : 1];
   const Sym Kb = B.shape[tb ? 1 : 0];
   const Sym N = B.shape[tb ? 0 : 1];
-  if (!(K == Kb)) fail_node(n, "inner dimensions differ: A " + sym_shape_text(A.shape) + ", B " + sym_shape_text(B.shape));
+  if (!(K == Kb)) m_.fail_node(n, "inner dimensions differ: A " + sym_shape_text(A.shape) + ", B " + sym_shape_text(B.shape));
   Layer l;
   l.op = OpKind::kFc;
-  l.inputs = {tensor_in(A, Layout::kNatural, n)};
-  l.quantized_weights = weight_codes(B);
+  l.inputs = {m_.tensor_in(A, Layout::kNatural, n)};
+  l.quantized_weights = QuantOps(m_).weight_codes(B);
   l.out_features = N.v;
-  Value& o = out(n);
+  Value& o = m_.out(n);
   o.shape = {A.shape[static_cast<size_t>(ba)], N};
-  add_output(n, o, l, Layout::kNatural);
+  m_.add_output(n, o, l, Layout::kNatural);
 }
 
-void Importer::op_matmul(const Node& n) {
-  Value& A = val(n, 0);
-  Value& B = val(n, 1);
+void MatrixOps::op_matmul(const Node& n) {
+  Value& A = m_.val(n, 0);
+  Value& B = m_.val(n, 1);
   if (A.constant) throw Unsupported{"MatMul whose first operand is a constant and second an activation"};
   if (A.shape.size() < 2 || B.shape.size() < 2) throw Unsupported{"MatMul with a 1-D operand"};
   const SymShape la(A.shape.begin(), A.shape.end() - 2), lb(B.shape.begin(), B.shape.end() - 2);
@@ -236,11 +236,11 @@ void Importer::op_matmul(const Node& n) {
   try {
     lead = broadcast_sym(la, lb);
   } catch (const ShapeError& e) {
-    fail_node(n, e.what());
+    m_.fail_node(n, e.what());
   }
   const Sym K = A.shape.back(), Kb = B.shape[B.shape.size() - 2];
-  if (!(K == Kb)) fail_node(n, "inner dimensions differ: " + sym_shape_text(A.shape) + " x " + sym_shape_text(B.shape));
-  Value& o = out(n);
+  if (!(K == Kb)) m_.fail_node(n, "inner dimensions differ: " + sym_shape_text(A.shape) + " x " + sym_shape_text(B.shape));
+  Value& o = m_.out(n);
   o.shape = lead;
   o.shape.push_back(A.shape[A.shape.size() - 2]);
   o.shape.push_back(B.shape.back());
@@ -251,86 +251,86 @@ void Importer::op_matmul(const Node& n) {
       if (!is_one(d)) throw Unsupported{"MatMul with batched (3-D) weights " + sym_shape_text(B.shape)};
     }
     l.op = OpKind::kFc;
-    l.inputs = {tensor_in(A, Layout::kNatural, n)};
-    l.quantized_weights = weight_codes(B);
+    l.inputs = {m_.tensor_in(A, Layout::kNatural, n)};
+    l.quantized_weights = QuantOps(m_).weight_codes(B);
     l.out_features = B.shape.back().v;
-    const Shape want = per_sample(o.shape);
-    const int y = add_layer(n, l, n.output(0), {});
-    if (g_.tensors[static_cast<size_t>(y)].shape != want) {
-      reshape_into(n, o, y, n.output(0) + "/reshape", "/reshape");
+    const Shape want = m_.per_sample(o.shape);
+    const int y = m_.add_layer(n, l, n.output(0), {});
+    if (m_.g_.tensors[static_cast<size_t>(y)].shape != want) {
+      m_.reshape_into(n, o, y, n.output(0) + "/reshape", "/reshape");
     } else {
-      set_activation(o, y, Layout::kNatural);
+      m_.set_activation(o, y, Layout::kNatural);
     }
     return;
   }
-  const int bA = batch_axis(A.shape, &n), bB = batch_axis(B.shape, &n);
+  const int bA = m_.batch_axis(A.shape, &n), bB = m_.batch_axis(B.shape, &n);
   if (bA >= static_cast<int>(A.shape.size()) - 2 || bB >= static_cast<int>(B.shape.size()) - 2 || bA < 0 || bB < 0) {
     throw Unsupported{"MatMul of two activations whose batch is not a leading dimension"};
   }
   l.op = OpKind::kMatmul;
-  l.inputs = {tensor_in(A, Layout::kNatural, n), tensor_in(B, Layout::kNatural, n)};
-  add_output(n, o, l, Layout::kNatural);
+  l.inputs = {m_.tensor_in(A, Layout::kNatural, n), m_.tensor_in(B, Layout::kNatural, n)};
+  m_.add_output(n, o, l, Layout::kNatural);
 }
 
-void Importer::op_recurrent(const Node& n, bool lstm) {
-  Value& X = val(n, 0);
-  Value& W = val(n, 1);
-  Value& R = val(n, 2);
+void MatrixOps::op_recurrent(const Node& n, bool lstm) {
+  Value& X = m_.val(n, 0);
+  Value& W = m_.val(n, 1);
+  Value& R = m_.val(n, 2);
   if (!W.constant || !R.constant) throw Unsupported{"weights computed from activations"};
-  const int64_t layout = attr_i(n, "layout", 0);
-  const std::string dir = attr_s(n, "direction", "forward");
-  if (dir != "forward" && dir != "reverse" && dir != "bidirectional") fail_node(n, "unknown direction '" + dir + "'");
+  const int64_t layout = m_.attr_i(n, "layout", 0);
+  const std::string dir = m_.attr_s(n, "direction", "forward");
+  if (dir != "forward" && dir != "reverse" && dir != "bidirectional") m_.fail_node(n, "unknown direction '" + dir + "'");
   const int64_t D = dir == "bidirectional" ? 2 : 1;
   if (X.shape.size() != 3 || W.shape.size() != 3 || R.shape.size() != 3) {
-    fail_node(n, "X, W and R must be 3-D, got " + sym_shape_text(X.shape) + ", " + sym_shape_text(W.shape) + " and " +
+    m_.fail_node(n, "X, W and R must be 3-D, got " + sym_shape_text(X.shape) + ", " + sym_shape_text(W.shape) + " and " +
                      sym_shape_text(R.shape));
   }
-  const int64_t H = has_attr(n, "hidden_size") ? attr_i(n, "hidden_size", 0) : R.shape[2].v;
-  if (H < 1 || H > kMaxBoundDim) fail_node(n, "hidden_size must be in [1, " + std::to_string(kMaxBoundDim) + "], got " + std::to_string(H));
-  const int ba = batch_axis(X.shape, &n);
+  const int64_t H = m_.has_attr(n, "hidden_size") ? m_.attr_i(n, "hidden_size", 0) : R.shape[2].v;
+  if (H < 1 || H > kMaxBoundDim) m_.fail_node(n, "hidden_size must be in [1, " + std::to_string(kMaxBoundDim) + "], got " + std::to_string(H));
+  const int ba = m_.batch_axis(X.shape, &n);
   if (ba != (layout == 0 ? 1 : 0) || X.shape[static_cast<size_t>(ba)].v != 1) {
     throw Unsupported{"input " + sym_shape_text(X.shape) + " must have the batch on axis " + std::to_string(layout == 0 ? 1 : 0)};
   }
   const int64_t T = X.shape[layout == 0 ? 0 : 1].v;
   const int64_t G = lstm ? 4 : 3;
   if (W.shape[1].v != G * H || R.shape[1].v != G * H || W.shape[0].v != D) {
-    fail_node(n, "W " + sym_shape_text(W.shape) + " / R " + sym_shape_text(R.shape) + " do not fit hidden_size " +
+    m_.fail_node(n, "W " + sym_shape_text(W.shape) + " / R " + sym_shape_text(R.shape) + " do not fit hidden_size " +
                  std::to_string(H) + " and direction " + dir);
   }
   Layer l;
   l.op = lstm ? OpKind::kLstm : OpKind::kGru;
-  l.inputs = {tensor_in(X, Layout::kNatural, n)};
+  l.inputs = {m_.tensor_in(X, Layout::kNatural, n)};
   // Initial states that are activations (e.g. a decoder started from the encoder's state).
   const int initial_h = 5, initial_c = 6;
-  Value* h0 = opt_val(n, initial_h);
-  Value* c0 = lstm ? opt_val(n, initial_c) : nullptr;
-  if (h0 && !h0->constant) l.inputs.push_back(tensor_in(*h0, Layout::kNatural, n));
+  Value* h0 = m_.opt_val(n, initial_h);
+  Value* c0 = lstm ? m_.opt_val(n, initial_c) : nullptr;
+  if (h0 && !h0->constant) l.inputs.push_back(m_.tensor_in(*h0, Layout::kNatural, n));
   if (c0 && !c0->constant) {
     if (l.inputs.size() == 1) throw Unsupported{"an initial cell state without an initial hidden state"};
-    l.inputs.push_back(tensor_in(*c0, Layout::kNatural, n));
+    l.inputs.push_back(m_.tensor_in(*c0, Layout::kNatural, n));
   }
   l.hidden = H;
   l.directions = D;
   l.reverse = dir == "reverse";
-  l.linear_before_reset = attr_i(n, "linear_before_reset", 0) != 0;
-  l.peepholes = lstm && has_input(n, 7);
+  l.linear_before_reset = m_.attr_i(n, "linear_before_reset", 0) != 0;
+  l.peepholes = lstm && m_.has_input(n, 7);
   const Sym bsym = X.shape[static_cast<size_t>(ba)];
   const SymShape y_shape = layout == 0 ? SymShape{{T, 0}, {D, 0}, bsym, {H, 0}} : SymShape{bsym, {T, 0}, {D, 0}, {H, 0}};
   const std::string y_name = n.output_size() > 0 && !n.output(0).empty() ? n.output(0) : node_name(n) + "/Y";
-  const int y = add_layer(n, l, y_name, per_sample(y_shape));
+  const int y = m_.add_layer(n, l, y_name, m_.per_sample(y_shape));
   if (n.output_size() > 0 && !n.output(0).empty()) {
-    Value& o = out(n, 0);
+    Value& o = m_.out(n, 0);
     o.shape = y_shape;
-    set_activation(o, y, Layout::kNatural);
+    m_.set_activation(o, y, Layout::kNatural);
   }
   // Y_h and Y_c: the last step's state, copied out of the sequence.
   for (int k = 1; k <= (lstm ? 2 : 1); ++k) {
     if (n.output_size() <= k || n.output(k).empty()) continue;
-    Value& o = out(n, k);
+    Value& o = m_.out(n, k);
     o.shape = layout == 0 ? SymShape{{D, 0}, bsym, {H, 0}} : SymShape{bsym, {D, 0}, {H, 0}};
     o.constant = false;
     const std::string& name = n.output(k);
-    if (!consumers_.count(name) && !graph_outputs_.count(name)) {
+    if (!m_.consumers_.count(name) && !m_.graph_outputs_.count(name)) {
       o.poisoned = true;  // unused
       continue;
     }
@@ -340,44 +340,44 @@ void Importer::op_recurrent(const Node& n, bool lstm) {
     s.axis = 0;
     s.slice_begin = T - 1;
     s.slice_end = T;
-    const int t1 = add_layer(n, s, name + "/last", {}, k == 1 ? "/Y_h" : "/Y_c");
-    reshape_into(n, o, t1, name, k == 1 ? "/Y_h_reshape" : "/Y_c_reshape");
+    const int t1 = m_.add_layer(n, s, name + "/last", {}, k == 1 ? "/Y_h" : "/Y_c");
+    m_.reshape_into(n, o, t1, name, k == 1 ? "/Y_h_reshape" : "/Y_c_reshape");
   }
 }
 
-void Importer::op_pool(const Node& n, OpKind kind) {
-  Value& x = val(n, 0);
-  if (n.output_size() > 1 && !n.output(1).empty() && consumers_.count(n.output(1))) throw Unsupported{"the Indices output"};
+void MatrixOps::op_pool(const Node& n, OpKind kind) {
+  Value& x = m_.val(n, 0);
+  if (n.output_size() > 1 && !n.output(1).empty() && m_.consumers_.count(n.output(1))) throw Unsupported{"the Indices output"};
   const size_t nd = spatial_dims(x, "pooling");
-  const std::vector<int64_t> kernel = attr_ints(n, "kernel_shape");
-  if (kernel.size() != nd) fail_node(n, "kernel_shape must have " + std::to_string(nd) + " entries");
+  const std::vector<int64_t> kernel = m_.attr_ints(n, "kernel_shape");
+  if (kernel.size() != nd) m_.fail_node(n, "kernel_shape must have " + std::to_string(nd) + " entries");
   SpatialAttrs a = spatial(n, nd, kernel);
   const std::vector<int64_t> in = spatial_extent(x.shape);
   plan_padding(n, a, in, false, {});
-  const bool ceil_mode = attr_i(n, "ceil_mode", 0) != 0;
-  Value& o = out(n);
+  const bool ceil_mode = m_.attr_i(n, "ceil_mode", 0) != 0;
+  Value& o = m_.out(n);
   o.shape = {x.shape[0], x.shape[1]};
   for (size_t i = 0; i < nd; ++i) o.shape.push_back({window_out(n, a, in, i, ceil_mode), 0});
   Layer l;
   l.op = kind;
-  l.inputs = {tensor_in(x, Layout::kChannelsLast, n)};
+  l.inputs = {m_.tensor_in(x, Layout::kChannelsLast, n)};
   set_window(l, a, nd);
   l.ceil_mode = ceil_mode;
-  add_output(n, o, l, Layout::kChannelsLast);
+  m_.add_output(n, o, l, Layout::kChannelsLast);
 }
 
-void Importer::op_global_pool(const Node& n, OpKind kind) {
-  Value& x = val(n, 0);
+void MatrixOps::op_global_pool(const Node& n, OpKind kind) {
+  Value& x = m_.val(n, 0);
   if (x.shape.size() != 3 && x.shape.size() != 4) throw Unsupported{"global pooling of a rank-" + std::to_string(x.shape.size()) + " input"};
-  if (!can_channels_last(x.shape)) throw Unsupported{"input " + sym_shape_text(x.shape) + " does not have the batch first"};
-  Value& o = out(n);
+  if (!m_.can_channels_last(x.shape)) throw Unsupported{"input " + sym_shape_text(x.shape) + " does not have the batch first"};
+  Value& o = m_.out(n);
   o.shape = {x.shape[0], x.shape[1]};
   for (size_t i = 2; i < x.shape.size(); ++i) o.shape.push_back({1, 0});
   Layer l;
   l.op = kind;
   l.keepdims = true;
-  l.inputs = {tensor_in(x, Layout::kChannelsLast, n)};
-  add_output(n, o, l, Layout::kChannelsLast);
+  l.inputs = {m_.tensor_in(x, Layout::kChannelsLast, n)};
+  m_.add_output(n, o, l, Layout::kChannelsLast);
 }
 
 }  // namespace tessera::graph::onnx_import
@@ -392,15 +392,15 @@ constexpr const char* kEinsumForms =
     "'ij,jk->ik', 'bhqd,bhkd->bhqk', 'bid,jd->bij'";
 }
 
-Importer::EinsumSpec Importer::einsum_spec(const Node& n, const std::vector<size_t>& ranks) {
+MatrixOps::EinsumSpec MatrixOps::einsum_spec(const Node& n, const std::vector<size_t>& ranks) {
   std::string eq;
-  for (char c : attr_s(n, "equation", "")) {
+  for (char c : m_.attr_s(n, "equation", "")) {
     if (c != ' ') eq += c;
   }
   auto unsupported = [&](const std::string& why) {
     return Unsupported{"equation '" + utf8_safe(eq) + "': " + why + " (supported: " + kEinsumForms + ")"};
   };
-  if (eq.empty()) fail_node(n, "needs the attribute 'equation'");
+  if (eq.empty()) m_.fail_node(n, "needs the attribute 'equation'");
   const size_t arrow = eq.find("->");
   const std::string lhs = eq.substr(0, arrow);
   const bool explicit_out = arrow != std::string::npos;
@@ -412,7 +412,7 @@ Importer::EinsumSpec Importer::einsum_spec(const Node& n, const std::vector<size
     b = comma + 1;
   }
   if (terms.size() != ranks.size()) {
-    fail_node(n, "equation '" + utf8_safe(eq) + "' has " + std::to_string(terms.size()) + " operand(s) for " +
+    m_.fail_node(n, "equation '" + utf8_safe(eq) + "' has " + std::to_string(terms.size()) + " operand(s) for " +
                      std::to_string(ranks.size()) + " input(s)");
   }
   // Letters as given, "..." as one marker ('.'); the ellipsis becomes digits (never letters).
@@ -421,14 +421,14 @@ Importer::EinsumSpec Importer::einsum_spec(const Node& n, const std::vector<size
     for (size_t i = 0; i < t.size(); ++i) {
       const char c = t[i];
       if (c == '.') {
-        if (ellipsis || t.compare(i, 3, "...") != 0) fail_node(n, "equation '" + utf8_safe(eq) + "' has a malformed ellipsis");
+        if (ellipsis || t.compare(i, 3, "...") != 0) m_.fail_node(n, "equation '" + utf8_safe(eq) + "' has a malformed ellipsis");
         ellipsis = true;
         letters += '.';
         i += 2;
       } else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
         letters += c;
       } else {
-        fail_node(n, "equation '" + utf8_safe(eq) + "' has the character '" + utf8_safe(std::string(1, c)) + "'");
+        m_.fail_node(n, "equation '" + utf8_safe(eq) + "' has the character '" + utf8_safe(std::string(1, c)) + "'");
       }
     }
   };
@@ -440,7 +440,7 @@ Importer::EinsumSpec Importer::einsum_spec(const Node& n, const std::vector<size
     parse(terms[k], raw[k], e);
     const size_t letters = raw[k].size() - (e ? 1 : 0);
     if (e ? letters > ranks[k] : letters != ranks[k]) {
-      fail_node(n, "equation '" + utf8_safe(eq) + "' gives operand " + std::to_string(k) + " " + std::to_string(letters) +
+      m_.fail_node(n, "equation '" + utf8_safe(eq) + "' gives operand " + std::to_string(k) + " " + std::to_string(letters) +
                        " indices, but it has rank " + std::to_string(ranks[k]));
     }
     ell[k] = e ? ranks[k] - letters : 0;
@@ -491,11 +491,11 @@ Importer::EinsumSpec Importer::einsum_spec(const Node& n, const std::vector<size
   for (size_t i = 0; i < spec.out.size(); ++i) {
     const char c = spec.out[i];
     if (spec.out.find(c, i + 1) != std::string::npos) {
-      fail_node(n, "equation '" + utf8_safe(eq) + "' names output index '" + std::string(1, c) + "' twice");
+      m_.fail_node(n, "equation '" + utf8_safe(eq) + "' names output index '" + std::string(1, c) + "' twice");
     }
     bool found = false;
     for (const auto& t : spec.in) found = found || t.find(c) != std::string::npos;
-    if (!found) fail_node(n, "equation '" + utf8_safe(eq) + "' has output index '" + std::string(1, c) + "' in no operand");
+    if (!found) m_.fail_node(n, "equation '" + utf8_safe(eq) + "' has output index '" + std::string(1, c) + "' in no operand");
   }
   if (spec.in.size() != 2) throw unsupported(std::to_string(spec.in.size()) + " operand(s)");
   for (size_t k = 0; k < 2; ++k) {
@@ -510,7 +510,7 @@ Importer::EinsumSpec Importer::einsum_spec(const Node& n, const std::vector<size
 }
 
 // Every index's extent (equal in every operand, or 1 in one of them: broadcast); the output's shape.
-SymShape Importer::einsum_shape(const Node& n, const EinsumSpec& e, const std::vector<const SymShape*>& shapes) {
+SymShape MatrixOps::einsum_shape(const Node& n, const EinsumSpec& e, const std::vector<const SymShape*>& shapes) {
   std::map<char, Sym> dim;
   for (size_t k = 0; k < e.in.size(); ++k) {
     for (size_t i = 0; i < e.in[k].size(); ++i) {
@@ -520,7 +520,7 @@ SymShape Importer::einsum_shape(const Node& n, const EinsumSpec& e, const std::v
       if (it == dim.end() || is_one(it->second)) {
         dim[c] = d;
       } else if (!(it->second == d) && !is_one(d)) {
-        fail_node(n, "index '" + std::string(1, c) + "' has extent " + sym_text(it->second) + " in one operand and " +
+        m_.fail_node(n, "index '" + std::string(1, c) + "' has extent " + sym_text(it->second) + " in one operand and " +
                          sym_text(d) + " in operand " + std::to_string(k));
       }
     }
@@ -534,19 +534,19 @@ SymShape Importer::einsum_shape(const Node& n, const EinsumSpec& e, const std::v
 // [batch..., K..., N...] (and reshaped to one M, K and N axis where there are several),
 // multiplied, then brought into the output's order. With a constant operand, it goes
 // second: a MatMul with constant weights is an fc layer.
-void Importer::op_einsum(const Node& n) {
+void MatrixOps::op_einsum(const Node& n) {
   if (n.input_size() != 2) {
-    throw Unsupported{"equation '" + utf8_safe(attr_s(n, "equation", "")) + "': " + std::to_string(n.input_size()) +
+    throw Unsupported{"equation '" + utf8_safe(m_.attr_s(n, "equation", "")) + "': " + std::to_string(n.input_size()) +
                       " operand(s) (supported: " + kEinsumForms + ")"};
   }
   std::string ia = n.input(0), ib = n.input(1);
-  if (val(n, 0).constant && !val(n, 1).constant) std::swap(ia, ib);
-  const Value& A = values_.at(ia);
-  const Value& B = values_.at(ib);
-  EinsumSpec spec = einsum_spec(n, {val(n, 0).shape.size(), val(n, 1).shape.size()});
+  if (m_.val(n, 0).constant && !m_.val(n, 1).constant) std::swap(ia, ib);
+  const Value& A = m_.values_.at(ia);
+  const Value& B = m_.values_.at(ib);
+  EinsumSpec spec = einsum_spec(n, {m_.val(n, 0).shape.size(), m_.val(n, 1).shape.size()});
   if (ia != n.input(0)) std::swap(spec.in[0], spec.in[1]);
   const std::string la = spec.in[0], lb = spec.in[1], lo = spec.out;
-  Value& o = out(n);
+  Value& o = m_.out(n);
   o.shape = einsum_shape(n, spec, {&A.shape, &B.shape});
   std::map<char, Sym> dim;
   for (size_t i = 0; i < la.size(); ++i) dim[la[i]] = A.shape[i];
@@ -579,7 +579,7 @@ void Importer::op_einsum(const Node& n) {
     if (from == to) return name;
     std::vector<int64_t> perm;
     for (char c : to) perm.push_back(static_cast<int64_t>(from.find(c)));
-    synthetic(n, "Transpose", {name}, out_name, suffix, [&](Node& s) {
+    m_.synthetic(n, "Transpose", {name}, out_name, suffix, [&](Node& s) {
       auto* a = s.add_attribute();
       a->set_name("perm");
       a->set_type(onnx::AttributeProto_AttributeType_INTS);
@@ -590,9 +590,9 @@ void Importer::op_einsum(const Node& n) {
   // Value `name` reshaped to `target` (nothing when its shape is that already).
   auto reshape = [&](const std::string& name, const std::vector<Sym>& target, const std::string& out_name,
                      const std::string& suffix) {
-    if (values_.at(name).shape == SymShape(target.begin(), target.end())) return name;
-    const std::string shape = synthetic_ints(base + "/shape" + std::to_string(step++), target);
-    synthetic(n, "Reshape", {name, shape}, out_name, suffix);
+    if (m_.values_.at(name).shape == SymShape(target.begin(), target.end())) return name;
+    const std::string shape = m_.synthetic_ints(base + "/shape" + std::to_string(step++), target);
+    m_.synthetic(n, "Reshape", {name, shape}, out_name, suffix);
     return out_name;
   };
   // The output after the MatMul: [batch..., M..., N...] in that order, then `lo`.
@@ -622,62 +622,13 @@ void Importer::op_einsum(const Node& n) {
   std::string b = transpose(ib, lb, batch + K + N, base + "/b", "/b_transpose");
   b = reshape(b, b_shape, base + "/b_reshape", "/b_reshape");
   const std::string c = unflatten || permute ? base + "/matmul" : n.output(0);
-  synthetic(n, "MatMul", {a, b}, c, "/matmul");
+  m_.synthetic(n, "MatMul", {a, b}, c, "/matmul");
   std::string d = c;
   if (unflatten) {
     const auto target = dims_of(after);
     d = reshape(c, target, permute ? base + "/c_reshape" : n.output(0), "/c_reshape");
   }
   if (permute) transpose(d, after, lo, n.output(0), "/transpose");
-}
-
-}  // namespace tessera::graph::onnx_import
-
-// ---------------------------------------------------------------- quantized matrix ops
-
-namespace tessera::graph::onnx_import {
-
-std::optional<Dtype> Importer::weight_codes(const Value& w) const {
-  if (!w.constant) return std::nullopt;
-  const int32_t elem = w.quant_elem ? w.quant_elem : w.elem;
-  if (elem == kOnnxInt4) return Dtype::kInt4;  // int4 codes are weights only
-  return code_dtype(elem);
-}
-
-// QLinearConv (x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B) and QLinearMatMul
-// (a, ..., b, ..., y_scale, y_zp): the Conv / MatMul on the codes, whose output is codes
-// of y_zp's type (the activate requantizes).
-void Importer::op_qlinear(const Node& n) {
-  const bool conv = n.op_type() == "QLinearConv";
-  Value& x = val(n, 0);
-  x.quant_elem = val(n, 2).elem;
-  mark_codes(x, x.quant_elem);
-  Value& w = val(n, 3);
-  w.quant_elem = val(n, 5).elem;
-  mark_codes(w, w.quant_elem);
-  synthetic(n, conv ? "Conv" : "MatMul", {n.input(0), n.input(3)}, n.output(0), "", [&](Node& s) {
-    if (conv) *s.mutable_attribute() = n.attribute();
-  });
-  Value& o = out(n);
-  o.quant_elem = val(n, 7).elem;
-  mark_codes(o, o.quant_elem);
-}
-
-// ConvInteger (x, w, x_zp, w_zp) and MatMulInteger (a, b, a_zp, b_zp): the Conv / MatMul
-// on the codes; the int32 result is the accumulators (the Cast and the scale Mul after it
-// are the activate's dequantization).
-void Importer::op_integer(const Node& n) {
-  const bool conv = n.op_type() == "ConvInteger";
-  for (int i : {0, 1}) {
-    Value& v = val(n, i);
-    if (v.constant) continue;
-    if (has_input(n, i + 2)) v.quant_elem = val(n, i + 2).elem;
-    else if (!v.quant_elem) v.quant_elem = v.elem;
-    mark_codes(v, v.quant_elem);
-  }
-  synthetic(n, conv ? "Conv" : "MatMul", {n.input(0), n.input(1)}, n.output(0), "", [&](Node& s) {
-    if (conv) *s.mutable_attribute() = n.attribute();
-  });
 }
 
 }  // namespace tessera::graph::onnx_import

@@ -97,7 +97,41 @@ void decode_raw(const char* p, int64_t n, int32_t t, std::vector<Sym>& ints, std
   }
 }
 
-void Importer::read_tensor_data(const onnx::TensorProto& t, Value& v, bool need, const std::string& what) {
+// External data must be a regular file inside the model's directory, as onnxruntime
+// requires: a relative location without '..' whose real path (symlinks resolved) stays
+// under the directory. Otherwise a downloaded model could read any file of the user.
+// Messages quote the location (the model's own text), never bytes of the file.
+std::filesystem::path TensorReader::external_file(const std::string& what, const std::string& location) const {
+  namespace fs = std::filesystem;
+  if (location.empty()) fail(what + " is stored as external data but names no location");
+  const std::string shown = "'" + utf8_safe(location) + "'";
+  if (location.find('\0') != std::string::npos) fail(what + ": its external data location " + shown + " contains a NUL byte (corrupt file?)");
+  const fs::path rel(location);
+  bool up = false;
+  for (const auto& part : rel) up = up || part == "..";
+  if (rel.is_absolute() || rel.has_root_name() || rel.has_root_directory() || up) {
+    fail(what + ": its external data location " + shown +
+         " is outside the model's directory (allowed: a relative path without '..', as onnxruntime requires)");
+  }
+  std::error_code ec;
+  const fs::path dir = fs::canonical(path_.parent_path().empty() ? fs::path(".") : path_.parent_path(), ec);
+  if (ec) fail(what + ": cannot resolve the model's directory (" + ec.message() + ")");
+  const fs::path real = fs::weakly_canonical(dir / rel, ec);
+  if (ec) fail(what + ": its external data file " + shown + " cannot be read (" + ec.message() + ")");
+  // Inside means: `dir` is a prefix of `real`, component by component (symlinks resolved).
+  auto r = real.begin();
+  for (auto d = dir.begin(); d != dir.end(); ++d, ++r) {
+    if (r == real.end() || *r != *d) {
+      fail(what + ": its external data location " + shown +
+           " resolves (through a symbolic link) to a file outside the model's directory (allowed: files inside it)");
+    }
+  }
+  if (!fs::exists(real, ec)) fail(what + ": its external data file " + shown + " cannot be read (No such file or directory)");
+  if (!fs::is_regular_file(real, ec)) fail(what + ": its external data location " + shown + " is not a regular file");
+  return real;
+}
+
+void TensorReader::read(const onnx::TensorProto& t, Value& v, bool need, const std::string& what) {
   if (t.dims_size() > kMaxRank) {
     fail(what + " has rank " + std::to_string(t.dims_size()) + " (at most " + std::to_string(kMaxRank) + ")");
   }
@@ -115,7 +149,7 @@ void Importer::read_tensor_data(const onnx::TensorProto& t, Value& v, bool need,
   // Folded constants are decoded when small; a Constant node's value (`need`) up to
   // kMaxDecodedElements: the protobuf bounds the bytes, not the decoded size.
   const bool foldable = v.is_float ? n <= kMaxFoldFloats : n <= kMaxFoldInts;
-  const bool small = (foldable || (need && n <= kMaxDecodedElements)) && within_decode_budget(n, !foldable);
+  const bool small = (foldable || (need && n <= kMaxDecodedElements)) && within_budget(n, !foldable);
   if (t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) {
     std::string location;
     int64_t offset = 0, length = -1;
@@ -198,7 +232,7 @@ void Importer::load_initializer(const onnx::TensorProto& t, const std::string& w
   }
   v.elem = t.data_type();
   v.constant = true;
-  read_tensor_data(t, v, false, what);
+  tensors_.read(t, v, false, what);
   values_[as.empty() ? t.name() : as] = std::move(v);
 }
 
