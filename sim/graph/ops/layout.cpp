@@ -246,9 +246,15 @@ bool along_last_axis(const Layer& l, size_t rank) {
 }  // namespace
 
 void add_layout_ops(OpRegistry& r) {
-  r.add({.kind = OpKind::kFlatten, .name = "flatten", .cls = OpClass::kAlias, .infer = infer_flatten, .copies_codes = true});
+  r.add({.kind = OpKind::kFlatten,
+         .name = "flatten",
+         .energy_class = EnergyClass::kNoVectorWork,  // an alias: nothing moves
+         .cls = OpClass::kAlias,
+         .infer = infer_flatten,
+         .copies_codes = true});
   r.add({.kind = OpKind::kReshape,
          .name = "reshape",
+         .energy_class = EnergyClass::kNoVectorWork,  // an alias: nothing moves
          .cls = OpClass::kAlias,
          .yaml_keys = {"shape"},
          .parse_yaml = parse_shape,
@@ -256,6 +262,7 @@ void add_layout_ops(OpRegistry& r) {
          .copies_codes = true});
   r.add({.kind = OpKind::kConcat,
          .name = "concat",
+         .energy_class = EnergyClass::kAdd32,  // copies
          .inputs = {2, Arity::kMany},
          .yaml_keys = {"axis"},
          .parse_yaml = parse_axis,
@@ -264,6 +271,7 @@ void add_layout_ops(OpRegistry& r) {
          .copies_codes = true});
   r.add({.kind = OpKind::kTranspose,
          .name = "transpose",
+         .energy_class = EnergyClass::kAdd32,  // copies
          .yaml_keys = {"perm"},
          .parse_yaml = parse_transpose,
          .infer = infer_transpose,
@@ -272,6 +280,7 @@ void add_layout_ops(OpRegistry& r) {
          .vector_class = VectorClass::kCrossLane});
   r.add({.kind = OpKind::kSlice,
          .name = "slice",
+         .energy_class = EnergyClass::kAdd32,  // copies
          .yaml_keys = {"axis", "begin", "end", "step"},
          .parse_yaml = parse_slice,
          .infer = infer_slice,
@@ -279,12 +288,14 @@ void add_layout_ops(OpRegistry& r) {
          .copies_codes = true});
   r.add({.kind = OpKind::kExpand,
          .name = "expand",
+         .energy_class = EnergyClass::kAdd32,  // copies
          .yaml_keys = {"shape"},
          .parse_yaml = parse_shape,
          .infer = infer_expand,
          .copies_codes = true});
   r.add({.kind = OpKind::kTile,
          .name = "tile",
+         .energy_class = EnergyClass::kAdd32,  // copies
          .yaml_keys = {"repeats"},
          .parse_yaml = parse_tile,
          .infer = infer_tile,
@@ -292,12 +303,14 @@ void add_layout_ops(OpRegistry& r) {
          .fp32 = tile_fp32});
   r.add({.kind = OpKind::kPad,
          .name = "pad",
+         .energy_class = EnergyClass::kAdd32,  // copies
          .yaml_keys = {"pads", "mode"},
          .parse_yaml = parse_pad,
          .infer = infer_pad,
          .copies_codes = true});
   r.add({.kind = OpKind::kResize,
          .name = "resize",
+         .energy_class = EnergyClass::kMultiplyAdd32,  // interpolation weights
          .yaml_keys = {"size", "scale", "mode"},
          .parse_yaml = parse_resize,
          .infer = infer_resize,

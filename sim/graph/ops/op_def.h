@@ -5,14 +5,16 @@
 // "supported ops" message read these rows. Per-backend code that is not IR semantics
 // stays keyed by OpKind in its own layer: matrix lowering, integer paths, ONNX handlers.
 //
-// Adding a vector op: one OpKind line in graph.h, one OpDef row in its family file, one
-// ONNX handler row. tests/sim/graph/test_op_registry.cpp checks the tables are complete.
+// Adding a vector op: one OpKind line in graph.h, one OpDef row (with its energy class and
+// fp32 kernel) in its family file, one ONNX table row. tests/sim/graph/test_op_registry.cpp
+// checks the tables are complete.
 #include <cstdint>
 #include <functional>
 #include <limits>
 #include <string_view>
 #include <vector>
 
+#include "sim/common/energy_class.h"
 #include "sim/common/vector_class.h"
 #include "sim/graph/graph.h"
 
@@ -40,9 +42,21 @@ struct Arity {
 // elements, row-major), `out` receives samples x output elements.
 using Fp32Kernel = std::function<void(const std::vector<const float*>& in, int64_t samples, float* out)>;
 
+// An OpDef's energy class. It has no default: a row that leaves it out does not compile,
+// so no op is priced by a silent default.
+struct RequiredEnergyClass {
+  EnergyClass value;
+  constexpr RequiredEnergyClass(EnergyClass c) : value(c) {}  // implicit: rows write `.energy_class = EnergyClass::k...`
+  constexpr operator EnergyClass() const { return value; }
+};
+
 struct OpDef {
   OpKind kind = OpKind::kOpCount;
   std::string_view name;  // YAML, report and listing name
+  // What one element operation of the op's vector-unit work costs (sim/common/energy_class.h;
+  // the energy tables price the class). Composite ops take the class of their costliest
+  // step (softmax: its exp); matrix ops that never run on the vector unit: kNoVectorWork.
+  RequiredEnergyClass energy_class;
   OpClass cls = OpClass::kVector;
   Arity inputs;
   bool elementwise = false;  // one output element per (broadcast) input element
