@@ -91,7 +91,8 @@ void add_matrix_ops(OpRegistry& r) {
          .cls = OpClass::kMatrix,
          .yaml_keys = {"activation", "weight_dtype", "units"},
          .parse_yaml = parse_fc,
-         .infer = infer_fc});
+         .infer = infer_fc,
+         .functional = FunctionalKernel::kMatrix});
   // A grouped or depthwise conv2d may run on the vector unit instead (the compiler's
   // mapping choice); its vector function is then "grouped_conv". UNCONFIRMED: its energy
   // class is the 32-bit add, the price it had before classes (the built-in table did not
@@ -104,7 +105,8 @@ void add_matrix_ops(OpRegistry& r) {
          .parse_yaml = parse_conv,
          .infer = infer_window,
          .windowed = true,
-         .vector_function = "grouped_conv"});
+         .vector_function = "grouped_conv",
+         .functional = FunctionalKernel::kMatrix});
   r.add({.kind = OpKind::kConvTranspose2d,
          .name = "conv_transpose2d",
          .energy_class = EnergyClass::kNoVectorWork,
@@ -120,7 +122,8 @@ void add_matrix_ops(OpRegistry& r) {
          .inputs = {2, 2},
          .yaml_keys = {"activation"},
          .parse_yaml = parse_matmul,
-         .infer = infer_matmul});
+         .infer = infer_matmul,
+         .functional = FunctionalKernel::kMatmul});
 }
 
 }  // namespace tessera::graph

@@ -50,6 +50,21 @@ struct RequiredEnergyClass {
   constexpr operator EnergyClass() const { return value; }
 };
 
+// How functional mode (sim/functional) runs an op: from its fp32 function (`unary`,
+// `binary`, `fp32`; quantized tensors are dequantized, computed and requantized), or by one
+// of its own integer paths, which compute int8 codes as the hardware does.
+enum class FunctionalKernel : uint8_t {
+  kFp32,           // the OpDef's fp32 function (none: functional mode names the op unsupported)
+  kMatrix,         // fc, conv2d: the array's integer GEMM over the layer's weights
+  kMatmul,         // two activations through the array
+  kPool,           // windowed max or average of codes
+  kGlobalAvgPool,  // the average of codes over H and W
+  kReduce,         // sums or maxima of codes along axes
+  kCopy,           // the same elements (flatten, reshape): codes rescaled
+  kGather,         // each output element copies one input element (transpose, slice, expand)
+  kConcat,         // inputs' codes side by side, each rescaled
+};
+
 struct OpDef {
   OpKind kind = OpKind::kOpCount;
   std::string_view name;  // YAML, report and listing name
@@ -90,11 +105,12 @@ struct OpDef {
   // it. Composite ops take the class of their per-element step (softmax: its exp).
   VectorClass vector_class = VectorClass::kArithmetic;
 
-  // ---- functional mode's fp32 reference (all null: functional mode names it unsupported;
-  // matrix ops and the ops with integer paths are run by functional mode itself)
+  // ---- the op's fp32 reference: functional mode's (all null with `functional` kFp32:
+  // functional mode names the op unsupported) and ONNX constant folding's
   float (*unary)(float x) = nullptr;            // element-wise function of one input
   float (*binary)(float a, float b) = nullptr;  // element-wise function of two (broadcast) inputs
   Fp32Kernel (*fp32)(const Graph& g, const Layer& layer) = nullptr;  // any other vector op
+  FunctionalKernel functional = FunctionalKernel::kFp32;  // how functional mode runs it
 
   std::string_view listing_name() const { return vector_function.empty() ? name : vector_function; }
 };

@@ -240,10 +240,11 @@ OpDef reduce(OpKind kind, std::string_view name, EnergyClass energy) {
           .infer = infer_reduce,
           .work_per_output = reduce_work,
           .row_local = over_last_axis_only,
-          .reduction = true};
+          .reduction = true,
+          .functional = FunctionalKernel::kReduce};
 }
 
-OpDef global_pool(OpKind kind, std::string_view name, EnergyClass energy) {
+OpDef global_pool(OpKind kind, std::string_view name, EnergyClass energy, FunctionalKernel functional) {
   return {.kind = kind,
           .name = name,
           .energy_class = energy,
@@ -251,7 +252,8 @@ OpDef global_pool(OpKind kind, std::string_view name, EnergyClass energy) {
           .parse_yaml = parse_global,
           .infer = infer_global,
           .work_per_output = reduce_work,
-          .reduction = true};
+          .reduction = true,
+          .functional = functional};
 }
 
 }  // namespace
@@ -260,8 +262,10 @@ void add_reduce_ops(OpRegistry& r) {
   r.add(reduce(OpKind::kReduceMean, "reduce_mean", EnergyClass::kMultiplyAdd32));  // the sum scaled by 1/count
   r.add(reduce(OpKind::kReduceSum, "reduce_sum", EnergyClass::kAdd32));
   r.add(reduce(OpKind::kReduceMax, "reduce_max", EnergyClass::kAdd32));
-  r.add(global_pool(OpKind::kGlobalAvgPool, "global_avgpool", EnergyClass::kMultiplyAdd32));
-  OpDef global_max = global_pool(OpKind::kGlobalMaxPool, "global_maxpool", EnergyClass::kAdd32);
+  r.add(global_pool(OpKind::kGlobalAvgPool, "global_avgpool", EnergyClass::kMultiplyAdd32,
+                    FunctionalKernel::kGlobalAvgPool));
+  OpDef global_max =
+      global_pool(OpKind::kGlobalMaxPool, "global_maxpool", EnergyClass::kAdd32, FunctionalKernel::kReduce);
   global_max.copies_codes = true;
   r.add(global_max);
   r.add(arg(OpKind::kArgMax, "argmax"));

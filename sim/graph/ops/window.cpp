@@ -158,7 +158,8 @@ void add_window_ops(OpRegistry& r) {
          .infer = ops::infer_window,
          .work_per_output = pool_work,
          .windowed = true,
-         .copies_codes = true});  // the max of codes is a code
+         .copies_codes = true,  // the max of codes is a code
+         .functional = FunctionalKernel::kPool});
   r.add({.kind = OpKind::kAvgPool,
          .name = "avgpool",
          .energy_class = EnergyClass::kMultiplyAdd32,  // the sum scaled by 1/count
@@ -166,7 +167,8 @@ void add_window_ops(OpRegistry& r) {
          .parse_yaml = ops::parse_window_yaml,
          .infer = ops::infer_window,
          .work_per_output = pool_work,
-         .windowed = true});
+         .windowed = true,
+         .functional = FunctionalKernel::kPool});
 }
 
 }  // namespace tessera::graph

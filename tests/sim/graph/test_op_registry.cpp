@@ -238,3 +238,20 @@ TEST(OpRegistry, EnergyClassesKeepThePricesOfTheNameTable) {
   EXPECT_EQ(op_def(OpKind::kSoftsign).energy_class, EnergyClass::kFp32MultiplyAdd);
   EXPECT_EQ(op_def(OpKind::kConv2d).energy_class, EnergyClass::kAdd32);  // grouped_conv, as before
 }
+
+// Functional mode runs every op the way its row says: an integer path or the fp32 function.
+TEST(OpRegistry, FunctionalKernelsComeFromTheRows) {
+  EXPECT_EQ(op_def(OpKind::kFc).functional, FunctionalKernel::kMatrix);
+  EXPECT_EQ(op_def(OpKind::kMatmul).functional, FunctionalKernel::kMatmul);
+  EXPECT_EQ(op_def(OpKind::kGlobalMaxPool).functional, FunctionalKernel::kReduce);
+  EXPECT_EQ(op_def(OpKind::kReshape).functional, FunctionalKernel::kCopy);
+  EXPECT_EQ(op_def(OpKind::kExpand).functional, FunctionalKernel::kGather);
+  EXPECT_EQ(op_def(OpKind::kSoftsign).functional, FunctionalKernel::kFp32);
+  int integer_paths = 0;
+  for (const OpDef* d : all_ops()) {
+    if (d->functional == FunctionalKernel::kFp32) continue;
+    ++integer_paths;
+    EXPECT_TRUE(functional::functional_supports(d->kind)) << d->name;
+  }
+  EXPECT_EQ(integer_paths, 16);  // fc, conv2d, matmul, 2 pools, 2 global pools, 3 reduces, 2 aliases, 3 gathers, concat
+}
