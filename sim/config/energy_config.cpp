@@ -27,11 +27,11 @@ double EnergyConfig::idle_mac_pj(Dtype a, Dtype b) const {
   return 0;
 }
 
-double EnergyConfig::vector_op_pj(std::string_view function) const {
+double EnergyConfig::vector_op_pj(std::string_view function, EnergyClass cls) const {
   if (auto it = vector_pj.find(function); it != vector_pj.end()) return it->second;
   // `default` covers every function the config does not name; without it, the built-in classes.
   if (vector_default_pj) return *vector_default_pj;
-  return et::vector_op_pj(function) * vector_builtin_scale;
+  return et::vector_op_pj(cls) * vector_builtin_scale;
 }
 
 AreaBreakdown area_breakdown(const EnergyConfig& e, int64_t rows, int64_t cols) {

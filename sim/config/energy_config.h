@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sim/common/dtype.h"
+#include "sim/common/energy_class.h"
 
 namespace tessera {
 
@@ -40,8 +41,9 @@ struct EnergyConfig {
   double vdd_v = 0.9;
   std::vector<MacEnergy> mac;            // one per array.mac_modes entry, in that order
   double register_pj_per_bit = 0;        // per array pipeline-register bit written, toggle fraction included
-  // Vector unit: explicit values by function name (scaled), else the built-in table scaled
-  // by vector_builtin_scale, else vector_default_pj when the config gave `default`.
+  // Vector unit: explicit values by function name (scaled), else vector_default_pj when the
+  // config gave `default`, else the built-in table's figure for the function's energy class
+  // scaled by vector_builtin_scale.
   std::map<std::string, double, std::less<>> vector_pj;
   std::optional<double> vector_default_pj;
   double vector_builtin_scale = 1;
@@ -68,7 +70,9 @@ struct EnergyConfig {
 
   double mac_pj(Dtype a, Dtype b) const;       // 0 when the array has no such mode
   double idle_mac_pj(Dtype a, Dtype b) const;
-  double vector_op_pj(std::string_view function) const;
+  // One element operation of vector function `function`, whose OpDef row (sim/graph/ops)
+  // names energy class `cls`.
+  double vector_op_pj(std::string_view function, EnergyClass cls) const;
 };
 
 // Floor-plan style area (mm^2): the array's PEs, the three SRAMs and the rest of the die.

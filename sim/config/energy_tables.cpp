@@ -268,25 +268,19 @@ std::optional<double> mac_area_um2(std::string_view mode) {
   return std::nullopt;
 }
 
-double vector_op_pj(std::string_view f) {
+double vector_op_pj(EnergyClass c) {
   // Horowitz 45 nm: 32-bit int add 0.1, 32-bit int multiply 3.1, fp32 add 0.9, fp32 multiply 3.7.
-  // Classes (assumption: the vector datapath works on 32-bit values, as the activation
-  // pipeline drains 32-bit accumulators): compare/add-like ops cost one 32-bit add; scaling
-  // ops one 32-bit multiply-add; transcendental and normalizing ops one fp32 multiply-add
-  // per element operation (an op's element-operation count already includes its steps).
-  static constexpr std::string_view kMultiplyAdd[] = {
-      "requantize", "mul", "scale", "batch_norm", "avgpool", "global_avgpool", "reduce_mean", "leaky_relu",
-      "hard_sigmoid", "hard_swish", "gru_reset", "resize", "quantize", "dequantize", "dynamic_quantize"};
-  static constexpr std::string_view kFloat[] = {"exp",  "log",  "sigmoid", "tanh",       "gelu",      "softmax",
-                                                "softplus", "erf", "sqrt", "pow",  "div",  "mod",      "fmod",
-                                                "layer_norm", "lstm_cell", "gru_cell"};
-  for (std::string_view m : kMultiplyAdd) {
-    if (f == m) return 3.1 + 0.1;
+  // Assumption: the vector datapath works on 32-bit values, as the activation pipeline
+  // drains 32-bit accumulators. One figure per element operation (an op's element-operation
+  // count already includes its steps).
+  switch (c) {
+    case EnergyClass::kAdd32: return 0.1;
+    case EnergyClass::kMultiplyAdd32: return 3.1 + 0.1;
+    case EnergyClass::kFp32MultiplyAdd: return 3.7 + 0.9;
+    case EnergyClass::kNoVectorWork: break;
   }
-  for (std::string_view m : kFloat) {
-    if (f == m) return 3.7 + 0.9;
-  }
-  return 0.1;
+  throw std::logic_error("energy tables: energy class " + std::string(energy_class_name(c)) +
+                         " has no vector-unit operation to price");
 }
 
 double register_pj_per_bit_horowitz_family(double vdd_v) {

@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "sim/common/energy_class.h"
+
 namespace tessera::energy_tables {
 
 // ---------------------------------------------------------------- node scaling
@@ -69,9 +71,9 @@ inline constexpr double kHorowitzVdd = 0.9;
 std::optional<double> native_mac_pj(std::string_view mode);
 // Area (um^2) of one MAC unit of that mode, at 45 nm; nullopt when unknown.
 std::optional<double> mac_area_um2(std::string_view mode);
-// Energy of one vector-unit operation of `function` (an ISA vector function or an
-// activation function name, or "requantize"), at 45 nm.
-double vector_op_pj(std::string_view function);
+// Energy of one vector-unit element operation of energy class `c` (the class an OpDef row
+// names; sim/common/energy_class.h), at 45 nm. kNoVectorWork has none: std::logic_error.
+double vector_op_pj(EnergyClass c);
 
 // Aladdin (harvard-acc/ALADDIN, ISCA'14) register energy per bit at 40 nm, as carried
 // in Accelergy-Project/hwcomponents-library aladdin.py, and its 32-bit adder (0.21 pJ).

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "sim/graph/ops/registry.h"
+
 namespace tessera::energy {
 
 void Activity::add_macs(Dtype a, Dtype b, int64_t useful, int64_t idle) {
@@ -48,6 +50,17 @@ size_t index_of(std::string_view component) {
   }
   throw std::logic_error("energy: no component '" + std::string(component) + "'");
 }
+
+// A vector function's energy class, from its OpDef row; a function without one is a
+// simulator bug, not a price to guess.
+EnergyClass energy_class_of(std::string_view function) {
+  const auto c = graph::vector_function_energy_class(function);
+  if (!c) {
+    throw std::logic_error("energy: vector function '" + std::string(function) +
+                           "' has no energy class (an OpDef row in sim/graph/ops names it)");
+  }
+  return *c;
+}
 }  // namespace
 
 double& Breakdown::operator[](std::string_view c) { return j[index_of(c)]; }
@@ -82,7 +95,9 @@ Breakdown energy_of(const EnergyConfig& e, int64_t accumulator_value_bytes, cons
                        static_cast<double>(a.accumulator_writes) * e.accumulators.write_pj_per_byte) * value_bytes * pj;
   b["weight_fifo"] = static_cast<double>(a.weight_fifo_bytes) *
                      (e.weight_fifo.write_pj_per_byte + e.weight_fifo.read_pj_per_byte) * pj;
-  for (const auto& [function, n] : a.vector_ops) b["vector"] += static_cast<double>(n) * e.vector_op_pj(function) * pj;
+  for (const auto& [function, n] : a.vector_ops) {
+    b["vector"] += static_cast<double>(n) * e.vector_op_pj(function, energy_class_of(function)) * pj;
+  }
   // Weights stream: one row activation per row_bytes read.
   const double activations = e.dram_row_bytes > 0 ? static_cast<double>(a.dram_bytes) / static_cast<double>(e.dram_row_bytes) : 0;
   b["dram"] = static_cast<double>(a.dram_bytes) * 8 * e.dram_read_pj_per_bit * pj + activations * e.dram_activation_nj * 1e-9 +

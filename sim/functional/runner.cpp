@@ -18,6 +18,7 @@
 
 namespace tessera::functional::internal {
 
+using graph::FunctionalKernel;
 using graph::op_def;
 
 std::string op_text(OpKind op) {
@@ -191,26 +192,18 @@ LayerError Runner::run_layer(int li) {
   std::vector<uint8_t> flags(static_cast<std::size_t>(n_eval_ * elems(y)), 0);
   headroom_factor_ = 1.0;
 
-  switch (l.op) {
-    case OpKind::kFc:
-    case OpKind::kConv2d: matrix_layer(li, flags); break;
-    case OpKind::kMatmul: matmul_layer(l, flags); break;
-    case OpKind::kMaxPool:
-    case OpKind::kAvgPool: pool_layer(l, flags); break;
-    case OpKind::kGlobalAvgPool: global_avgpool_layer(l, flags); break;
-    case OpKind::kGlobalMaxPool:
-    case OpKind::kReduceMean:
-    case OpKind::kReduceSum:
-    case OpKind::kReduceMax: reduce_layer(l, flags); break;
-    case OpKind::kFlatten:
-    case OpKind::kReshape: flatten_layer(l, flags); break;
-    case OpKind::kTranspose:
-    case OpKind::kSlice:
-    case OpKind::kExpand: move_layer(l, flags); break;
-    case OpKind::kConcat: concat_layer(l, flags); break;
-    default: {
-      // Every other op runs from its OpDef's fp32 function (sim/graph/ops/).
-      const graph::OpDef& def = op_def(l.op);
+  // The OpDef row (sim/graph/ops) says which kernel runs the op.
+  const graph::OpDef& def = op_def(l.op);
+  switch (def.functional) {
+    case FunctionalKernel::kMatrix: matrix_layer(li, flags); break;
+    case FunctionalKernel::kMatmul: matmul_layer(l, flags); break;
+    case FunctionalKernel::kPool: pool_layer(l, flags); break;
+    case FunctionalKernel::kGlobalAvgPool: global_avgpool_layer(l, flags); break;
+    case FunctionalKernel::kReduce: reduce_layer(l, flags); break;
+    case FunctionalKernel::kCopy: flatten_layer(l, flags); break;
+    case FunctionalKernel::kGather: move_layer(l, flags); break;
+    case FunctionalKernel::kConcat: concat_layer(l, flags); break;
+    case FunctionalKernel::kFp32:
       if (def.binary) {
         binary_layer(li, flags);
       } else if (def.unary) {
@@ -220,7 +213,7 @@ LayerError Runner::run_layer(int li) {
       } else {
         unsupported(l, "op " + op_text(l.op));
       }
-    }
+      break;
   }
   err.headroom_factor = headroom_factor_;
 
@@ -287,28 +280,10 @@ using internal::op_text;
 using internal::unsupported;
 
 bool functional_supports(OpKind op) {
-  switch (op) {
-    // Matrix ops and the ops with integer paths, run by the Runner itself.
-    case OpKind::kFc:
-    case OpKind::kConv2d:
-    case OpKind::kMatmul:
-    case OpKind::kMaxPool:
-    case OpKind::kAvgPool:
-    case OpKind::kGlobalAvgPool:
-    case OpKind::kGlobalMaxPool:
-    case OpKind::kReduceMean:
-    case OpKind::kReduceSum:
-    case OpKind::kReduceMax:
-    case OpKind::kFlatten:
-    case OpKind::kReshape:
-    case OpKind::kTranspose:
-    case OpKind::kSlice:
-    case OpKind::kExpand:
-    case OpKind::kConcat: return true;
-    default: break;
-  }
   if (op == OpKind::kOpCount) return false;
   const graph::OpDef& def = op_def(op);
+  // One of functional mode's integer paths, or the row's fp32 function.
+  if (def.functional != graph::FunctionalKernel::kFp32) return true;
   return def.cls == graph::OpClass::kVector && (def.unary || def.binary || def.fp32);
 }
 

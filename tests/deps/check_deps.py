@@ -28,8 +28,9 @@ STAGES = {
     "sim/functional": {"sim/config", "sim/graph", "sim/precision"} | MODELS,
     "sim/compiler": {"sim/config", "sim/graph", "sim/precision"} | MODELS,
     "sim/engine": {"sim/config", "sim/compiler"} | MODELS,
-    # energy, power and area from counts and the config's coefficients: no SystemC stage
-    "sim/energy": {"sim/config"} | MODELS,
+    # energy, power and area from counts and the config's coefficients: no SystemC stage. A
+    # vector function's energy class is its op's (the op registry, sim/graph/ops): upstream.
+    "sim/energy": {"sim/config", "sim/graph"} | MODELS,
     "sim/report": {"sim/config", "sim/graph", "sim/precision", "sim/compiler", "sim/engine", "sim/functional",
                    "sim/energy"} | MODELS,
     "sim/sweep": {"sim/config", "sim/graph"},

@@ -197,9 +197,10 @@ Fp32Kernel where_fp32(const Graph& g, const Layer& l) {
   };
 }
 
-OpDef binary(OpKind kind, std::string_view name, float (*fn)(float, float)) {
+OpDef binary(OpKind kind, std::string_view name, EnergyClass energy, float (*fn)(float, float)) {
   return {.kind = kind,
           .name = name,
+          .energy_class = energy,
           .inputs = {2, 2, true},
           .elementwise = true,
           .yaml_keys = {"constant"},
@@ -207,8 +208,8 @@ OpDef binary(OpKind kind, std::string_view name, float (*fn)(float, float)) {
           .binary = fn};
 }
 
-OpDef unary(OpKind kind, std::string_view name, float (*fn)(float)) {
-  return {.kind = kind, .name = name, .elementwise = true, .infer = infer_same, .unary = fn};
+OpDef unary(OpKind kind, std::string_view name, EnergyClass energy, float (*fn)(float)) {
+  return {.kind = kind, .name = name, .energy_class = energy, .elementwise = true, .infer = infer_same, .unary = fn};
 }
 
 // Evaluated on the vector unit's transcendental path (exp, log, reciprocal, tanh, ...).
@@ -220,68 +221,68 @@ OpDef transcendental(OpDef def) {
 }  // namespace
 
 void add_elementwise_ops(OpRegistry& r) {
-  r.add(binary(OpKind::kAdd, "add", add));
-  r.add(binary(OpKind::kSub, "sub", sub));
-  r.add(binary(OpKind::kMul, "mul", mul));
-  r.add(transcendental(binary(OpKind::kDiv, "div", div)));  // a * reciprocal(b)
-  r.add(transcendental(binary(OpKind::kPow, "pow", pow_fn)));
-  r.add(binary(OpKind::kMax, "max", max_fn));
-  r.add(binary(OpKind::kMin, "min", min_fn));
-  OpDef where = binary(OpKind::kWhere, "where", nullptr);  // select(cond, a, b)
+  r.add(binary(OpKind::kAdd, "add", EnergyClass::kAdd32, add));
+  r.add(binary(OpKind::kSub, "sub", EnergyClass::kAdd32, sub));
+  r.add(binary(OpKind::kMul, "mul", EnergyClass::kMultiplyAdd32, mul));
+  r.add(transcendental(binary(OpKind::kDiv, "div", EnergyClass::kFp32MultiplyAdd, div)));  // a * reciprocal(b)
+  r.add(transcendental(binary(OpKind::kPow, "pow", EnergyClass::kFp32MultiplyAdd, pow_fn)));
+  r.add(binary(OpKind::kMax, "max", EnergyClass::kAdd32, max_fn));
+  r.add(binary(OpKind::kMin, "min", EnergyClass::kAdd32, min_fn));
+  OpDef where = binary(OpKind::kWhere, "where", EnergyClass::kAdd32, nullptr);  // select(cond, a, b)
   where.inputs = {3, 3, true};
   where.fp32 = where_fp32;
   r.add(where);
-  r.add(binary(OpKind::kGreater, "greater", greater));
-  r.add(binary(OpKind::kGreaterEqual, "greater_equal", greater_equal));
-  r.add(binary(OpKind::kLess, "less", less));
-  r.add(binary(OpKind::kLessEqual, "less_equal", less_equal));
-  r.add(binary(OpKind::kEqual, "equal", equal));
-  r.add(binary(OpKind::kAnd, "and", and_fn));
-  r.add(binary(OpKind::kOr, "or", or_fn));
-  OpDef mod = binary(OpKind::kMod, "mod", mod_fn);
+  r.add(binary(OpKind::kGreater, "greater", EnergyClass::kAdd32, greater));
+  r.add(binary(OpKind::kGreaterEqual, "greater_equal", EnergyClass::kAdd32, greater_equal));
+  r.add(binary(OpKind::kLess, "less", EnergyClass::kAdd32, less));
+  r.add(binary(OpKind::kLessEqual, "less_equal", EnergyClass::kAdd32, less_equal));
+  r.add(binary(OpKind::kEqual, "equal", EnergyClass::kAdd32, equal));
+  r.add(binary(OpKind::kAnd, "and", EnergyClass::kAdd32, and_fn));
+  r.add(binary(OpKind::kOr, "or", EnergyClass::kAdd32, or_fn));
+  OpDef mod = binary(OpKind::kMod, "mod", EnergyClass::kFp32MultiplyAdd, mod_fn);
   mod.work_per_output = two_ops_binary;
   r.add(mod);
-  OpDef fmod = binary(OpKind::kFmod, "fmod", fmod_fn);
+  OpDef fmod = binary(OpKind::kFmod, "fmod", EnergyClass::kFp32MultiplyAdd, fmod_fn);
   fmod.work_per_output = two_ops_binary;
   r.add(fmod);
 
-  r.add(unary(OpKind::kRelu, "relu", relu));
-  r.add(transcendental(unary(OpKind::kSigmoid, "sigmoid", sigmoid)));
-  r.add(transcendental(unary(OpKind::kTanh, "tanh", tanh_fn)));
-  r.add(transcendental(unary(OpKind::kSqrt, "sqrt", sqrt_fn)));
-  r.add(transcendental(unary(OpKind::kErf, "erf", erf_fn)));
-  r.add(transcendental(unary(OpKind::kExp, "exp", exp_fn)));
-  OpDef gelu_def = unary(OpKind::kGelu, "gelu", gelu);
+  r.add(unary(OpKind::kRelu, "relu", EnergyClass::kAdd32, relu));
+  r.add(transcendental(unary(OpKind::kSigmoid, "sigmoid", EnergyClass::kFp32MultiplyAdd, sigmoid)));
+  r.add(transcendental(unary(OpKind::kTanh, "tanh", EnergyClass::kFp32MultiplyAdd, tanh_fn)));
+  r.add(transcendental(unary(OpKind::kSqrt, "sqrt", EnergyClass::kFp32MultiplyAdd, sqrt_fn)));
+  r.add(transcendental(unary(OpKind::kErf, "erf", EnergyClass::kFp32MultiplyAdd, erf_fn)));
+  r.add(transcendental(unary(OpKind::kExp, "exp", EnergyClass::kFp32MultiplyAdd, exp_fn)));
+  OpDef gelu_def = unary(OpKind::kGelu, "gelu", EnergyClass::kFp32MultiplyAdd, gelu);
   gelu_def.work_per_output = two_ops;
   r.add(transcendental(gelu_def));
-  OpDef softplus_def = unary(OpKind::kSoftplus, "softplus", softplus);
+  OpDef softplus_def = unary(OpKind::kSoftplus, "softplus", EnergyClass::kFp32MultiplyAdd, softplus);
   softplus_def.work_per_output = two_ops;  // exp, then log1p
   r.add(transcendental(softplus_def));
-  OpDef softsign_def = unary(OpKind::kSoftsign, "softsign", softsign);
+  OpDef softsign_def = unary(OpKind::kSoftsign, "softsign", EnergyClass::kFp32MultiplyAdd, softsign);
   softsign_def.work_per_output = two_ops;  // 1 + |x|, then a divide
   r.add(transcendental(softsign_def));     // the divide: a reciprocal
-  r.add(transcendental(unary(OpKind::kLog, "log", log_fn)));
-  r.add(unary(OpKind::kAbs, "abs", abs_fn));
-  r.add(unary(OpKind::kSign, "sign", sign_fn));
-  r.add(unary(OpKind::kFloor, "floor", floor_fn));
-  r.add(unary(OpKind::kCeil, "ceil", ceil_fn));
-  r.add(unary(OpKind::kRound, "round", round_fn));
-  r.add(unary(OpKind::kNot, "not", not_fn));
-  OpDef clip = unary(OpKind::kClip, "clip", nullptr);
+  r.add(transcendental(unary(OpKind::kLog, "log", EnergyClass::kFp32MultiplyAdd, log_fn)));
+  r.add(unary(OpKind::kAbs, "abs", EnergyClass::kAdd32, abs_fn));
+  r.add(unary(OpKind::kSign, "sign", EnergyClass::kAdd32, sign_fn));
+  r.add(unary(OpKind::kFloor, "floor", EnergyClass::kAdd32, floor_fn));
+  r.add(unary(OpKind::kCeil, "ceil", EnergyClass::kAdd32, ceil_fn));
+  r.add(unary(OpKind::kRound, "round", EnergyClass::kAdd32, round_fn));
+  r.add(unary(OpKind::kNot, "not", EnergyClass::kAdd32, not_fn));
+  OpDef clip = unary(OpKind::kClip, "clip", EnergyClass::kAdd32, nullptr);
   clip.yaml_keys = {"min", "max"};
   clip.parse_yaml = parse_clip;
   clip.fp32 = clip_fp32;
   r.add(clip);
-  OpDef quantize = unary(OpKind::kQuantize, "quantize", identity);
+  OpDef quantize = unary(OpKind::kQuantize, "quantize", EnergyClass::kMultiplyAdd32, identity);
   quantize.yaml_keys = {"to"};
   quantize.parse_yaml = parse_quantize;
   quantize.work_per_output = quantize_work;
   quantize.quantizes = true;
   r.add(quantize);
-  OpDef dequantize = unary(OpKind::kDequantize, "dequantize", identity);
+  OpDef dequantize = unary(OpKind::kDequantize, "dequantize", EnergyClass::kMultiplyAdd32, identity);
   dequantize.work_per_output = quantize_work;
   r.add(dequantize);
-  OpDef dynamic = unary(OpKind::kDynamicQuantize, "dynamic_quantize", identity);
+  OpDef dynamic = unary(OpKind::kDynamicQuantize, "dynamic_quantize", EnergyClass::kMultiplyAdd32, identity);
   dynamic.yaml_keys = {"to"};
   dynamic.parse_yaml = parse_quantize;
   dynamic.work_per_output = dynamic_quantize_work;
@@ -289,9 +290,9 @@ void add_elementwise_ops(OpRegistry& r) {
   r.add(dynamic);
   // The IR carries no attributes for these (leaky_relu's alpha, hard_sigmoid's alpha and
   // beta), so functional mode has no reference for them.
-  r.add(unary(OpKind::kLeakyRelu, "leaky_relu", nullptr));
-  r.add(unary(OpKind::kHardSigmoid, "hard_sigmoid", nullptr));
-  OpDef hard_swish = unary(OpKind::kHardSwish, "hard_swish", nullptr);
+  r.add(unary(OpKind::kLeakyRelu, "leaky_relu", EnergyClass::kMultiplyAdd32, nullptr));
+  r.add(unary(OpKind::kHardSigmoid, "hard_sigmoid", EnergyClass::kMultiplyAdd32, nullptr));
+  OpDef hard_swish = unary(OpKind::kHardSwish, "hard_swish", EnergyClass::kMultiplyAdd32, nullptr);
   hard_swish.work_per_output = two_ops;
   r.add(hard_swish);
 }

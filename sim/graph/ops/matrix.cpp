@@ -87,22 +87,29 @@ Shape infer_matmul(const Graph& g, Layer& L) {
 void add_matrix_ops(OpRegistry& r) {
   r.add({.kind = OpKind::kFc,
          .name = "fc",
+         .energy_class = EnergyClass::kNoVectorWork,
          .cls = OpClass::kMatrix,
          .yaml_keys = {"activation", "weight_dtype", "units"},
          .parse_yaml = parse_fc,
-         .infer = infer_fc});
+         .infer = infer_fc,
+         .functional = FunctionalKernel::kMatrix});
   // A grouped or depthwise conv2d may run on the vector unit instead (the compiler's
-  // mapping choice); its vector function is then "grouped_conv".
+  // mapping choice); its vector function is then "grouped_conv". UNCONFIRMED: its energy
+  // class is the 32-bit add, the price it had before classes (the built-in table did not
+  // name it); a tap is a multiply-add.
   r.add({.kind = OpKind::kConv2d,
          .name = "conv2d",
+         .energy_class = EnergyClass::kAdd32,
          .cls = OpClass::kMatrix,
          .yaml_keys = {"activation", "weight_dtype", "filters", "kernel", "stride", "padding", "dilation", "groups"},
          .parse_yaml = parse_conv,
          .infer = infer_window,
          .windowed = true,
-         .vector_function = "grouped_conv"});
+         .vector_function = "grouped_conv",
+         .functional = FunctionalKernel::kMatrix});
   r.add({.kind = OpKind::kConvTranspose2d,
          .name = "conv_transpose2d",
+         .energy_class = EnergyClass::kNoVectorWork,
          .cls = OpClass::kMatrix,
          .yaml_keys = {"activation", "weight_dtype", "filters", "kernel", "stride", "padding", "dilation", "groups",
                        "output_padding"},
@@ -110,11 +117,13 @@ void add_matrix_ops(OpRegistry& r) {
          .infer = infer_window});
   r.add({.kind = OpKind::kMatmul,
          .name = "matmul",
+         .energy_class = EnergyClass::kNoVectorWork,
          .cls = OpClass::kMatrix,
          .inputs = {2, 2},
          .yaml_keys = {"activation"},
          .parse_yaml = parse_matmul,
-         .infer = infer_matmul});
+         .infer = infer_matmul,
+         .functional = FunctionalKernel::kMatmul});
 }
 
 }  // namespace tessera::graph

@@ -90,9 +90,14 @@ Fp32Kernel layer_norm_fp32(const Graph& g, const Layer& l) {
 }  // namespace
 
 void add_normalize_ops(OpRegistry& r) {
-  r.add({.kind = OpKind::kBatchNorm, .name = "batch_norm", .infer = infer_same, .row_local = always});
+  r.add({.kind = OpKind::kBatchNorm,
+         .name = "batch_norm",
+         .energy_class = EnergyClass::kMultiplyAdd32,  // a scale and a shift
+         .infer = infer_same,
+         .row_local = always});
   r.add({.kind = OpKind::kLayerNorm,
          .name = "layer_norm",
+         .energy_class = EnergyClass::kFp32MultiplyAdd,  // its reciprocal square root
          .yaml_keys = {"axis"},
          .parse_yaml = parse_axis,
          .infer = infer_along_axis,
@@ -101,6 +106,7 @@ void add_normalize_ops(OpRegistry& r) {
          .fp32 = layer_norm_fp32});
   r.add({.kind = OpKind::kSoftmax,
          .name = "softmax",
+         .energy_class = EnergyClass::kFp32MultiplyAdd,  // its exp
          .yaml_keys = {"axis"},
          .parse_yaml = parse_axis,
          .infer = infer_along_axis,

@@ -5,14 +5,16 @@
 // "supported ops" message read these rows. Per-backend code that is not IR semantics
 // stays keyed by OpKind in its own layer: matrix lowering, integer paths, ONNX handlers.
 //
-// Adding a vector op: one OpKind line in graph.h, one OpDef row in its family file, one
-// ONNX handler row. tests/sim/graph/test_op_registry.cpp checks the tables are complete.
+// Adding a vector op: one OpKind line in graph.h, one OpDef row (with its energy class and
+// fp32 kernel) in its family file, one ONNX table row. tests/sim/graph/test_op_registry.cpp
+// checks the tables are complete.
 #include <cstdint>
 #include <functional>
 #include <limits>
 #include <string_view>
 #include <vector>
 
+#include "sim/common/energy_class.h"
 #include "sim/common/vector_class.h"
 #include "sim/graph/graph.h"
 
@@ -40,9 +42,36 @@ struct Arity {
 // elements, row-major), `out` receives samples x output elements.
 using Fp32Kernel = std::function<void(const std::vector<const float*>& in, int64_t samples, float* out)>;
 
+// An OpDef's energy class. It has no default: a row that leaves it out does not compile,
+// so no op is priced by a silent default.
+struct RequiredEnergyClass {
+  EnergyClass value;
+  constexpr RequiredEnergyClass(EnergyClass c) : value(c) {}  // implicit: rows write `.energy_class = EnergyClass::k...`
+  constexpr operator EnergyClass() const { return value; }
+};
+
+// How functional mode (sim/functional) runs an op: from its fp32 function (`unary`,
+// `binary`, `fp32`; quantized tensors are dequantized, computed and requantized), or by one
+// of its own integer paths, which compute int8 codes as the hardware does.
+enum class FunctionalKernel : uint8_t {
+  kFp32,           // the OpDef's fp32 function (none: functional mode names the op unsupported)
+  kMatrix,         // fc, conv2d: the array's integer GEMM over the layer's weights
+  kMatmul,         // two activations through the array
+  kPool,           // windowed max or average of codes
+  kGlobalAvgPool,  // the average of codes over H and W
+  kReduce,         // sums or maxima of codes along axes
+  kCopy,           // the same elements (flatten, reshape): codes rescaled
+  kGather,         // each output element copies one input element (transpose, slice, expand)
+  kConcat,         // inputs' codes side by side, each rescaled
+};
+
 struct OpDef {
   OpKind kind = OpKind::kOpCount;
   std::string_view name;  // YAML, report and listing name
+  // What one element operation of the op's vector-unit work costs (sim/common/energy_class.h;
+  // the energy tables price the class). Composite ops take the class of their costliest
+  // step (softmax: its exp); matrix ops that never run on the vector unit: kNoVectorWork.
+  RequiredEnergyClass energy_class;
   OpClass cls = OpClass::kVector;
   Arity inputs;
   bool elementwise = false;  // one output element per (broadcast) input element
@@ -76,11 +105,12 @@ struct OpDef {
   // it. Composite ops take the class of their per-element step (softmax: its exp).
   VectorClass vector_class = VectorClass::kArithmetic;
 
-  // ---- functional mode's fp32 reference (all null: functional mode names it unsupported;
-  // matrix ops and the ops with integer paths are run by functional mode itself)
+  // ---- the op's fp32 reference: functional mode's (all null with `functional` kFp32:
+  // functional mode names the op unsupported) and ONNX constant folding's
   float (*unary)(float x) = nullptr;            // element-wise function of one input
   float (*binary)(float a, float b) = nullptr;  // element-wise function of two (broadcast) inputs
   Fp32Kernel (*fp32)(const Graph& g, const Layer& layer) = nullptr;  // any other vector op
+  FunctionalKernel functional = FunctionalKernel::kFp32;  // how functional mode runs it
 
   std::string_view listing_name() const { return vector_function.empty() ? name : vector_function; }
 };

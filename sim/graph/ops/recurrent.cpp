@@ -49,6 +49,7 @@ void add_recurrent_ops(OpRegistry& r) {
   // YAML arity is checked by the shape rule (1 to 3 inputs for lstm, 1 to 2 for gru).
   r.add({.kind = OpKind::kLstm,
          .name = "lstm",
+         .energy_class = EnergyClass::kFp32MultiplyAdd,  // its cell step: sigmoids and tanhs
          .cls = OpClass::kMatrix,
          .inputs = {1, 3},
          .yaml_keys = {"hidden", "direction", "weight_dtype", "peepholes"},
@@ -57,6 +58,7 @@ void add_recurrent_ops(OpRegistry& r) {
          .vector_function = "lstm_cell"});
   r.add({.kind = OpKind::kGru,
          .name = "gru",
+         .energy_class = EnergyClass::kFp32MultiplyAdd,  // its cell step: sigmoids and tanhs
          .cls = OpClass::kMatrix,
          .inputs = {1, 2},
          .yaml_keys = {"hidden", "direction", "weight_dtype", "linear_before_reset"},

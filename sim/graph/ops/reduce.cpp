@@ -221,6 +221,7 @@ Fp32Kernel cumsum_fp32(const Graph& g, const Layer& l) {
 OpDef arg(OpKind kind, std::string_view name) {
   return {.kind = kind,
           .name = name,
+          .energy_class = EnergyClass::kAdd32,  // compares
           .yaml_keys = {"axis", "keepdims", "select_last"},
           .parse_yaml = parse_arg,
           .infer = infer_arg,
@@ -230,41 +231,48 @@ OpDef arg(OpKind kind, std::string_view name) {
           .fp32 = arg_fp32};
 }
 
-OpDef reduce(OpKind kind, std::string_view name) {
+OpDef reduce(OpKind kind, std::string_view name, EnergyClass energy) {
   return {.kind = kind,
           .name = name,
+          .energy_class = energy,
           .yaml_keys = {"axes", "keepdims"},
           .parse_yaml = parse_reduce,
           .infer = infer_reduce,
           .work_per_output = reduce_work,
           .row_local = over_last_axis_only,
-          .reduction = true};
+          .reduction = true,
+          .functional = FunctionalKernel::kReduce};
 }
 
-OpDef global_pool(OpKind kind, std::string_view name) {
+OpDef global_pool(OpKind kind, std::string_view name, EnergyClass energy, FunctionalKernel functional) {
   return {.kind = kind,
           .name = name,
+          .energy_class = energy,
           .yaml_keys = {"keepdims"},
           .parse_yaml = parse_global,
           .infer = infer_global,
           .work_per_output = reduce_work,
-          .reduction = true};
+          .reduction = true,
+          .functional = functional};
 }
 
 }  // namespace
 
 void add_reduce_ops(OpRegistry& r) {
-  r.add(reduce(OpKind::kReduceMean, "reduce_mean"));
-  r.add(reduce(OpKind::kReduceSum, "reduce_sum"));
-  r.add(reduce(OpKind::kReduceMax, "reduce_max"));
-  r.add(global_pool(OpKind::kGlobalAvgPool, "global_avgpool"));
-  OpDef global_max = global_pool(OpKind::kGlobalMaxPool, "global_maxpool");
+  r.add(reduce(OpKind::kReduceMean, "reduce_mean", EnergyClass::kMultiplyAdd32));  // the sum scaled by 1/count
+  r.add(reduce(OpKind::kReduceSum, "reduce_sum", EnergyClass::kAdd32));
+  r.add(reduce(OpKind::kReduceMax, "reduce_max", EnergyClass::kAdd32));
+  r.add(global_pool(OpKind::kGlobalAvgPool, "global_avgpool", EnergyClass::kMultiplyAdd32,
+                    FunctionalKernel::kGlobalAvgPool));
+  OpDef global_max =
+      global_pool(OpKind::kGlobalMaxPool, "global_maxpool", EnergyClass::kAdd32, FunctionalKernel::kReduce);
   global_max.copies_codes = true;
   r.add(global_max);
   r.add(arg(OpKind::kArgMax, "argmax"));
   r.add(arg(OpKind::kArgMin, "argmin"));
   r.add({.kind = OpKind::kTopK,
          .name = "topk",
+         .energy_class = EnergyClass::kAdd32,  // compares
          .yaml_keys = {"k", "axis", "largest", "indices"},
          .parse_yaml = parse_topk,
          .infer = infer_topk,
@@ -275,6 +283,7 @@ void add_reduce_ops(OpRegistry& r) {
          .fp32 = topk_fp32});
   r.add({.kind = OpKind::kCumSum,
          .name = "cumsum",
+         .energy_class = EnergyClass::kAdd32,
          .yaml_keys = {"axis", "exclusive", "reverse"},
          .parse_yaml = parse_cumsum,
          .infer = infer_cumsum,

@@ -1,7 +1,10 @@
 #include "sim/graph/ops/registry.h"
 
 #include <algorithm>
+#include <iterator>
+#include <map>
 #include <stdexcept>
+#include <utility>
 
 namespace tessera::graph {
 
@@ -70,6 +73,35 @@ std::string supported_ops_text() {
   std::string text;
   for (const auto& n : names) text += (text.empty() ? "" : ", ") + n;
   return text;
+}
+
+namespace {
+// Vector-unit functions that are steps of a lowering rather than IR ops: the activation
+// pipeline requantizes every accumulator it drains and may apply a fused relu6
+// (isa::ActivationFn; fused relu, sigmoid and tanh are their ops' rows), and a lowered gru
+// multiplies r * h (sim/compiler/lower_recurrent.cpp).
+constexpr std::pair<std::string_view, EnergyClass> kLoweringSteps[] = {
+    {"requantize", EnergyClass::kMultiplyAdd32},  // a fixed-point multiply and a rounding add
+    {"relu6", EnergyClass::kAdd32},               // two compares
+    {"gru_reset", EnergyClass::kMultiplyAdd32},   // mul's class
+};
+}  // namespace
+
+std::optional<EnergyClass> vector_function_energy_class(std::string_view function) {
+  // Built once: the energy model asks for every function of every layer it prices.
+  static const std::map<std::string_view, EnergyClass> by_function = [] {
+    std::map<std::string_view, EnergyClass> m(std::begin(kLoweringSteps), std::end(kLoweringSteps));
+    for (const OpDef& d : op_registry().rows()) {
+      if (d.energy_class == EnergyClass::kNoVectorWork) continue;
+      if (!m.emplace(d.listing_name(), d.energy_class).second) {
+        throw std::logic_error("op registry: vector function '" + std::string(d.listing_name()) + "' named twice");
+      }
+    }
+    return m;
+  }();
+  const auto it = by_function.find(function);
+  if (it == by_function.end()) return std::nullopt;
+  return it->second;
 }
 
 }  // namespace tessera::graph

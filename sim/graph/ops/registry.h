@@ -2,6 +2,7 @@
 // The op registry: one OpDef per OpKind, built on first use by explicit add_*_ops()
 // calls (no static self-registration: the libraries are static archives, whose linker
 // drops objects nothing refers to).
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,5 +36,10 @@ const OpDef& op_def(OpKind kind);             // throws std::logic_error for an 
 const OpDef* find_op(std::string_view name);  // by YAML name; null if none
 std::vector<const OpDef*> all_ops();          // in OpKind order
 std::string supported_ops_text();             // every op name, sorted, ", "-separated
+
+// The energy class of a vector-unit function as instructions and counters name it (an op's
+// listing_name(), or a step of a lowering that is not an IR op: "requantize", "relu6",
+// "gru_reset"); nullopt for a name that is neither, or an op without vector work.
+std::optional<EnergyClass> vector_function_energy_class(std::string_view function);
 
 }  // namespace tessera::graph

@@ -152,19 +152,23 @@ int64_t pool_work(const Graph&, const Layer& l) { return l.kernel_h * l.kernel_w
 void add_window_ops(OpRegistry& r) {
   r.add({.kind = OpKind::kMaxPool,
          .name = "maxpool",
+         .energy_class = EnergyClass::kAdd32,  // compares
          .yaml_keys = {"kernel", "stride", "padding", "dilation", "ceil_mode"},
          .parse_yaml = ops::parse_window_yaml,
          .infer = ops::infer_window,
          .work_per_output = pool_work,
          .windowed = true,
-         .copies_codes = true});  // the max of codes is a code
+         .copies_codes = true,  // the max of codes is a code
+         .functional = FunctionalKernel::kPool});
   r.add({.kind = OpKind::kAvgPool,
          .name = "avgpool",
+         .energy_class = EnergyClass::kMultiplyAdd32,  // the sum scaled by 1/count
          .yaml_keys = {"kernel", "stride", "padding", "ceil_mode"},
          .parse_yaml = ops::parse_window_yaml,
          .infer = ops::infer_window,
          .work_per_output = pool_work,
-         .windowed = true});
+         .windowed = true,
+         .functional = FunctionalKernel::kPool});
 }
 
 }  // namespace tessera::graph

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 
 #include "sim/common/error.h"
@@ -204,14 +205,18 @@ TEST(EnergyConfig, OnlyTheNodeGivesSensibleValues) {
   const ArchConfig c28 = parse(kBase);
   EXPECT_LT(e.register_pj_per_bit, c28.energy.register_pj_per_bit);
   EXPECT_LT(e.unified_buffer.read_pj_per_byte, c28.energy.unified_buffer.read_pj_per_byte);
-  EXPECT_LT(e.vector_op_pj("exp"), c28.energy.vector_op_pj("exp"));
-  // Function classes (Horowitz, 45 nm): add-like 0.1 pJ, multiply-add 3.2, fp32 multiply-add 4.6.
+  EXPECT_LT(e.vector_op_pj("exp", EnergyClass::kFp32MultiplyAdd),
+            c28.energy.vector_op_pj("exp", EnergyClass::kFp32MultiplyAdd));
+  // Energy classes (Horowitz, 45 nm): 32-bit add 0.1 pJ, 32-bit multiply-add 3.1 + 0.1,
+  // fp32 multiply-add 3.7 + 0.9; the config names no function, so the class decides.
   const double s28 = et::logic_energy_scale(45, 28, 0.9);
-  EXPECT_NEAR(c28.energy.vector_op_pj("relu"), 0.1 * s28, 1e-12);
-  EXPECT_NEAR(c28.energy.vector_op_pj("where"), 0.1 * s28, 1e-12);
-  EXPECT_NEAR(c28.energy.vector_op_pj("requantize"), 3.2 * s28, 1e-12);
-  EXPECT_NEAR(c28.energy.vector_op_pj("quantize"), 3.2 * s28, 1e-12);
-  EXPECT_NEAR(c28.energy.vector_op_pj("log"), 4.6 * s28, 1e-12);
+  EXPECT_NEAR(c28.energy.vector_op_pj("relu", EnergyClass::kAdd32), 0.1 * s28, 1e-12);
+  EXPECT_NEAR(c28.energy.vector_op_pj("requantize", EnergyClass::kMultiplyAdd32), 3.2 * s28, 1e-12);
+  EXPECT_NEAR(c28.energy.vector_op_pj("log", EnergyClass::kFp32MultiplyAdd), 4.6 * s28, 1e-12);
+  EXPECT_DOUBLE_EQ(et::vector_op_pj(EnergyClass::kAdd32), 0.1);
+  EXPECT_DOUBLE_EQ(et::vector_op_pj(EnergyClass::kMultiplyAdd32), 3.1 + 0.1);
+  EXPECT_DOUBLE_EQ(et::vector_op_pj(EnergyClass::kFp32MultiplyAdd), 3.7 + 0.9);
+  EXPECT_THROW(et::vector_op_pj(EnergyClass::kNoVectorWork), std::logic_error);
   EXPECT_LT(e.pe_area_um2, c28.energy.pe_area_um2);
 }
 
@@ -235,8 +240,10 @@ TEST(EnergyConfig, GivenValuesScaleFromTheirNodeAndNothingElseChanges) {
   EXPECT_NEAR(e.mac_pj(Dtype::kInt16, Dtype::kInt16), 2.0 * s, 1e-12);
   EXPECT_DOUBLE_EQ(e.idle_mac_pj(Dtype::kInt8, Dtype::kInt8), 0);
   EXPECT_DOUBLE_EQ(e.register_pj_per_bit, 0.01);  // at the config's node: as given
-  EXPECT_DOUBLE_EQ(e.vector_op_pj("exp"), 2);
-  EXPECT_DOUBLE_EQ(e.vector_op_pj("relu"), 0.5);
+  // A function the config names takes its value, any other the config's default, whatever the class.
+  EXPECT_DOUBLE_EQ(e.vector_op_pj("exp", EnergyClass::kFp32MultiplyAdd), 2);
+  EXPECT_DOUBLE_EQ(e.vector_op_pj("relu", EnergyClass::kAdd32), 0.5);
+  EXPECT_DOUBLE_EQ(e.vector_op_pj("log", EnergyClass::kFp32MultiplyAdd), 0.5);
   EXPECT_DOUBLE_EQ(e.unified_buffer.read_pj_per_byte, 3);
   EXPECT_DOUBLE_EQ(e.unified_buffer.write_pj_per_byte, 4);
   EXPECT_DOUBLE_EQ(e.dram_read_pj_per_bit, 20);

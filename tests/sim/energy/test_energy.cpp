@@ -3,9 +3,13 @@
 // standby) x time, the power-vs-load line, and the area of a floor plan by hand.
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+#include <string>
+
 #include "sim/common/yaml_reader.h"
 #include "sim/config/arch_config.h"
 #include "sim/energy/energy.h"
+#include "sim/graph/ops/registry.h"
 
 namespace tessera {
 namespace {
@@ -143,6 +147,41 @@ TEST(Energy, Int16MacsCostTheirPasses) {
   a8.add_macs(Dtype::kInt8, Dtype::kInt8, 1 << 20, 0);
   a16.add_macs(Dtype::kInt16, Dtype::kInt16, 1 << 20, 0);
   EXPECT_NEAR(energy::energy_of(tpu, a16, 0)["mac"], 4 * energy::energy_of(tpu, a8, 0)["mac"], 1e-18);
+}
+
+// Without per-function values, a vector function is priced by its OpDef's energy class
+// (Horowitz 45 nm, scaled to the config's node): softsign is div's class, fp32 multiply-add;
+// requantize and gru_reset, steps of a lowering, a 32-bit multiply-add; relu6 a 32-bit add.
+TEST(Energy, VectorFunctionsArePricedByTheirOpsEnergyClass) {
+  std::string text = kArch;
+  const std::string given = "  vector: {pj_per_op: {default: 1, exp: 3}}\n";
+  text.erase(text.find(given), given.size());
+  const ArchConfig c = parse_arch_config(YamlNode::load_string(text, "e.yaml"));
+  const double s = c.energy.vector_builtin_scale;
+  auto vector_pj = [&](std::string_view function) {
+    energy::Activity a;
+    a.add_vector_ops(function, 1000);
+    return energy::energy_of(c, a, 0)["vector"] / 1e-12 / 1000;
+  };
+  EXPECT_NEAR(vector_pj("softsign"), (3.7 + 0.9) * s, 1e-9);
+  EXPECT_NEAR(vector_pj("div"), (3.7 + 0.9) * s, 1e-9);
+  EXPECT_NEAR(vector_pj("lstm_cell"), (3.7 + 0.9) * s, 1e-9);  // lstm's row, by its listing name
+  EXPECT_NEAR(vector_pj("requantize"), (3.1 + 0.1) * s, 1e-9);
+  EXPECT_NEAR(vector_pj("gru_reset"), (3.1 + 0.1) * s, 1e-9);
+  EXPECT_NEAR(vector_pj("relu6"), 0.1 * s, 1e-9);
+  EXPECT_NEAR(vector_pj("relu"), 0.1 * s, 1e-9);
+  // No silent default: a function no OpDef row names is a bug, and so is an op without vector work.
+  EXPECT_THROW(vector_pj("bogus"), std::logic_error);
+  EXPECT_THROW(vector_pj("fc"), std::logic_error);
+}
+
+// Every function the activation pipeline can apply has a class.
+TEST(Energy, EveryActivationFunctionHasAnEnergyClass) {
+  for (auto f : {isa::ActivationFn::kRelu, isa::ActivationFn::kSigmoid, isa::ActivationFn::kTanh,
+                 isa::ActivationFn::kRelu6}) {
+    EXPECT_TRUE(graph::vector_function_energy_class(isa::activation_fn_name(f))) << isa::activation_fn_name(f);
+  }
+  EXPECT_EQ(graph::vector_function_energy_class("requantize"), EnergyClass::kMultiplyAdd32);
 }
 
 }  // namespace
