@@ -201,7 +201,7 @@ CostGrid CostGrid::standard(int64_t max_tokens, int64_t max_batch, int64_t conte
     return v;
   };
   g.dense_tiles = tiles_to(ceil_div(max_tokens, kv_tile));
-  g.decode_batch = octave_points(1, max_batch, 1);
+  g.decode_batch = octave_points(1, max_batch, 2);  // two an octave: doubling rows missed 12% mid-octave (Llama-3-8B, 216 x 213 KV)
   g.kv_tiles = tiles_to(ceil_div(context, kv_tile));
   g.prefill_blocks = octave_points(1, ceil_div(std::min(max_tokens, context) * query_rows_per_token, g.q_block_rows), 1);
   g.head_tiles = tiles_to(ceil_div(std::min(max_tokens, max_batch * 2), kv_tile));

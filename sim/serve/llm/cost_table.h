@@ -45,7 +45,7 @@ struct CostGrid {
   // The tokens of the dense part and the LM head's rows are tiled as the KV lengths are (their
   // cost is a staircase of the array width too once compute-bound: +16% a step at 1,024-1,600
   // tokens of Llama-3-8B on tpu-v6e). Tile counts every one to 8, then two an octave; decode
-  // batches and prefill blocks doubling (a batch's samples run one after another: affine).
+  // batches two an octave, prefill blocks doubling.
   static CostGrid standard(int64_t max_tokens, int64_t max_batch, int64_t context, int64_t kv_tile,
                            int64_t query_rows_per_token);
 };
