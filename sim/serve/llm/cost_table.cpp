@@ -296,12 +296,15 @@ CostPoint eval_row(const LayerCostTable::Row& row, int64_t kv, int64_t w) {
 }
 
 CostPoint eval_rows(const std::vector<LayerCostTable::Row>& rows, double a, int64_t kv, int64_t w) {
+  // interpolate_linear reads the first two rows (its floor) and the segment around `a` only, so
+  // only those are evaluated at `kv` (the scheduler asks this for every iteration).
   std::vector<int64_t> xs;
-  std::vector<CostPoint> ys;
-  for (const auto& row : rows) {
-    xs.push_back(row.a);
-    ys.push_back(eval_row(row, kv, w));
-  }
+  std::vector<CostPoint> ys(rows.size());
+  for (const auto& row : rows) xs.push_back(row.a);
+  size_t i = 0;
+  while (i + 2 < xs.size() && a > static_cast<double>(xs[i + 1])) ++i;
+  for (size_t k : {size_t{0}, size_t{1}, i, i + 1})
+    if (k < rows.size()) ys[k] = eval_row(rows[k], kv, w);
   return lerp_points(xs, ys, a);
 }
 
