@@ -2,7 +2,7 @@
 // Llama-3-8B bf16 on tpu-v6e): a cold build into a fresh cache directory, then a warm one
 // from the cache; with --check N, N random mixes interpolated vs simulated directly (the
 // figure docs/serving.md "Iteration cost" records). A benchmark, not a test: run by hand.
-//   build/bench/bench_llm_cost_table [--arch A] [--model M] [--tp N] [--check N] [--jobs N]
+//   build/bench/bench_llm_cost_table [--arch A] [--model M] [--tp N] [--check N] [--jobs N] [--full-grid]
 #include <array>
 #include <chrono>
 #include <cmath>
@@ -25,12 +25,19 @@ int main(int argc, char** argv) {
   fs::path arch = fs::path(TESSERA_SOURCE_DIR) / "configs/tpu-v6e.yaml";
   fs::path model = fs::path(TESSERA_SOURCE_DIR) / "workloads/llm/llama-3-8b.yaml";
   int tp = 1, check = 0, jobs = 2;
-  for (int k = 1; k + 1 < argc; k += 2) {
+  bool full_grid = false;
+  for (int k = 1; k < argc; ++k) {
+    if (!std::strcmp(argv[k], "--full-grid")) {
+      full_grid = true;
+      continue;
+    }
+    if (k + 1 >= argc) break;
     if (!std::strcmp(argv[k], "--arch")) arch = fs::absolute(argv[k + 1]);
     if (!std::strcmp(argv[k], "--model")) model = fs::absolute(argv[k + 1]);
     if (!std::strcmp(argv[k], "--tp")) tp = std::stoi(argv[k + 1]);
     if (!std::strcmp(argv[k], "--check")) check = std::stoi(argv[k + 1]);
     if (!std::strcmp(argv[k], "--jobs")) jobs = std::stoi(argv[k + 1]);
+    ++k;
   }
   const tessera::ArchConfig a = tessera::load_arch_config(arch);
   CostTableRequest r;
@@ -39,6 +46,14 @@ int main(int argc, char** argv) {
   r.shard = shard_layer(r.model, tp, "--tp");
   r.grid = CostGrid::standard(kActivationReserveTokens, 256, r.model.context, std::max(a.array.rows, a.array.cols),
                               r.shard.heads / r.shard.kv_heads);
+  // The replica's KV capacity cuts the decode rows to the batches that fit (CostGrid), as
+  // make_serving_target does; --full-grid simulates the whole grid (the figure before the cut).
+  PlacementRequest pr;
+  pr.tp = tp;
+  pr.memory_bytes_per_chip = static_cast<int64_t>(a.weight_memory.capacity_bytes);
+  pr.chip = a.name;
+  const int64_t capacity = place_model(r.model, pr).kv_capacity_tokens();
+  if (!full_grid) r.grid.kv_capacity_tokens = capacity;
   r.runner_exe = fs::path(TESSERA_BINARY_DIR) / "tessera";
   r.jobs = jobs;
   r.cache_dir = fs::temp_directory_path() / "tessera-bench-llm-cost";
@@ -60,7 +75,9 @@ int main(int argc, char** argv) {
     std::vector<std::array<int64_t, 4>> mixes;
     using K = PieceQuery::Kind;
     for (int k = 0; k < check; ++k) {
-      const std::array<int64_t, 4> m = {uni(1, 2048), uni(0, 4096), uni(1, 256), uni(16, 4096)};  // chunk, context, batch, kv
+      // chunk, context, batch, mean KV: a batch whose KV cache fits the replica (batch x KV <= capacity)
+      const int64_t batch = uni(1, 256);
+      const std::array<int64_t, 4> m = {uni(1, 2048), uni(0, 4096), batch, uni(16, std::max<int64_t>(16, std::min<int64_t>(4096, capacity / batch)))};
       mixes.push_back(m);
       pieces.push_back({K::kDense, m[0] + m[2], 0});
       pieces.push_back({K::kDecode, m[2], m[3]});
@@ -85,8 +102,8 @@ int main(int argc, char** argv) {
       worst = std::max(worst, e);
       sum += e;
     }
-    std::printf("%d random mixes (chunk 1-2048 over 0-4096, decode 1-256 x 16-4096 KV): interpolation error mean %.2f%%, worst %.2f%% (direct simulation %.1f s)\n",
-                check, 100 * sum / check, 100 * worst, sim_s);
+    std::printf("%d random mixes (chunk 1-2048 over 0-4096, decode 1-256 x 16-min(4096, %lld / batch) KV): interpolation error mean %.2f%%, worst %.2f%% (direct simulation %.1f s)\n",
+                check, (long long)capacity, 100 * sum / check, 100 * worst, sim_s);
   }
   if (!keep) fs::remove_all(r.cache_dir);
   return 0;

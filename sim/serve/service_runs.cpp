@@ -12,6 +12,7 @@
 #include <map>
 #include <sstream>
 
+#include "sim/common/config_files_hash.h"
 #include "sim/common/error.h"
 #include "sim/common/fnv_hash.h"
 #include "sim/common/yaml_reader.h"
@@ -34,16 +35,7 @@ uint64_t request_hash(const ServiceRequest& r) {
   Fnv1a64 f;
   f.add_line("tessera serve service times v" + std::to_string(kCacheVersion));
   f.add_file(r.runner_exe);
-  f.add_file(r.arch);
-  // A composed config (`base:`) is also its bases: a changed base must not hit stale entries.
-  // A plain config adds nothing here, so its keys stay as they were.
-  try {
-    std::vector<fs::path> chain;
-    YamlNode::load_composed(r.arch, &chain);
-    for (size_t i = 1; i < chain.size(); ++i) f.add_file(chain[i]);
-  } catch (const InputError&) {
-    f.add_line("<unreadable base chain>");  // the run itself reports what is wrong
-  }
+  add_config_files(f, r.arch);  // and its `base:` chain
   f.add_file(r.workload);
   f.add_line("precision " + r.precision);
   if (fs::is_regular_file(r.precision)) f.add_file(r.precision);

@@ -15,6 +15,7 @@
 #include <optional>
 #include <sstream>
 
+#include "sim/common/config_files_hash.h"
 #include "sim/common/error.h"
 #include "sim/common/fnv_hash.h"
 #include "sim/common/yaml_reader.h"
@@ -35,14 +36,7 @@ std::string table_key(const CostTableRequest& r) {
   Fnv1a64 f;
   f.add_line("tessera llm cost table v" + std::to_string(kCacheVersion));
   f.add_file(r.runner_exe);
-  f.add_file(r.arch);
-  try {
-    std::vector<fs::path> chain;
-    YamlNode::load_composed(r.arch, &chain);
-    for (size_t i = 1; i < chain.size(); ++i) f.add_file(chain[i]);
-  } catch (const InputError&) {
-    f.add_line("<unreadable base chain>");  // the run itself reports what is wrong
-  }
+  add_config_files(f, r.arch);  // and its `base:` chain
   f.add_file(r.model.source);
   f.add_line("tp " + std::to_string(r.shard.tp));
   f.add_line("weights " + std::string(dtype_name(r.precision.weights)) + " kv " + std::string(dtype_name(r.precision.kv)));
@@ -207,7 +201,7 @@ CostGrid CostGrid::standard(int64_t max_tokens, int64_t max_batch, int64_t conte
     return v;
   };
   g.dense_tiles = tiles_to(ceil_div(max_tokens, kv_tile));
-  g.decode_batch = octave_points(1, max_batch, 1);
+  g.decode_batch = octave_points(1, max_batch, 2);  // two an octave: doubling rows missed 12% mid-octave (Llama-3-8B, 216 x 213 KV)
   g.kv_tiles = tiles_to(ceil_div(context, kv_tile));
   g.prefill_blocks = octave_points(1, ceil_div(std::min(max_tokens, context) * query_rows_per_token, g.q_block_rows), 1);
   g.head_tiles = tiles_to(ceil_div(std::min(max_tokens, max_batch * 2), kv_tile));
@@ -223,26 +217,55 @@ double interpolate_linear(const std::vector<double>& xs, const std::vector<doubl
   return std::max(ys[i] + t * (ys[i + 1] - ys[i]), 0.5 * std::min(ys[0], ys[1]));
 }
 
+// The KV tile counts decode row `row` simulates (CostGrid::kv_capacity_tokens): a batch of more
+// sequences than the previous row's holds under capacity / that many tokens a sequence on
+// average, so the row stops at the first tile point whose first token is beyond that.
+std::vector<int64_t> CostGrid::decode_row_tiles(size_t row) const {
+  const CostGrid& g = *this;
+  if (g.kv_capacity_tokens <= 0 || row == 0) return g.kv_tiles;
+  const int64_t reach = g.kv_capacity_tokens / g.decode_batch[row - 1];
+  std::vector<int64_t> v;
+  for (int64_t k : g.kv_tiles) {
+    v.push_back(k);
+    if ((k - 1) * g.kv_tile + 1 > reach) break;
+  }
+  return v;
+}
+
+// The KV tile counts prefill row `row` simulates: a chunk of more query blocks than the
+// previous row's has more than previous x q_block_rows / query_rows_per_token tokens, and it
+// attends over itself, so the row starts at the last tile point at or below that length's tile.
+std::vector<int64_t> CostGrid::prefill_row_tiles(size_t row, int64_t query_rows_per_token) const {
+  const CostGrid& g = *this;
+  if (g.kv_capacity_tokens <= 0 || row == 0) return g.kv_tiles;
+  const int64_t shortest = g.prefill_blocks[row - 1] * g.q_block_rows / query_rows_per_token + 1;
+  const int64_t first_tile = ceil_div(shortest, g.kv_tile);
+  size_t from = 0;
+  for (size_t j = 0; j < g.kv_tiles.size(); ++j)
+    if (g.kv_tiles[j] <= first_tile) from = j;
+  return {g.kv_tiles.begin() + static_cast<std::ptrdiff_t>(from), g.kv_tiles.end()};
+}
+
 namespace {
 
 int64_t begun(int64_t tiles, int64_t w) { return (tiles - 1) * w + 1; }
 
-std::vector<Piece> grid_pieces(const CostGrid& g) {
+std::vector<Piece> grid_pieces(const CostGrid& g, int64_t query_rows_per_token) {
   std::vector<Piece> v;
   using K = Piece::Kind;
   for (int64_t k : g.dense_tiles) {
     v.push_back({K::kDense, begun(k, g.kv_tile), 0});
     if (g.kv_tile > 1) v.push_back({K::kDense, k * g.kv_tile, 0});
   }
-  for (int64_t b : g.decode_batch)
-    for (int64_t k : g.kv_tiles) {
-      v.push_back({K::kDecode, b, begun(k, g.kv_tile)});
-      if (g.kv_tile > 1) v.push_back({K::kDecode, b, k * g.kv_tile});
+  for (size_t i = 0; i < g.decode_batch.size(); ++i)
+    for (int64_t k : g.decode_row_tiles(i)) {
+      v.push_back({K::kDecode, g.decode_batch[i], begun(k, g.kv_tile)});
+      if (g.kv_tile > 1) v.push_back({K::kDecode, g.decode_batch[i], k * g.kv_tile});
     }
-  for (int64_t n : g.prefill_blocks)
-    for (int64_t k : g.kv_tiles) {
-      v.push_back({K::kPrefill, n, begun(k, g.kv_tile)});
-      if (g.kv_tile > 1) v.push_back({K::kPrefill, n, k * g.kv_tile});
+  for (size_t i = 0; i < g.prefill_blocks.size(); ++i)
+    for (int64_t k : g.prefill_row_tiles(i, query_rows_per_token)) {
+      v.push_back({K::kPrefill, g.prefill_blocks[i], begun(k, g.kv_tile)});
+      if (g.kv_tile > 1) v.push_back({K::kPrefill, g.prefill_blocks[i], k * g.kv_tile});
     }
   for (int64_t k : g.head_tiles) {
     v.push_back({K::kHead, begun(k, g.kv_tile), 0});
@@ -273,12 +296,15 @@ CostPoint eval_row(const LayerCostTable::Row& row, int64_t kv, int64_t w) {
 }
 
 CostPoint eval_rows(const std::vector<LayerCostTable::Row>& rows, double a, int64_t kv, int64_t w) {
+  // interpolate_linear reads the first two rows (its floor) and the segment around `a` only, so
+  // only those are evaluated at `kv` (the scheduler asks this for every iteration).
   std::vector<int64_t> xs;
-  std::vector<CostPoint> ys;
-  for (const auto& row : rows) {
-    xs.push_back(row.a);
-    ys.push_back(eval_row(row, kv, w));
-  }
+  std::vector<CostPoint> ys(rows.size());
+  for (const auto& row : rows) xs.push_back(row.a);
+  size_t i = 0;
+  while (i + 2 < xs.size() && a > static_cast<double>(xs[i + 1])) ++i;
+  for (size_t k : {size_t{0}, size_t{1}, i, i + 1})
+    if (k < rows.size()) ys[k] = eval_row(rows[k], kv, w);
   return lerp_points(xs, ys, a);
 }
 
@@ -304,6 +330,52 @@ CostPoint LayerCostTable::decode_attention(int64_t sequences, int64_t kv_tokens)
   if (sequences <= 0) return {};
   return eval_rows(decode_rows, static_cast<double>(sequences), std::max<int64_t>(kv_tokens, 1), kv_tile);
 }
+namespace {
+
+// The fill of the last tile, as eval_row weighs begun and full.
+CostPoint between(const CostPoint& lo, const CostPoint& hi, int64_t kv, int64_t k, int64_t w) {
+  const double fill = w > 1 ? static_cast<double>(kv - begun(k, w)) / static_cast<double>(w - 1) : 0.0;
+  return {lo.seconds + fill * (hi.seconds - lo.seconds), lo.energy_j + fill * (hi.energy_j - lo.energy_j)};
+}
+
+}  // namespace
+
+void LayerCostTable::fill_single_decode() {
+  single_decode = {};
+  if (decode_rows.empty() || decode_rows[0].a != 1 || decode_rows[0].tiles.empty()) return;
+  const Row& row = decode_rows[0];
+  for (int64_t k = 1; k <= row.tiles.back(); ++k) {
+    single_decode.begun.push_back(lerp_points(row.tiles, row.begun, static_cast<double>(k)));
+    single_decode.full.push_back(lerp_points(row.tiles, row.full, static_cast<double>(k)));
+  }
+}
+
+CostPoint LayerCostTable::decode_attention(const std::vector<int64_t>& kv_lengths) const {
+  if (kv_lengths.empty()) return {};
+  const int64_t b = static_cast<int64_t>(kv_lengths.size());
+  int64_t sum = 0;
+  for (int64_t l : kv_lengths) sum += std::max<int64_t>(l, 1);
+  const int64_t mean = (sum + b - 1) / b;
+  const CostPoint batch = decode_attention(b, mean);
+  if (single_decode.begun.empty()) return batch;
+  auto alone = [&](int64_t kv) {
+    kv = std::max<int64_t>(kv, 1);
+    const int64_t k = ceil_div(kv, kv_tile);
+    if (k > static_cast<int64_t>(single_decode.begun.size())) return eval_row(decode_rows[0], kv, kv_tile);
+    return between(single_decode.begun[static_cast<size_t>(k - 1)], single_decode.full[static_cast<size_t>(k - 1)], kv, k, kv_tile);
+  };
+  double s = 0, j = 0;
+  for (int64_t l : kv_lengths) {
+    const CostPoint c = alone(l);
+    s += c.seconds;
+    j += c.energy_j;
+  }
+  const CostPoint at_mean = alone(mean);
+  const double n = static_cast<double>(b);
+  return {at_mean.seconds > 0 ? batch.seconds * s / (n * at_mean.seconds) : batch.seconds,
+          at_mean.energy_j > 0 ? batch.energy_j * j / (n * at_mean.energy_j) : batch.energy_j};
+}
+
 CostPoint LayerCostTable::prefill_attention(int64_t tokens, int64_t context_tokens) const {
   if (tokens <= 0) return {};
   const int64_t blocks = ceil_div(tokens * query_rows_per_token, q_block_rows);
@@ -402,7 +474,8 @@ LayerCostTable::Row refine_dense(const CostTableRequest& r, nlohmann::json& cach
 LayerCostTable build_cost_table(const CostTableRequest& r) {
   LayerCostTable t;
   t.key = table_key(r);
-  const std::vector<Piece> pieces = grid_pieces(r.grid);
+  const int64_t query_rows_per_token = r.shard.heads / r.shard.kv_heads;
+  const std::vector<Piece> pieces = grid_pieces(r.grid, query_rows_per_token);
   std::optional<TempDir> tmp;
   fs::path dir = r.cache_dir;
   if (dir.empty()) {
@@ -461,22 +534,24 @@ LayerCostTable build_cost_table(const CostTableRequest& r) {
   };
   t.dense_rows = {refine_dense(r, cache, file, dir, t)};
   t.head_rows = {size_row(K::kHead, r.grid.head_tiles)};
-  auto tiled_rows = [&](K kind, const std::vector<int64_t>& firsts, std::vector<LayerCostTable::Row>& rows) {
-    for (int64_t a : firsts) {
-      LayerCostTable::Row row{a, r.grid.kv_tiles, {}, {}};
-      for (int64_t k : r.grid.kv_tiles) {
-        row.begun.push_back(cost({kind, a, begun(k, w)}));
-        row.full.push_back(w > 1 ? cost({kind, a, k * w}) : row.begun.back());
+  auto tiled_rows = [&](K kind, const std::vector<int64_t>& firsts, auto row_tiles, std::vector<LayerCostTable::Row>& rows) {
+    for (size_t i = 0; i < firsts.size(); ++i) {
+      LayerCostTable::Row row{firsts[i], row_tiles(i), {}, {}};
+      for (int64_t k : row.tiles) {
+        row.begun.push_back(cost({kind, firsts[i], begun(k, w)}));
+        row.full.push_back(w > 1 ? cost({kind, firsts[i], k * w}) : row.begun.back());
       }
       rows.push_back(row);
     }
   };
-  tiled_rows(K::kDecode, r.grid.decode_batch, t.decode_rows);
-  tiled_rows(K::kPrefill, r.grid.prefill_blocks, t.prefill_rows);
+  tiled_rows(K::kDecode, r.grid.decode_batch, [&](size_t i) { return r.grid.decode_row_tiles(i); }, t.decode_rows);
+  tiled_rows(K::kPrefill, r.grid.prefill_blocks, [&](size_t i) { return r.grid.prefill_row_tiles(i, query_rows_per_token); },
+             t.prefill_rows);
   t.kv_tile = w;
   t.q_block_rows = r.grid.q_block_rows;
-  t.query_rows_per_token = r.shard.heads / r.shard.kv_heads;
+  t.query_rows_per_token = query_rows_per_token;
   t.idle_w = cache.value("idle_w", 0.0);
+  t.fill_single_decode();
   return t;
 }
 

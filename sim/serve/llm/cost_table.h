@@ -31,10 +31,21 @@ struct CostGrid {
   std::vector<int64_t> kv_tiles;        // tile counts (decode and prefill KV lengths)
   std::vector<int64_t> prefill_blocks;  // query blocks of a chunk
   std::vector<int64_t> head_tiles;      // LM-head rows, in tiles of kv_tile rows
+  // > 0: the replica's KV-cache capacity in tokens. A decode batch of B sequences never holds
+  // more than this in all, so a decode row simulates KV lengths only up to what a batch of
+  // the previous row's size can reach (capacity / that size), and the tile point just beyond
+  // (the interpolation's bracket); a prefill row of N query blocks only KV lengths from what a
+  // chunk of more blocks than the previous row's holds (a chunk attends over itself at least).
+  // The points left out are mixes no iteration can be. 0: the whole grid.
+  int64_t kv_capacity_tokens = 0;
+  // The KV tile counts decode row `row` (decode_batch[row]) and prefill row `row`
+  // (prefill_blocks[row]) simulate: kv_tiles, cut as kv_capacity_tokens says.
+  std::vector<int64_t> decode_row_tiles(size_t row) const;
+  std::vector<int64_t> prefill_row_tiles(size_t row, int64_t query_rows_per_token) const;
   // The tokens of the dense part and the LM head's rows are tiled as the KV lengths are (their
   // cost is a staircase of the array width too once compute-bound: +16% a step at 1,024-1,600
   // tokens of Llama-3-8B on tpu-v6e). Tile counts every one to 8, then two an octave; decode
-  // batches and prefill blocks doubling (a batch's samples run one after another: affine).
+  // batches two an octave, prefill blocks doubling.
   static CostGrid standard(int64_t max_tokens, int64_t max_batch, int64_t context, int64_t kv_tile,
                            int64_t query_rows_per_token);
 };
@@ -62,6 +73,11 @@ class LayerCostTable {
  public:
   CostPoint dense(int64_t tokens) const;
   CostPoint decode_attention(int64_t sequences, int64_t kv_tokens) const;
+  // A decode batch of sequences at their own KV lengths: the batch simulated at the mean
+  // length (its total KV tokens over its size, rounded up), shared out in proportion to what
+  // each sequence alone costs at its length, so that a batch at one length costs what the
+  // table says and a batch whose lengths straddle array tiles pays each one's tiles.
+  CostPoint decode_attention(const std::vector<int64_t>& kv_lengths) const;
   CostPoint prefill_attention(int64_t tokens, int64_t context_tokens) const;
   CostPoint lm_head(int64_t rows) const;
 
@@ -81,6 +97,15 @@ class LayerCostTable {
     std::vector<CostPoint> begun, full;
   };
   std::vector<Row> dense_rows, decode_rows, prefill_rows, head_rows;
+
+  // One sequence's decode cost by KV tiles (decode_rows[0], one sequence, evaluated at every
+  // tile count up to its grid's last: a lookup per sequence instead of an interpolation).
+  // Filled by build_cost_table; decode_attention(lengths) falls back to the rows without it.
+  struct TileCosts {
+    std::vector<CostPoint> begun, full;  // [k - 1]: at k tiles
+  };
+  TileCosts single_decode;
+  void fill_single_decode();
 };
 
 LayerCostTable build_cost_table(const CostTableRequest& r);

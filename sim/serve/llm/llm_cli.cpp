@@ -184,12 +184,14 @@ int run_serve_llm_command(const ServeLlmOptions& o) {
   // ---- Everything the command line says, checked before anything runs or is written.
   LlmStudySpec spec;
   LlmInputs in;
-  in.arch = o.arch;
-  in.model = o.model;
-  in.tp = o.tp;
-  in.pp = o.pp;
-  in.weight_dtype = o.weight_dtype;
-  in.kv_dtype = o.kv_dtype;
+  TargetRequest& treq = in.target;
+  treq.arch = o.arch;
+  treq.model = o.model;
+  treq.tp = o.tp;
+  treq.pp = o.pp;
+  treq.weight_dtype = o.weight_dtype;
+  treq.kv_dtype = o.kv_dtype;
+  treq.block_tokens = o.block_tokens;
   in.seed = static_cast<uint64_t>(o.seed);
   in.usd_per_chip_hour = o.usd_per_chip_hour;
   in.usd_per_kwh = o.usd_per_kwh;
@@ -283,14 +285,6 @@ int run_serve_llm_command(const ServeLlmOptions& o) {
   // ---- The target (its cost table may take SystemC runs, memoized in --cache).
   prepare_output_directory(out, "--out");
   if (!o.cache.empty()) prepare_output_directory(o.cache, "--cache");
-  TargetRequest treq;
-  treq.arch = o.arch;
-  treq.model = o.model;
-  treq.tp = o.tp;
-  treq.pp = o.pp;
-  treq.weight_dtype = o.weight_dtype;
-  treq.kv_dtype = o.kv_dtype;
-  treq.block_tokens = o.block_tokens;
   treq.cache_dir = fs::absolute(o.cache.empty() ? out / "cost-cache" : fs::path(o.cache)).lexically_normal().string();
   const std::unique_ptr<ServingTarget> target = make_serving_target(treq);
   in.target_name = target->name();
@@ -315,8 +309,8 @@ int run_serve_llm_command(const ServeLlmOptions& o) {
     const std::unique_ptr<ServingTarget> bt = make_serving_target(breq);
     ComparedTarget c;
     c.in = in;
-    c.in.arch = b.as_given;
-    c.in.tp = b.tp;
+    c.in.target = breq;
+    c.in.target.arch = b.as_given;  // the report names it as the user wrote it
     c.in.target_name = bt->name();
     c.in.chips_per_replica = bt->chips();
     c.in.usd_per_chip_hour = b.usd_per_chip_hour;

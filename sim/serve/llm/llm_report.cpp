@@ -81,12 +81,12 @@ TokenCost token_cost(const LlmResult& r, const LlmInputs& in) {
 json target_json(const LlmInputs& in, int64_t replicas) {
   json t;
   t["name"] = in.target_name;
-  t["arch"] = in.arch;
-  t["model"] = in.model;
-  t["tp"] = in.tp;
-  t["pp"] = in.pp;
-  t["weight_dtype"] = in.weight_dtype;
-  t["kv_dtype"] = in.kv_dtype;
+  t["arch"] = in.target.arch;
+  t["model"] = in.target.model;
+  t["tp"] = in.target.tp;
+  t["pp"] = in.target.pp;
+  t["weight_dtype"] = in.target.weight_dtype;
+  t["kv_dtype"] = in.target.kv_dtype;
   t["chips_per_replica"] = in.chips_per_replica;
   t["replicas"] = replicas;
   return t;
@@ -238,7 +238,7 @@ std::string llm_summary_md(const LlmInputs& in, const LlmStudySpec& spec, const 
   const auto& sc = spec.sim.scheduler;
   const TokenCost cost = token_cost(r, in);
   std::ostringstream o;
-  o << "# LLM serving: " << in.model << " on " << in.target_name << " x " << spec.sim.replicas << " replica(s)\n\n";
+  o << "# LLM serving: " << in.target.model << " on " << in.target_name << " x " << spec.sim.replicas << " replica(s)\n\n";
   o << "Scheduler: token budget " << sc.max_batch_tokens << ", at most " << sc.max_batch << " sequences an iteration and "
     << sc.max_running << " running, chunked prefill " << (sc.chunked_prefill ? "on" : "off") << ", preemption by "
     << preemption_name(sc.preemption) << ", KV pages of " << sc.block_tokens << " tokens (" << r.kv_capacity_tokens
@@ -316,7 +316,7 @@ std::string llm_summary_md(const LlmInputs& in, const LlmStudySpec& spec, const 
 std::string llm_console(const LlmInputs& in, const LlmStudySpec& spec, const LlmStudyResult& res) {
   const LlmResult& r = res.headline;
   std::ostringstream o;
-  o << in.model << " on " << in.target_name << " x " << spec.sim.replicas << " (" << llm_mode_name(spec.mode) << "): ";
+  o << in.target.model << " on " << in.target_name << " x " << spec.sim.replicas << " (" << llm_mode_name(spec.mode) << "): ";
   if (spec.mode == LlmMode::kMaxRate || spec.mode == LlmMode::kMlperfServer) {
     o << (res.feasible ? "highest rate " + num(res.rate_per_s) + " requests/s" : std::string("no rate meets the limits")) << "; ";
   }

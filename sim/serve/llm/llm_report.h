@@ -10,13 +10,13 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/serve/llm/llm_study.h"
+#include "sim/serve/llm/targets.h"
 
 namespace tessera::serve::llm {
 
 // What the run was given, as the user wrote it, for the files.
 struct LlmInputs {
-  std::string arch, model, weight_dtype = "bf16", kv_dtype = "bf16";
-  int tp = 1, pp = 1;
+  TargetRequest target;            // arch (as given), model, tp, pp, dtypes, page size: what make_serving_target was asked
   std::string target_name;
   int chips_per_replica = 1;
   std::string trace;               // "" when the requests are generated

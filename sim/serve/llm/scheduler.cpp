@@ -181,6 +181,7 @@ void Replica::iterate(double start) {
   mix_.prefill.clear();
   mix_.decode_sequences = 0;
   mix_.decode_kv_tokens = 0;
+  mix_.decode_kv_lengths.clear();
 
   // 1. A decode token for every running sequence whose prompt is in the cache.
   for (size_t i = 0; i < running_.size(); ++i) {
@@ -204,6 +205,7 @@ void Replica::iterate(double start) {
     s.blocks += need;
     decodes_.push_back(id);
     mix_.decode_kv_tokens += s.kv + 1;  // the new token attends over itself and the cache
+    mix_.decode_kv_lengths.push_back(s.kv + 1);
     --budget;
     ++in_batch;
   }
@@ -234,6 +236,7 @@ void Replica::iterate(double start) {
       s.swapped = false;
       decodes_.push_back(id);
       mix_.decode_kv_tokens += s.kv + 1;
+      mix_.decode_kv_lengths.push_back(s.kv + 1);
       --budget;
     } else {
       const int64_t target = s.prompt + s.generated;  // a recomputed sequence prefills its output too

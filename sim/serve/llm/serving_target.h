@@ -24,6 +24,9 @@ struct IterationMix {
   std::vector<PrefillChunk> prefill;
   int64_t decode_sequences = 0;  // sequences generating one token each
   int64_t decode_kv_tokens = 0;  // KV-cache tokens those sequences attend over, summed
+  // Each decode sequence's KV tokens (its cache and the new token), in the order of the batch;
+  // empty: every sequence at the mean (decode_kv_tokens / decode_sequences).
+  std::vector<int64_t> decode_kv_lengths;
 };
 
 struct IterationCost {

@@ -31,11 +31,19 @@ std::vector<IterationMix> micro_batches(const IterationMix& mix, int pp) {
   const int64_t m = std::max<int64_t>(1, std::min<int64_t>(pp, sequences));
   std::vector<IterationMix> out(static_cast<size_t>(m));
   for (size_t k = 0; k < mix.prefill.size(); ++k) out[k % m].prefill.push_back(mix.prefill[k]);
+  const bool lengths = static_cast<int64_t>(mix.decode_kv_lengths.size()) == mix.decode_sequences;
+  size_t next = 0;
   for (int64_t k = 0; k < m; ++k) {
     const int64_t n = mix.decode_sequences / m + (k < mix.decode_sequences % m ? 1 : 0);
     out[k].decode_sequences = n;
-    // KV tokens shared in proportion (the mean KV length is the mix's).
-    out[k].decode_kv_tokens = mix.decode_sequences ? mix.decode_kv_tokens * n / mix.decode_sequences : 0;
+    if (lengths) {  // each micro-batch its own sequences, in the batch's order
+      for (int64_t q = 0; q < n; ++q) {
+        out[k].decode_kv_lengths.push_back(mix.decode_kv_lengths[next]);
+        out[k].decode_kv_tokens += mix.decode_kv_lengths[next++];
+      }
+    } else {  // KV tokens shared in proportion (the mean KV length is the mix's)
+      out[k].decode_kv_tokens = mix.decode_sequences ? mix.decode_kv_tokens * n / mix.decode_sequences : 0;
+    }
   }
   return out;
 }
@@ -87,6 +95,7 @@ class ChipTarget final : public ServingTarget {
     c.grid = grid ? *grid
                   : CostGrid::standard(kActivationReserveTokens, kMaxDecodeBatch, model_.context,
                                        std::max(arch_.array.rows, arch_.array.cols), place_.shard.heads / place_.shard.kv_heads);
+    if (!grid) c.grid.kv_capacity_tokens = place_.kv_capacity_tokens();  // no decode batch holds more
     c.cache_dir = r.cache_dir;
     c.runner_exe = runner;
     c.jobs = 2;
@@ -107,8 +116,12 @@ class ChipTarget final : public ServingTarget {
       const int64_t tokens = mix_tokens(mb);
       if (tokens == 0) continue;
       CostPoint layer = table_.dense(tokens);
-      const int64_t mean_kv = mb.decode_sequences ? (mb.decode_kv_tokens + mb.decode_sequences - 1) / mb.decode_sequences : 0;
-      add(layer, table_.decode_attention(mb.decode_sequences, mean_kv));
+      if (static_cast<int64_t>(mb.decode_kv_lengths.size()) == mb.decode_sequences) {
+        add(layer, table_.decode_attention(mb.decode_kv_lengths));  // each sequence at its own KV length
+      } else {
+        const int64_t mean_kv = mb.decode_sequences ? (mb.decode_kv_tokens + mb.decode_sequences - 1) / mb.decode_sequences : 0;
+        add(layer, table_.decode_attention(mb.decode_sequences, mean_kv));
+      }
       for (const auto& c : mb.prefill) add(layer, table_.prefill_attention(c.tokens, c.context_tokens));
       // Tensor parallelism: the attention output and the FFN output are all-reduced (one for
       // GPT-J's parallel block), activations in bf16.

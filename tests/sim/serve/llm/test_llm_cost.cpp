@@ -95,3 +95,54 @@ TEST(LlmCostTable, WeightDtypesRunOnTheChipsModes) {
     }
   }
 }
+
+// A decode batch at its sequences' own KV lengths (issue 31 review): the batch's cost at the
+// mean length, shared out by what each sequence alone costs. A hand-made table, 4-token
+// tiles; one sequence: 1.0 s at a tile begun, 1.3 s full, +1 s a tile; two: 1.5 / 2.1, +2 s a
+// tile; energy 10 J a second.
+TEST(LlmCostTable, DecodeAttentionPerSequence) {
+  LayerCostTable t;
+  t.kv_tile = 4;
+  auto pts = [](std::vector<double> s) {
+    std::vector<CostPoint> v;
+    for (double x : s) v.push_back({x, 10 * x});
+    return v;
+  };
+  t.decode_rows = {{1, {1, 2, 3}, pts({1.0, 2.0, 3.0}), pts({1.3, 2.3, 3.3})},
+                   {2, {1, 2, 3}, pts({1.5, 3.5, 5.5}), pts({2.1, 4.1, 6.1})}};
+  t.fill_single_decode();
+  // {4, 5}: mean ceil(9 / 2) = 5, the 2-row at 5 tokens (tile 2 begun) 3.5 s. Alone: 4 tokens
+  // fill tile 1 (1.3 s), 5 begin tile 2 (2.0 s); at the mean 2.0 s. 3.5 x 3.3 / (2 x 2.0).
+  const CostPoint mixed = t.decode_attention(std::vector<int64_t>{4, 5});
+  EXPECT_NEAR(mixed.seconds, 3.5 * 3.3 / 4.0, 1e-12);
+  EXPECT_NEAR(mixed.energy_j, 35 * 33 / 40.0, 1e-9);
+  EXPECT_NEAR(t.decode_attention(2, 5).seconds, 3.5, 1e-12);  // the mean alone: the straddled tile not seen
+  // One length: the batch at it. {7, 7}: tile 2 two thirds full, 3.5 + 2/3 x 0.6 = 3.9 s.
+  EXPECT_NEAR(t.decode_attention(std::vector<int64_t>{7, 7}).seconds, 3.9, 1e-12);
+  EXPECT_NEAR(t.decode_attention(std::vector<int64_t>{6}).seconds, 2.0 + 0.1, 1e-12);
+  EXPECT_EQ(t.decode_attention(std::vector<int64_t>{}).seconds, 0.0);
+}
+
+// The KV capacity cuts the grid to the mixes an iteration can be (CostGrid::kv_capacity_tokens).
+// 4-token tiles {1, 2, 3, 4, 6, 8}, capacity 20 tokens. Decode: two sequences (more than the
+// first row's one) hold at most 20 tokens each on average: tiles to 4 (13-16 tokens) and the
+// bracket 6 (first token 21); four (more than two): at most 10 each: tiles 1-3 and the bracket
+// 4 (first token 13). Prefill, 4-row query blocks, 2 rows a token: 4 blocks (more than 2) hold
+// more than 2 x 4 / 2 = 4 tokens, so their KV is at least 5 tokens: tile 2 on.
+TEST(LlmCostTable, CapacityCutsTheGridToReachableMixes) {
+  CostGrid g;
+  g.kv_tile = 4;
+  g.q_block_rows = 4;
+  g.kv_tiles = {1, 2, 3, 4, 6, 8};
+  g.decode_batch = {1, 2, 4};
+  g.prefill_blocks = {1, 2, 4};
+  using V = std::vector<int64_t>;
+  EXPECT_EQ(g.decode_row_tiles(2), g.kv_tiles);  // no capacity given: the whole grid
+  g.kv_capacity_tokens = 20;
+  EXPECT_EQ(g.decode_row_tiles(0), g.kv_tiles);
+  EXPECT_EQ(g.decode_row_tiles(1), (V{1, 2, 3, 4, 6}));
+  EXPECT_EQ(g.decode_row_tiles(2), (V{1, 2, 3, 4}));
+  EXPECT_EQ(g.prefill_row_tiles(0, 2), g.kv_tiles);
+  EXPECT_EQ(g.prefill_row_tiles(1, 2), g.kv_tiles);  // 2 blocks: more than 2 tokens, tile 1
+  EXPECT_EQ(g.prefill_row_tiles(2, 2), (V{2, 3, 4, 6, 8}));
+}

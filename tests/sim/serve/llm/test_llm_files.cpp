@@ -36,7 +36,7 @@ std::vector<std::string> files_of(const LlmStudySpec& spec) {
   const LlmStudyResult r = run_llm_study(spec, t);
   LlmInputs in;
   in.target_name = t.name();
-  in.model = "tiny";
+  in.target.model = "tiny";
   in.prompt_tokens = "lognormal:40:30:80";
   in.output_tokens = "uniform:1:15";
   in.seed = spec.requests.seed;

@@ -2,6 +2,7 @@
 // tiny model, the tensor-parallel split, bad input (exit-2 errors), the GPU baseline target
 // and a simulated chip target end to end on the tiny model.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -58,7 +59,7 @@ TEST(LlmModelSpec, ParameterCountsMatchThePublishedOnes) {
 }
 
 TEST(LlmModelSpec, BadConfigsAreLocated) {
-  const fs::path dir = fs::temp_directory_path() / "tessera-llm-spec-test";
+  const fs::path dir = fs::temp_directory_path() / ("tessera-llm-spec-test-" + std::to_string(::getpid()));  // per process: worktrees share /tmp
   fs::create_directories(dir);
   auto write = [&](const std::string& text) {
     std::ofstream(dir / "m.yaml") << text;
@@ -186,7 +187,7 @@ TEST(LlmGpuTarget, PipelineStagesFollowTheGpipeSchedule) {
 // End to end on the simulated tiny chip: the table builds (memoized: a second target on the
 // same cache simulates nothing) and a 2-chip TP target pays its all-reduces.
 TEST(LlmChipTarget, TinyModelOnTinyChip) {
-  const fs::path cache = fs::temp_directory_path() / "tessera-llm-target-test";
+  const fs::path cache = fs::temp_directory_path() / ("tessera-llm-target-test-" + std::to_string(::getpid()));  // per process: worktrees share /tmp
   fs::remove_all(cache);
   TargetRequest r;
   r.arch = (kHere / "tiny-chip.yaml").string();

@@ -54,6 +54,8 @@ TEST(LlmScheduler, ThreeRequestsTokenByToken) {
   EXPECT_EQ(t.mixes[1].prefill[0].tokens, 2);
   EXPECT_EQ(t.mixes[1].prefill[0].context_tokens, 0);
   EXPECT_EQ(t.mixes[2].decode_kv_tokens, 6 + 3);  // A: 4 + 1 + 1, B: 2 + 1
+  EXPECT_EQ(t.mixes[2].decode_kv_lengths, (std::vector<int64_t>{6, 3}));  // each its own, in admission order
+  EXPECT_EQ(t.mixes[1].decode_kv_lengths, (std::vector<int64_t>{5}));
   // Span 52 ms; 6 output tokens; energy 100 W x 52 ms busy, no idle time.
   EXPECT_NEAR(r.span_s, 0.052, 1e-12);
   EXPECT_EQ(r.output_tokens, 6u);
