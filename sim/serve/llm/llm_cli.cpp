@@ -179,23 +179,10 @@ std::string model_stem(const std::string& model) { return fs::path(model).stem()
 
 }  // namespace
 
-int run_serve_llm_command(const ServeLlmOptions& o) {
-  const auto started = std::chrono::steady_clock::now();
-  // ---- Everything the command line says, checked before anything runs or is written.
-  LlmStudySpec spec;
-  LlmInputs in;
-  TargetRequest& treq = in.target;
-  treq.arch = o.arch;
-  treq.model = o.model;
-  treq.tp = o.tp;
-  treq.pp = o.pp;
-  treq.weight_dtype = o.weight_dtype;
-  treq.kv_dtype = o.kv_dtype;
-  treq.block_tokens = o.block_tokens;
-  in.seed = static_cast<uint64_t>(o.seed);
-  in.usd_per_chip_hour = o.usd_per_chip_hour;
-  in.usd_per_kwh = o.usd_per_kwh;
+namespace {
 
+// The scheduler, replicas, SLOs and search bounds the options set.
+void set_scheduler(const ServeLlmOptions& o, LlmStudySpec& spec) {
   auto& sc = spec.sim.scheduler;
   sc.max_batch_tokens = o.max_batch_tokens;
   sc.max_batch = o.max_batch;
@@ -212,8 +199,11 @@ int run_serve_llm_command(const ServeLlmOptions& o) {
   spec.max_requests = static_cast<uint64_t>(o.max_requests);
   spec.curve_points = o.curve;
   if (sc.max_batch > sc.max_running) sc.max_batch = sc.max_running;  // an iteration holds only running sequences
+}
 
-  // Requests.
+// The request stream: arrivals (a process or a trace) and lengths (distributions or the trace's).
+// Returns the arrival kind as named on the command line.
+std::string set_requests(const ServeLlmOptions& o, LlmStudySpec& spec, LlmInputs& in) {
   RequestSpec& rq = spec.requests;
   rq.requests = static_cast<uint64_t>(o.requests);
   rq.seed = static_cast<uint64_t>(o.seed);
@@ -246,8 +236,11 @@ int run_serve_llm_command(const ServeLlmOptions& o) {
     rq.output = parse_length_dist(in.output_tokens, "--output-tokens");
   }
   rq.arrivals.rate_per_s = o.rate;
+  return arrivals;
+}
 
-  // What to compute.
+// What to compute: latencies at a rate, the highest rate meeting SLOs, or an MLPerf scenario.
+void set_question(const ServeLlmOptions& o, const std::string& arrivals, LlmStudySpec& spec) {
   const bool slos = o.slo_ttft_ms > 0 || o.slo_tpot_ms > 0;
   if (o.mlperf_interactive && o.mlperf != "server") throw InputError("--mlperf-interactive: give --mlperf server");
   if (o.mlperf == "server") {
@@ -262,7 +255,7 @@ int run_serve_llm_command(const ServeLlmOptions& o) {
   } else if (o.mlperf == "offline") {
     spec.mode = LlmMode::kMlperfOffline;
     if (o.rate > 0 || !o.arrivals.empty()) throw InputError("--rate/--arrivals: --mlperf offline sends every request at t = 0");
-    if (!o.requests_given) rq.requests = mlperf::kOfflineMinSamples;  // "At least 24,576" samples (mlperf.h)
+    if (!o.requests_given) spec.requests.requests = mlperf::kOfflineMinSamples;  // "At least 24,576" samples (mlperf.h)
   } else if (o.rate > 0 || (!o.trace.empty() && !slos)) {
     spec.mode = LlmMode::kAtRate;
     if (o.rate <= 0 && arrivals != "trace") {
@@ -274,7 +267,71 @@ int run_serve_llm_command(const ServeLlmOptions& o) {
     throw InputError("nothing to compute: give --rate (the latencies at a load), --slo-ttft-ms/--slo-tpot-ms (the highest "
                      "rate meeting them), --trace (a recorded stream at its own rate) or --mlperf server|offline");
   }
+}
 
+// The same study on each --baseline, its target named as the user wrote it.
+std::vector<ComparedTarget> run_baselines(const std::vector<BaselineSpec>& baselines, const LlmInputs& in,
+                                          const LlmStudySpec& spec) {
+  std::vector<ComparedTarget> compared;
+  for (const BaselineSpec& b : baselines) {
+    TargetRequest breq = in.target;
+    breq.arch = b.arch;
+    breq.tp = b.tp;
+    const std::unique_ptr<ServingTarget> bt = make_serving_target(breq);
+    ComparedTarget c;
+    c.in = in;
+    c.in.target = breq;
+    c.in.target.arch = b.as_given;
+    c.in.target_name = bt->name();
+    c.in.chips_per_replica = bt->chips();
+    c.in.usd_per_chip_hour = b.usd_per_chip_hour;
+    c.result = run_llm_study(spec, *bt);
+    compared.push_back(std::move(c));
+  }
+  return compared;
+}
+
+// report.json, requests.csv, timeline.csv, curve.csv and summary.md: checked, then written all or none.
+void write_llm_files(const fs::path& out, const LlmInputs& in, const LlmStudySpec& spec, const LlmStudyResult& result,
+                     const std::vector<ComparedTarget>& compared) {
+  const auto json = llm_report_json(in, spec, result, compared);
+  require_finite("serve-llm: report.json", first_non_finite(json));
+  std::vector<OutputFile> files;
+  files.push_back({out / "report.json", json.dump(2) + "\n", false, "--out (report.json)"});
+  files.push_back({out / "requests.csv", llm_requests_csv(result), false, "--out (requests.csv)"});
+  files.push_back({out / "timeline.csv", llm_timeline_csv(result), false, "--out (timeline.csv)"});
+  if (!result.curve.empty()) {
+    files.push_back({out / "curve.csv", llm_curve_csv(in, spec, result, compared), false, "--out (curve.csv)"});
+  }
+  files.push_back({out / "summary.md", llm_summary_md(in, spec, result, compared), false, "--out (summary.md)"});
+  for (const OutputFile& f : files) {
+    if (f.path.extension() == ".csv") require_finite("serve-llm: " + f.path.filename().string(), first_non_finite_csv(f.contents));
+  }
+  prepare_output_directory(out, "--out");
+  write_files_atomically(files);
+}
+
+}  // namespace
+
+int run_serve_llm_command(const ServeLlmOptions& o) {
+  const auto started = std::chrono::steady_clock::now();
+  // ---- Everything the command line says, checked before anything runs or is written.
+  LlmStudySpec spec;
+  LlmInputs in;
+  TargetRequest& treq = in.target;
+  treq.arch = o.arch;
+  treq.model = o.model;
+  treq.tp = o.tp;
+  treq.pp = o.pp;
+  treq.weight_dtype = o.weight_dtype;
+  treq.kv_dtype = o.kv_dtype;
+  treq.block_tokens = o.block_tokens;
+  in.seed = static_cast<uint64_t>(o.seed);
+  in.usd_per_chip_hour = o.usd_per_chip_hour;
+  in.usd_per_kwh = o.usd_per_kwh;
+  set_scheduler(o, spec);
+  const std::string arrivals = set_requests(o, spec, in);
+  set_question(o, arrivals, spec);
   const std::vector<BaselineSpec> baselines = parse_baselines(o.baselines, o.tp);
 
   const fs::path out = o.out;
@@ -300,42 +357,11 @@ int run_serve_llm_command(const ServeLlmOptions& o) {
                        " needs more memory than this process may use; use fewer requests");
     }
   }();
-  // The same study on each --baseline.
-  std::vector<ComparedTarget> compared;
-  for (const BaselineSpec& b : baselines) {
-    TargetRequest breq = treq;
-    breq.arch = b.arch;
-    breq.tp = b.tp;
-    const std::unique_ptr<ServingTarget> bt = make_serving_target(breq);
-    ComparedTarget c;
-    c.in = in;
-    c.in.target = breq;
-    c.in.target.arch = b.as_given;  // the report names it as the user wrote it
-    c.in.target_name = bt->name();
-    c.in.chips_per_replica = bt->chips();
-    c.in.usd_per_chip_hour = b.usd_per_chip_hour;
-    c.result = run_llm_study(spec, *bt);
-    compared.push_back(std::move(c));
-  }
+  const std::vector<ComparedTarget> compared = run_baselines(baselines, in, spec);
   const double sim_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - sim_started).count();
   uint64_t simulated = result.simulated_requests;
   for (const auto& c : compared) simulated += c.result.simulated_requests;
-
-  const auto json = llm_report_json(in, spec, result, compared);
-  require_finite("serve-llm: report.json", first_non_finite(json));
-  std::vector<OutputFile> files;
-  files.push_back({out / "report.json", json.dump(2) + "\n", false, "--out (report.json)"});
-  files.push_back({out / "requests.csv", llm_requests_csv(result), false, "--out (requests.csv)"});
-  files.push_back({out / "timeline.csv", llm_timeline_csv(result), false, "--out (timeline.csv)"});
-  if (!result.curve.empty()) {
-    files.push_back({out / "curve.csv", llm_curve_csv(in, spec, result, compared), false, "--out (curve.csv)"});
-  }
-  files.push_back({out / "summary.md", llm_summary_md(in, spec, result, compared), false, "--out (summary.md)"});
-  for (const OutputFile& f : files) {
-    if (f.path.extension() == ".csv") require_finite("serve-llm: " + f.path.filename().string(), first_non_finite_csv(f.contents));
-  }
-  prepare_output_directory(out, "--out");
-  write_files_atomically(files);
+  write_llm_files(out, in, spec, result, compared);
 
   if (!o.quiet) {
     std::cout << llm_console(in, spec, result);

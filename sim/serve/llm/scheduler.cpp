@@ -81,6 +81,15 @@ class Replica {
   int64_t blocks_for(int64_t tokens) const { return (tokens + bt_ - 1) / bt_; }
   void preempt(int64_t id, double& swap_s);
   void iterate(double start);
+  // The steps of one iteration: the batch (decodes, prefill chunks, admissions) within the
+  // token budget, then its tokens and the sequences it finished, then the statistics.
+  void add_decodes(int64_t& budget, int64_t& in_batch, double& swap_s);
+  void add_prefill_chunks(int64_t& budget, int64_t& in_batch);
+  void admit(int64_t& budget, int64_t& in_batch, double& swap_s);
+  int64_t advance(double end);  // returns the prefill tokens run
+  void retire_finished();
+  void record(double start, double seconds, double swap_s, const IterationCost& cost, int64_t prefill_tokens,
+              int64_t running_in_batch);
 
   Simulation& sim_;
   int64_t index_;
@@ -170,9 +179,7 @@ void Replica::preempt(int64_t id, double& swap_s) {
 }
 
 void Replica::iterate(double start) {
-  const SchedulerConfig& cfg = sim_.c_.scheduler;
-  auto& seqs = sim_.seqs_;
-  int64_t budget = cfg.max_batch_tokens;
+  int64_t budget = sim_.c_.scheduler.max_batch_tokens;
   int64_t in_batch = 0;
   double swap_s = 0;
   preempted_now_ = 0;
@@ -182,8 +189,29 @@ void Replica::iterate(double start) {
   mix_.decode_sequences = 0;
   mix_.decode_kv_tokens = 0;
   mix_.decode_kv_lengths.clear();
+  add_decodes(budget, in_batch, swap_s);
+  add_prefill_chunks(budget, in_batch);
+  admit(budget, in_batch, swap_s);
+  mix_.decode_sequences = static_cast<int64_t>(decodes_.size());
+  if (decodes_.empty() && chunks_.empty()) {
+    throw std::logic_error("serve-llm: an iteration with nothing to run (a request that cannot fit passed the checks)");
+  }
 
-  // 1. A decode token for every running sequence whose prompt is in the cache.
+  const IterationCost cost = sim_.target_.iteration(mix_);
+  const double seconds = cost.seconds + swap_s;
+  const double end = start + seconds;
+  const int64_t prefill_tokens = advance(end);
+  const int64_t running_in_batch = static_cast<int64_t>(running_.size());
+  retire_finished();
+  record(start, seconds, swap_s, cost, prefill_tokens, running_in_batch);
+  clock_ = end;
+}
+
+// 1. A decode token for every running sequence whose prompt is in the cache; a sequence
+// that needs a page the cache lacks preempts the latest admitted until it fits.
+void Replica::add_decodes(int64_t& budget, int64_t& in_batch, double& swap_s) {
+  const SchedulerConfig& cfg = sim_.c_.scheduler;
+  auto& seqs = sim_.seqs_;
   for (size_t i = 0; i < running_.size(); ++i) {
     const int64_t id = running_[i];
     Seq& s = seqs[static_cast<size_t>(id)];
@@ -209,9 +237,13 @@ void Replica::iterate(double start) {
     --budget;
     ++in_batch;
   }
-  // 2. The next chunk of every prompt being prefilled (its pages were taken at admission).
+}
+
+// 2. The next chunk of every prompt being prefilled (its pages were taken at admission).
+void Replica::add_prefill_chunks(int64_t& budget, int64_t& in_batch) {
+  const SchedulerConfig& cfg = sim_.c_.scheduler;
   for (const int64_t id : running_) {
-    Seq& s = seqs[static_cast<size_t>(id)];
+    Seq& s = sim_.seqs_[static_cast<size_t>(id)];
     if (!s.prefilling) continue;
     if (budget == 0 || in_batch == cfg.max_batch) break;
     const int64_t chunk = std::min(s.prefill_target - s.kv, budget);
@@ -220,9 +252,14 @@ void Replica::iterate(double start) {
     budget -= chunk;
     ++in_batch;
   }
-  // 3. Admission, first come first served; the head of the queue blocks the rest. None in an
-  // iteration that preempted: the cache is full (vLLM swaps nothing in then), and the sequence
-  // just preempted would come straight back.
+}
+
+// 3. Admission, first come first served; the head of the queue blocks the rest. None in an
+// iteration that preempted: the cache is full (vLLM swaps nothing in then), and the sequence
+// just preempted would come straight back.
+void Replica::admit(int64_t& budget, int64_t& in_batch, double& swap_s) {
+  const SchedulerConfig& cfg = sim_.c_.scheduler;
+  auto& seqs = sim_.seqs_;
   while (preempted_now_ == 0 && !waiting_.empty() && static_cast<int64_t>(running_.size()) < cfg.max_running && in_batch < cfg.max_batch &&
          budget > 0) {
     const int64_t id = waiting_.front();
@@ -257,14 +294,12 @@ void Replica::iterate(double start) {
     waiting_.pop_front();
     running_.push_back(id);
   }
-  mix_.decode_sequences = static_cast<int64_t>(decodes_.size());
-  if (decodes_.empty() && chunks_.empty()) {
-    throw std::logic_error("serve-llm: an iteration with nothing to run (a request that cannot fit passed the checks)");
-  }
+}
 
-  const IterationCost cost = sim_.target_.iteration(mix_);
-  const double seconds = cost.seconds + swap_s;
-  const double end = start + seconds;
+// The batch's tokens at the iteration's end: a decode emits one; a prefill that completes
+// its prompt emits the first output token.
+int64_t Replica::advance(double end) {
+  auto& seqs = sim_.seqs_;
   for (const int64_t id : decodes_) {
     Seq& s = seqs[static_cast<size_t>(id)];
     ++s.kv;
@@ -280,12 +315,15 @@ void Replica::iterate(double start) {
       sim_.emit(id, end);
     }
   }
-  // Finished sequences leave and free their pages.
-  const int64_t running_in_batch = static_cast<int64_t>(running_.size());
+  return prefill_tokens;
+}
+
+// Finished sequences leave and free their pages.
+void Replica::retire_finished() {
   finished_last_ = 0;
   size_t kept = 0;
   for (const int64_t id : running_) {
-    Seq& s = seqs[static_cast<size_t>(id)];
+    Seq& s = sim_.seqs_[static_cast<size_t>(id)];
     if (s.done) {
       free_blocks_ += s.blocks;
       s.blocks = 0;
@@ -296,7 +334,11 @@ void Replica::iterate(double start) {
     }
   }
   running_.resize(kept);
+}
 
+// Busy time, energy, KV occupancy and preemptions; the timeline row if one is kept.
+void Replica::record(double start, double seconds, double swap_s, const IterationCost& cost, int64_t prefill_tokens,
+                     int64_t running_in_batch) {
   const int64_t used_tokens = (total_blocks_ - free_blocks_) * bt_;
   sim_.busy_s_ += seconds;
   sim_.model_s_ += cost.seconds;
@@ -307,23 +349,21 @@ void Replica::iterate(double start) {
   sim_.out_.kv_occupancy_max = std::max(sim_.out_.kv_occupancy_max, occupancy);
   sim_.out_.preemptions += preempted_now_;
   ++sim_.out_.iterations;
-  if (sim_.c_.keep_timeline) {
-    IterationRecord r;
-    r.replica = index_;
-    r.start_s = start;
-    r.seconds = seconds;
-    r.prefill_tokens = prefill_tokens;
-    r.prefill_sequences = static_cast<int64_t>(chunks_.size());
-    r.decode_sequences = static_cast<int64_t>(decodes_.size());
-    r.running = running_in_batch;
-    r.waiting = static_cast<int64_t>(waiting_.size());
-    r.kv_used_tokens = used_tokens;
-    r.preempted = static_cast<int64_t>(preempted_now_);
-    r.swap_s = swap_s;
-    r.energy_j = cost.energy_j;
-    sim_.timelines_[static_cast<size_t>(index_)].push_back(r);
-  }
-  clock_ = end;
+  if (!sim_.c_.keep_timeline) return;
+  IterationRecord r;
+  r.replica = index_;
+  r.start_s = start;
+  r.seconds = seconds;
+  r.prefill_tokens = prefill_tokens;
+  r.prefill_sequences = static_cast<int64_t>(chunks_.size());
+  r.decode_sequences = static_cast<int64_t>(decodes_.size());
+  r.running = running_in_batch;
+  r.waiting = static_cast<int64_t>(waiting_.size());
+  r.kv_used_tokens = used_tokens;
+  r.preempted = static_cast<int64_t>(preempted_now_);
+  r.swap_s = swap_s;
+  r.energy_j = cost.energy_j;
+  sim_.timelines_[static_cast<size_t>(index_)].push_back(r);
 }
 
 void Replica::run_until(double t) {
