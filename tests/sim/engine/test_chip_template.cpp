@@ -73,9 +73,9 @@ TEST(ChipTemplate, LaunchOverheadDelaysTheWholeProgram) {
   arch.controller.launch_overhead_ns = 100;
   const auto s = run(arch, kSingleTile);
   EXPECT_EQ(s.total_cycles, 121);
-  EXPECT_EQ(s.host_io.non_matrix, 100);
-  EXPECT_EQ(s.cycles.non_matrix, 103);  // the launch + the 3-cycle activation
-  EXPECT_EQ(s.cycles.pcie, 6);
+  EXPECT_EQ(s.host_io["non_matrix"], 100);
+  EXPECT_EQ(s.cycles["non_matrix"], 103);  // the launch + the 3-cycle activation
+  EXPECT_EQ(s.cycles["pcie"], 6);
   expect_breakdown_sums(s);
 }
 
@@ -92,7 +92,7 @@ TEST(ChipTemplate, DeviceResidentInputAndOutputUseDeviceMemoryNotPcie) {
   EXPECT_EQ(s.pcie_bytes_to_host, 0u);
   EXPECT_EQ(s.weight_memory_bytes, 16u + 12u);       // weights and the input, read
   EXPECT_EQ(s.device_memory_bytes_written, 12u);     // the output
-  EXPECT_EQ(s.cycles.pcie, 0);
+  EXPECT_EQ(s.cycles["pcie"], 0);
   expect_breakdown_sums(s);
 }
 
