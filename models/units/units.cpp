@@ -245,7 +245,7 @@ void MatrixUnit::run() {
     log_.add(s.stream_start, active_end, kActive, in.layer, idx);
     {
       const int64_t active = std::max<int64_t>(0, active_end - s.stream_start);
-      const int64_t used = std::min<int64_t>(tile_pes(in.tile, arr.dataflow), dims.rows * dims.cols);
+      const int64_t used = std::min<int64_t>(dataflow_.occupancy(in.tile).pes, dims.rows * dims.cols);
       useful_pe_cycles_ += used * active;
       unused_pe_cycles_ += (dims.rows * dims.cols - used) * active;
     }
