@@ -18,12 +18,6 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 int queue_depth(const UnitContext& ctx) { return static_cast<int>(ctx.controller.queue_depth); }
 
-struct RegionPairHash {
-  size_t operator()(const std::pair<const isa::SharedRegionList*, const isa::SharedRegionList*>& p) const {
-    return std::hash<const void*>()(p.first) * 31 + std::hash<const void*>()(p.second);
-  }
-};
-
 int64_t busy(const IntervalLog& log) { return log.busy(); }
 
 // One "<kind>_cycles" counter per declared kind of `log`.
@@ -349,222 +343,135 @@ Controller::Controller(sc_core::sc_module_name name, UnitContext& ctx, std::vect
 }
 
 void Controller::run() {
-  // The program is read in order through its cursor (the compact program is never
-  // expanded: issue 19); the instructions in flight are kept here, decoded, for the
-  // hazard checks.
-  struct Flight {
-    int32_t index = -1;
-    int unit = 0;
-    Instruction in;
-  };
-  std::vector<Flight> in_flight;
-  // Which spaces a and b conflict in: bit 1 the unified buffer, bit 2 the accumulators.
-  // Own regions are tested in plain loops. A shared tail (the hazard regions of dead
-  // tensors, hundreds for row-tiled layers with spills) is carried by many consecutive
-  // tiles: a long one is copied once, sorted by (space, buffer), and an own region looked up
-  // in it, since only regions of the same buffer can overlap; the result of two tails
-  // meeting is kept, keyed by the pair.
-  auto space_bit = [](const isa::Region& x) { return x.space == isa::Space::kAccumulators ? 2 : 1; };
-  auto segment_spaces = [&](std::span<const isa::Region> xs, std::span<const isa::Region> ys) {
-    int spaces = 0;
-    for (const isa::Region& x : xs) {
-      for (const isa::Region& y : ys) {
-        if (x.overlaps(y)) spaces |= space_bit(x);
-      }
-    }
-    return spaces;
-  };
-  auto by_buffer = [](const isa::Region& a, const isa::Region& b) {
-    return std::make_pair(a.space, a.buffer) < std::make_pair(b.space, b.buffer);
-  };
-  std::unordered_map<const isa::SharedRegionList*, std::vector<isa::Region>> sorted_tails;  // emptied between instructions when large
-  auto sorted = [&](const isa::SharedRegionList* tail) -> const std::vector<isa::Region>& {
-    auto it = sorted_tails.find(tail);
-    if (it == sorted_tails.end()) {
-      std::vector<isa::Region> copy;
-      copy.reserve(tail->size());
-      for (size_t i = 0; i < tail->size(); ++i) copy.push_back((*tail)[i]);
-      std::stable_sort(copy.begin(), copy.end(), by_buffer);
-      it = sorted_tails.emplace(tail, std::move(copy)).first;
-    }
-    return it->second;
-  };
-  auto own_tail_spaces = [&](std::span<const isa::Region> own, const isa::SharedRegionList* tail) {
-    if (own.empty() || tail == nullptr || tail->size() == 0) return 0;
-    int spaces = 0;
-    if (tail->size() <= 16) {
-      for (const isa::Region& x : own) {
-        for (size_t i = 0; i < tail->size(); ++i) {
-          if (x.overlaps((*tail)[i])) spaces |= space_bit(x);
-        }
-      }
-      return spaces;
-    }
-    const std::vector<isa::Region>& t = sorted(tail);
-    for (const isa::Region& x : own) {
-      const auto [lo, hi] = std::equal_range(t.begin(), t.end(), x, by_buffer);
-      spaces |= segment_spaces({&x, 1}, {lo, hi});
-    }
-    return spaces;
-  };
-  // Two tails: merged by (space, buffer), all pairs tested within a buffer.
-  auto tail_tail_spaces = [&](const isa::SharedRegionList* xt, const isa::SharedRegionList* yt) {
-    const std::vector<isa::Region>& xs = sorted(xt);
-    const std::vector<isa::Region>& ys = sorted(yt);
-    int spaces = 0;
-    auto x = xs.begin(), y = ys.begin();
-    while (x != xs.end() && y != ys.end()) {
-      if (by_buffer(*x, *y)) {
-        ++x;
-      } else if (by_buffer(*y, *x)) {
-        ++y;
-      } else {
-        const auto xe = std::upper_bound(x, xs.end(), *x, by_buffer), ye = std::upper_bound(y, ys.end(), *y, by_buffer);
-        spaces |= segment_spaces({x, xe}, {y, ye});
-        x = xe, y = ye;
-      }
-    }
-    return spaces;
-  };
-  std::unordered_map<std::pair<const isa::SharedRegionList*, const isa::SharedRegionList*>, int, RegionPairHash> tail_pairs;
-  auto list_spaces = [&](const isa::RegionList& xs, const isa::RegionList& ys) {
-    const auto xo = xs.own_regions(), yo = ys.own_regions();
-    const isa::SharedRegionList *xt = xs.shared_tail(), *yt = ys.shared_tail();
-    int spaces = segment_spaces(xo, yo) | own_tail_spaces(xo, yt) | own_tail_spaces(yo, xt);
-    if (xt != nullptr && yt != nullptr) {
-      const auto key = std::make_pair(xt, yt);
-      const auto it = tail_pairs.find(key);
-      spaces |= it != tail_pairs.end() ? it->second : tail_pairs.emplace(key, tail_tail_spaces(xt, yt)).first->second;
-    }
-    return spaces;
-  };
-  auto conflicts = [&](const Instruction& a, const Instruction& b) {
-    return list_spaces(a.reads, b.writes) | list_spaces(a.writes, b.reads) | list_spaces(a.writes, b.writes);
-  };
-  const int vector_unit = layout_.vector_queue();
-  std::vector<int32_t> unit_waits;
-  struct Hazard {
-    int32_t index;  // the in-flight instruction
-    int spaces;     // the spaces it conflicts in
-    int unit;
-    Opcode op;
-  };
-  std::vector<Hazard> hazards;
-
   // The program's fixed start-up (kernel launch) before its first instruction issues: the
   // controller's, booked to no layer.
   if (const int64_t launch = ctx_.clock.cycles_for_ns(ctx_.controller.launch_overhead_ns); launch > 0) {
     ctx_.clock.wait_until(launch);
     log_.add(0, launch, kIssue, -1, -1, static_cast<uint8_t>(Opcode::kSync));
   }
+  // The program is read in order through its cursor (the compact program is never
+  // expanded: issue 19); the instructions in flight are kept, decoded, for the hazard checks.
   const isa::InstructionStream& instrs = ctx_.program.instructions;
   for (auto it = instrs.begin(); it != instrs.end(); ++it) {
     const auto idx = static_cast<int32_t>(it.index());
     const Instruction& in = *it;
-    const int64_t issue_start = ctx_.clock.now();
-    busy_since_ = issue_start;
-    if (on_issue_ && idx > 0 && static_cast<uint32_t>(idx) % on_issue_every_ == 0) on_issue_(issue_start);
-    ctx_.clock.wait_until(saturating_add(issue_start, ctx_.controller.issue_cycles));
-    log_.add(issue_start, ctx_.clock.now(), kIssue, in.layer, idx, static_cast<uint8_t>(in.op));
-
+    issue(in, idx);
     if (in.op == Opcode::kHalt || in.op == Opcode::kSync) {
-      // Wait for every in-flight instruction to finish.
-      const int64_t wait_start = ctx_.clock.now();
-      // A barrier orders data: it need not wait for weight tiles fetched ahead into a FIFO,
-      // which only a matmul after it may free (waiting for them could deadlock).
-      const bool barrier = ctx_.barrier != nullptr && in.op == Opcode::kSync;
-      auto prefetch = [&](const Flight& j) {
-        return barrier && j.unit >= layout_.fetcher_queue(0) && j.unit < layout_.fetcher_queue(layout_.matrix_units);
-      };
-      for (;;) {
-        int64_t latest = 0;
-        bool unknown = false;
-        for (const Flight& j : in_flight) {
-          if (prefetch(j)) continue;
-          const int64_t f = ctx_.tracker.finish(j.index);
-          if (f == CompletionTracker::kUnknown) unknown = true;
-          else latest = std::max(latest, f);
-        }
-        if (unknown) {
-          sc_core::wait(ctx_.tracker.changed());
-          continue;
-        }
-        ctx_.clock.wait_until(latest);
-        break;
-      }
-      // On a chip of several cores a sync is also a barrier: every core's share of the work
-      // before it is done when any core goes on.
-      if (barrier) ctx_.barrier->arrive_and_wait();
-      std::erase_if(in_flight, [&](const Flight& j) { return !prefetch(j); });
-      log_.add(wait_start, ctx_.clock.now(), kHazardOnCompute, in.layer, idx, static_cast<uint8_t>(in.op));
-      ctx_.tracker.dispatched(idx, ctx_.clock.now(), in.layer);
-      ctx_.tracker.finish_at(idx, ctx_.clock.now());
+      wait_for_all(in, idx);
       if (in.op == Opcode::kHalt) break;
       continue;
     }
-
-    const int my_unit = layout_.queue_of(in);
-    const int64_t stall_start = ctx_.clock.now();
-    int32_t blocker = -1;
-    Opcode blocker_op = Opcode::kHalt;
-    // The conflicts with in-flight instructions are tested once: while this one waits,
-    // in_flight only loses the instructions that finish.
-    {
-      const int64_t now = ctx_.clock.now();
-      std::erase_if(in_flight, [&](const Flight& j) { return ctx_.tracker.finish(j.index) <= now; });
-      hazards.clear();
-      if (sorted_tails.size() > 64) sorted_tails.clear();  // only the tails of recent tiles recur
-      if (tail_pairs.size() > 4096) tail_pairs.clear();
-      for (const Flight& j : in_flight) {
-        if (j.unit == my_unit) continue;  // a unit runs its own instructions in order
-        const int spaces = conflicts(in, j.in);
-        if (spaces != 0) hazards.push_back(Hazard{j.index, spaces, j.unit, j.in.op});
-      }
-    }
-    for (;;) {
-      const int64_t now = ctx_.clock.now();
-      std::erase_if(in_flight, [&](const Flight& j) { return ctx_.tracker.finish(j.index) <= now; });
-      std::erase_if(hazards, [&](const Hazard& h) { return ctx_.tracker.finish(h.index) <= now; });
-      bool unknown = false;
-      int64_t latest = -1;
-      unit_waits.clear();
-      for (const Hazard& h : hazards) {
-        if (h.spaces == 2 && my_unit == vector_unit && layout_.is_matrix(h.unit)) {
-          unit_waits.push_back(h.index);  // the accumulator half: waited for in the vector unit
-          continue;
-        }
-        if (blocker < 0) blocker = h.index, blocker_op = h.op;
-        const int64_t f = ctx_.tracker.finish(h.index);
-        if (f == CompletionTracker::kUnknown) unknown = true;
-        else latest = std::max(latest, f);
-      }
-      if (unknown) {
-        sc_core::wait(ctx_.tracker.changed());
-      } else if (latest > now) {
-        ctx_.clock.wait_until(latest);
-      } else {
-        break;
-      }
-    }
-    if (blocker >= 0) {
-      const Opcode bop = blocker_op;
-      // Waits for device memory (weights, device DMA) are memory waits, like weight reads.
-      const int32_t kind = (bop == Opcode::kReadHost || bop == Opcode::kWriteHost) ? kHazardOnHost
-                           : (bop == Opcode::kReadWeights || bop == Opcode::kDmaRead || bop == Opcode::kDmaWrite)
-                               ? kHazardOnWeights
-                               : kHazardOnCompute;
-      log_.add(stall_start, ctx_.clock.now(), kind, in.layer, idx, static_cast<uint8_t>(in.op));
-    }
-    ctx_.tracker.wait_in_unit(idx, unit_waits);
-    auto* queue = queues_[static_cast<size_t>(my_unit)];
-    const int64_t queue_start = ctx_.clock.now();
-    queue->write(Dispatch{idx, in});  // a full unit queue blocks the in-order controller
-    log_.add(queue_start, ctx_.clock.now(), kQueueFull, in.layer, idx, static_cast<uint8_t>(in.op));
-    ctx_.tracker.dispatched(idx, ctx_.clock.now(), in.layer);
-    in_flight.push_back(Flight{idx, my_unit, in});
+    const int unit = layout_.queue_of(in);
+    wait_for_hazards(in, idx, unit);
+    dispatch(in, idx, unit);
   }
   end_cycle_ = ctx_.clock.now();
   finished_ = true;
+}
+
+void Controller::issue(const Instruction& in, int32_t idx) {
+  const int64_t issue_start = ctx_.clock.now();
+  busy_since_ = issue_start;
+  if (on_issue_ && idx > 0 && static_cast<uint32_t>(idx) % on_issue_every_ == 0) on_issue_(issue_start);
+  ctx_.clock.wait_until(saturating_add(issue_start, ctx_.controller.issue_cycles));
+  log_.add(issue_start, ctx_.clock.now(), kIssue, in.layer, idx, static_cast<uint8_t>(in.op));
+}
+
+void Controller::wait_for_all(const Instruction& in, int32_t idx) {
+  const int64_t wait_start = ctx_.clock.now();
+  // A barrier orders data: it need not wait for weight tiles fetched ahead into a FIFO,
+  // which only a matmul after it may free (waiting for them could deadlock).
+  const bool barrier = ctx_.barrier != nullptr && in.op == Opcode::kSync;
+  auto prefetch = [&](const Flight& j) {
+    return barrier && j.unit >= layout_.fetcher_queue(0) && j.unit < layout_.fetcher_queue(layout_.matrix_units);
+  };
+  for (;;) {
+    int64_t latest = 0;
+    bool unknown = false;
+    for (const Flight& j : in_flight_) {
+      if (prefetch(j)) continue;
+      const int64_t f = ctx_.tracker.finish(j.index);
+      if (f == CompletionTracker::kUnknown) unknown = true;
+      else latest = std::max(latest, f);
+    }
+    if (unknown) {
+      sc_core::wait(ctx_.tracker.changed());
+      continue;
+    }
+    ctx_.clock.wait_until(latest);
+    break;
+  }
+  // On a chip of several cores a sync is also a barrier: every core's share of the work
+  // before it is done when any core goes on.
+  if (barrier) ctx_.barrier->arrive_and_wait();
+  std::erase_if(in_flight_, [&](const Flight& j) { return !prefetch(j); });
+  log_.add(wait_start, ctx_.clock.now(), kHazardOnCompute, in.layer, idx, static_cast<uint8_t>(in.op));
+  ctx_.tracker.dispatched(idx, ctx_.clock.now(), in.layer);
+  ctx_.tracker.finish_at(idx, ctx_.clock.now());
+}
+
+void Controller::wait_for_hazards(const Instruction& in, int32_t idx, int my_unit) {
+  const int64_t stall_start = ctx_.clock.now();
+  int32_t blocker = -1;
+  Opcode blocker_op = Opcode::kHalt;
+  // The conflicts with in-flight instructions are tested once: while this one waits,
+  // in_flight_ only loses the instructions that finish.
+  {
+    const int64_t now = ctx_.clock.now();
+    std::erase_if(in_flight_, [&](const Flight& j) { return ctx_.tracker.finish(j.index) <= now; });
+    hazards_.clear();
+    conflicts_.trim();
+    for (const Flight& j : in_flight_) {
+      if (j.unit == my_unit) continue;  // a unit runs its own instructions in order
+      const int spaces = conflicts_.spaces(in, j.in);
+      if (spaces != 0) hazards_.push_back(Hazard{j.index, spaces, j.unit, j.in.op});
+    }
+  }
+  const int vector_unit = layout_.vector_queue();
+  for (;;) {
+    const int64_t now = ctx_.clock.now();
+    std::erase_if(in_flight_, [&](const Flight& j) { return ctx_.tracker.finish(j.index) <= now; });
+    std::erase_if(hazards_, [&](const Hazard& h) { return ctx_.tracker.finish(h.index) <= now; });
+    bool unknown = false;
+    int64_t latest = -1;
+    unit_waits_.clear();
+    for (const Hazard& h : hazards_) {
+      if (h.spaces == RegionConflicts::kAccumulators && my_unit == vector_unit && layout_.is_matrix(h.unit)) {
+        unit_waits_.push_back(h.index);  // the accumulator half: waited for in the vector unit
+        continue;
+      }
+      if (blocker < 0) blocker = h.index, blocker_op = h.op;
+      const int64_t f = ctx_.tracker.finish(h.index);
+      if (f == CompletionTracker::kUnknown) unknown = true;
+      else latest = std::max(latest, f);
+    }
+    if (unknown) {
+      sc_core::wait(ctx_.tracker.changed());
+    } else if (latest > now) {
+      ctx_.clock.wait_until(latest);
+    } else {
+      break;
+    }
+  }
+  if (blocker >= 0) {
+    const Opcode bop = blocker_op;
+    // Waits for device memory (weights, device DMA) are memory waits, like weight reads.
+    const int32_t kind = (bop == Opcode::kReadHost || bop == Opcode::kWriteHost) ? kHazardOnHost
+                         : (bop == Opcode::kReadWeights || bop == Opcode::kDmaRead || bop == Opcode::kDmaWrite)
+                             ? kHazardOnWeights
+                             : kHazardOnCompute;
+    log_.add(stall_start, ctx_.clock.now(), kind, in.layer, idx, static_cast<uint8_t>(in.op));
+  }
+  ctx_.tracker.wait_in_unit(idx, unit_waits_);
+}
+
+void Controller::dispatch(const Instruction& in, int32_t idx, int unit) {
+  auto* queue = queues_[static_cast<size_t>(unit)];
+  const int64_t queue_start = ctx_.clock.now();
+  queue->write(Dispatch{idx, in});  // a full unit queue blocks the in-order controller
+  log_.add(queue_start, ctx_.clock.now(), kQueueFull, in.layer, idx, static_cast<uint8_t>(in.op));
+  ctx_.tracker.dispatched(idx, ctx_.clock.now(), in.layer);
+  in_flight_.push_back(Flight{idx, unit, in});
 }
 
 }  // namespace tessera::models

@@ -27,6 +27,7 @@
 #include "models/memory/weight_fifo.h"
 #include "models/units/activity.h"
 #include "models/units/params.h"
+#include "models/units/region_conflicts.h"
 
 namespace tessera::models {
 
@@ -361,7 +362,27 @@ class Controller : public sc_core::sc_module, public StatProvider {
   bool finished() const { return finished_; }
 
  private:
+  // An instruction dispatched and not yet known to have finished, decoded for the hazard checks.
+  struct Flight {
+    int32_t index = -1;
+    int unit = 0;
+    isa::Instruction in;
+  };
+  // An in-flight instruction the one being dispatched conflicts with.
+  struct Hazard {
+    int32_t index;
+    int spaces;  // RegionConflicts bits
+    int unit;
+    isa::Opcode op;
+  };
   void run();
+  // Steps of one instruction, in order: issue; halt or sync: wait for everything in flight
+  // (a sync on a chip of several cores: also for the other cores); any other: wait for its
+  // hazards, then dispatch to its unit's queue.
+  void issue(const isa::Instruction& in, int32_t idx);
+  void wait_for_all(const isa::Instruction& in, int32_t idx);
+  void wait_for_hazards(const isa::Instruction& in, int32_t idx, int unit);
+  void dispatch(const isa::Instruction& in, int32_t idx, int unit);
   UnitContext& ctx_;
   std::vector<sc_core::sc_fifo<Dispatch>*> queues_;
   QueueLayout layout_;
@@ -371,6 +392,10 @@ class Controller : public sc_core::sc_module, public StatProvider {
   uint32_t on_issue_every_ = 1;
   int64_t end_cycle_ = 0;
   bool finished_ = false;
+  std::vector<Flight> in_flight_;
+  RegionConflicts conflicts_;
+  std::vector<Hazard> hazards_;       // of the instruction being dispatched
+  std::vector<int32_t> unit_waits_;   // its accumulator waits, left to the vector unit
 };
 
 }  // namespace tessera::models
