@@ -35,6 +35,7 @@ std::string_view weight_source_name(WeightSource s) {
   switch (s) {
     case WeightSource::kWeightMemory: return "weight_memory";
     case WeightSource::kUnifiedBuffer: return "unified_buffer";
+    case WeightSource::kHost: return "host";
   }
   return "?";
 }
@@ -51,6 +52,8 @@ std::string Instruction::text() const {
     case Opcode::kReadWeights:
       if (weight_source == WeightSource::kUnifiedBuffer) {
         s << " from=ub ub_read=" << ub_read_bytes;
+      } else if (weight_source == WeightSource::kHost) {
+        s << " from=host bytes=" << bytes << " host=0x" << std::hex << weight_address << std::dec;
       } else {
         s << " bytes=" << bytes << " dram=0x" << std::hex << weight_address << std::dec;
       }

@@ -208,7 +208,10 @@ std::string_view activation_fn_name(ActivationFn f);
 // bytes (bytes = 0), names the UB region it loads in `reads` (so the controller waits
 // for the producer), and carries the tile size in ub_read_bytes; the consuming matmul
 // adds those bytes to its own ub_read_bytes, so the UB read port pays for the load.
-enum class WeightSource : uint8_t { kWeightMemory, kUnifiedBuffer };
+// Weights resident in host memory (residency.weights: host) are read by the same weight
+// fetcher over the host link (PCIe) instead: kHost, `bytes` and `weight_address` as for
+// weight memory (the address is then in host memory).
+enum class WeightSource : uint8_t { kWeightMemory, kUnifiedBuffer, kHost };
 std::string_view weight_source_name(WeightSource s);
 
 // Fields ordered so the small ones share words (issue 19: compact records; the enums
@@ -236,7 +239,7 @@ struct Instruction {
 
   uint64_t bytes = 0;       // read_host / write_host / read_weights: bytes moved
   uint64_t ub_address = 0;  // read_host / write_host / activate / vector: destination or source offset (display)
-  uint64_t weight_address = 0;  // read_weights: weight-memory offset; dma_read / dma_write: device-memory offset
+  uint64_t weight_address = 0;  // read_weights: weight-memory (or host-memory) offset; dma_read / dma_write: device-memory offset
 
   // matmul
   array::GemmTile tile{};

@@ -16,7 +16,7 @@ struct WeightTile {
   int32_t instruction = -1;  // the read_weights that fetched it
   uint64_t bytes = 0;
   int64_t ready_cycle = 0;  // last byte in the FIFO
-  bool from_weight_memory = false;  // fetched from weight memory (not loaded from the unified buffer)
+  bool from_weight_memory = false;  // fetched from weight (or host) memory, not loaded from the unified buffer
 };
 
 class WeightFifo {

@@ -20,7 +20,8 @@ InstructionActivity activity_of(const isa::Instruction& in, const ArrayConfig& a
       a.ub_read_bytes = in.bytes;
       break;
     case Opcode::kReadWeights:  // weight memory -> weight FIFO (a UB-sourced tile moves no weight-memory bytes: bytes = 0)
-      a.dram_bytes = in.bytes;
+      // Host-resident weights cross the host link instead of leaving weight memory.
+      (in.weight_source == isa::WeightSource::kHost ? a.pcie_bytes_to_device : a.dram_bytes) = in.bytes;
       a.weight_fifo_bytes = in.bytes;
       break;
     case Opcode::kMatmul: {

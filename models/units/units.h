@@ -233,7 +233,7 @@ class WeightFetcher : public sc_core::sc_module, public StatProvider {
  public:
   enum Kind : int32_t { kFifoFull = 0 };
   static constexpr KindNames<Kind, 1> kKindNames = {{{kFifoFull, "fifo_full"}}};
-  tlm_utils::simple_initiator_socket<WeightFetcher> socket;  // to weight memory
+  tlm_utils::simple_initiator_socket<WeightFetcher> socket;  // to weight memory, or the host link (weights: host)
   sc_core::sc_fifo<Dispatch> queue;
   SC_HAS_PROCESS(WeightFetcher);
   WeightFetcher(sc_core::sc_module_name name, UnitContext& ctx, WeightFifo& fifo);

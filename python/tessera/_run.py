@@ -118,7 +118,8 @@ def run(arch, workload, batch=None, precision=None, baselines=(), overrides=None
     out:          directory for report.json, layers.csv, summary.md (kept); default: a temporary one
     functional:   --functional (numerical error per layer in report["functional"])
     trace:        --trace FILE (a Perfetto timeline)
-    residency:    --residency: "host", "device", or per class ("inputs=device,outputs=host"); default: the config's
+    residency:    --residency: "host" or "device" (inputs and outputs), per class as a string
+                  ("inputs=device,weights=host") or a dict ({"weights": "host"}); default: the config's
     args:         further tessera run arguments, as a list
     timeout:      seconds before the run is killed (TesseraError)
 
@@ -169,6 +170,8 @@ def run(arch, workload, batch=None, precision=None, baselines=(), overrides=None
         if trace is not None:
             cmd += ["--trace", os.fspath(trace)]
         if residency is not None:
+            if isinstance(residency, dict):  # {"weights": "host"}: the CLI checks classes and values
+                residency = ",".join(f"{k}={v}" for k, v in residency.items())
             cmd += ["--residency", str(residency)]
         cmd += [os.fspath(a) if isinstance(a, os.PathLike) else str(a) for a in args]
         if out is None:

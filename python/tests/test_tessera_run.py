@@ -58,6 +58,22 @@ def test_layers_columns_and_dtypes(mlp1):
     assert {c: str(t) for c, t in mlp1.layers.dtypes.items()} == LAYER_DTYPES
 
 
+def test_residency_weights_host_as_a_dict_or_a_string(mlp1):
+    # Weights in host memory: the weight fetchers read them over PCIe, so the bytes weight
+    # memory served in the normal run now cross the link (docs/configs.md "residency").
+    host = tessera.run(ARCH, MLP1, batch=8, residency={"weights": "host"})
+    assert host.report["arch"]["chip"]["residency"] == {"inputs": "host", "weights": "host", "outputs": "host"}
+    weight_bytes = mlp1.summary["weight_memory_bytes"]
+    assert host.summary["weight_memory_bytes"] == 0
+    assert host.report["workload"]["host_weight_bytes"] == weight_bytes
+    assert host.summary["pcie_bytes_to_device"] == mlp1.summary["pcie_bytes_to_device"] + weight_bytes
+    same = tessera.run(ARCH, MLP1, batch=8, residency="weights=host")
+    assert same.summary["latency_cycles"] == host.summary["latency_cycles"] > mlp1.summary["latency_cycles"]
+    with pytest.raises(tessera.TesseraError) as e:
+        tessera.run(ARCH, MLP1, batch=8, residency={"weights": "hbm"})
+    assert e.value.returncode == 2 and "'hbm' is not a residency for weights" in e.value.message
+
+
 def test_run_with_out_keeps_the_files(tmp_path):
     out = tmp_path / "r"
     r = tessera.run(ARCH, MLP1, batch=8, out=out)

@@ -48,7 +48,9 @@ void add_common(CLI::App& cmd, tessera::run::CompileRequest& o) {
   cmd.add_option("--residency", o.residency,
                  "Where graph inputs and outputs live, overriding the config's residency: section: 'host' (they "
                  "cross the host link, TPU v1's coprocessor shape), 'device' (already in device memory, as a JAX or "
-                 "PyTorch kernel timing measures), or per class, e.g. inputs=device,outputs=host (docs/configs.md)")
+                 "PyTorch kernel timing measures), or per class of inputs, weights, outputs, e.g. "
+                 "inputs=device,outputs=host or weights=host (the weight fetchers then read weights over the host "
+                 "link) (docs/configs.md)")
       ->type_name("WHERE");
   cmd.add_flag("--expanded-program", o.expanded_program,
                "Store every instruction of the program on its own instead of folding repeated patterns into "

@@ -29,6 +29,13 @@ class YamlComposer {
     Composed out{own.raw(), {{"", own.file_}}};
     if (!own.is_map() || !own.has("base")) return out;
 
+    // A repeated `base:` would be dropped silently by the lookup (yaml-cpp sees the first).
+    int bases = 0;
+    for (auto kv : own.raw()) {
+      if (kv.first.IsScalar() && kv.first.Scalar() == "base" && ++bases == 2) {
+        YamlNode(kv.first, own.file_, "base").fail("duplicate key: a config names at most one base");
+      }
+    }
     const YamlNode base = own.at("base");
     const std::string text = base.as_string();
     if (text.empty()) base.fail("expected the path of a config file to start from");

@@ -12,6 +12,10 @@ void header(std::ostringstream& s, const CompiledWorkload& p) {
   s << "\n";
   s << "# " << p.instructions.size() << " instructions, " << p.layers.size() << " layers, unified buffer peak "
     << p.ub_peak_bytes << " bytes, weight memory reads " << p.weight_bytes_read << " bytes\n";
+  if (p.host_weight_bytes > 0) {
+    s << "# weights in host memory: " << p.host_weight_bytes
+      << " bytes of those reads cross PCIe instead (read_weights from=host)\n";
+  }
   if (p.spill_bytes_out + p.spill_bytes_in > 0) {
     s << "# spills to host memory over PCIe: " << p.spill_bytes_out << " bytes out, " << p.spill_bytes_in
       << " bytes in (transfers marked 'spill')\n";

@@ -16,7 +16,7 @@ struct LayerInfo {
   std::string op;
   int64_t macs = 0;            // for the whole batch
   int64_t weights = 0;         // weight count
-  uint64_t weight_bytes = 0;   // read from weight memory (incl. re-fetches)
+  uint64_t weight_bytes = 0;   // read from weight memory, or host memory (weights: host) (incl. re-fetches)
   Dtype a_dtype = Dtype::kInt8;
   Dtype b_dtype = Dtype::kInt8;
   std::string output_shape;    // per sample
@@ -52,6 +52,7 @@ struct CompiledWorkload : isa::Program {
   uint64_t device_input_bytes = 0;
   uint64_t device_output_bytes = 0;
   uint64_t weight_bytes_read = 0;   // all read_weights together
+  uint64_t host_weight_bytes = 0;   // of them, over the host link (residency.weights: host)
   uint64_t spill_bytes_out = 0;     // spill write_host bytes, all layers together
   uint64_t spill_bytes_in = 0;      // spill read_host bytes
   // A program of more passes than its templates' period plus two (pass_templates.h): the

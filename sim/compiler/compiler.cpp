@@ -279,7 +279,8 @@ Program Lowering::run() {
 
   uint64_t unique_weight_bytes = 0;
   for (const auto& layer : g_.layers) unique_weight_bytes += static_cast<uint64_t>(elements_bytes(layer.weight_dtype, layer.weight_count()));
-  if (unique_weight_bytes > arch_.weight_memory.capacity_bytes) {
+  // Host-resident weights need no room in device memory.
+  if (arch_.residency.weights == Residency::kDevice && unique_weight_bytes > arch_.weight_memory.capacity_bytes) {
     throw InputError(g_.source + ": workload '" + g_.name + "' has " + std::to_string(unique_weight_bytes) +
                      " bytes of weights, more than weight_memory.capacity of '" + arch_.name + "' (" +
                      std::to_string(arch_.weight_memory.capacity_bytes) + " bytes)");

@@ -33,7 +33,7 @@ inline constexpr std::array<std::string_view, 26> kCompilerConfigKeys = {
     "weight_memory.fetch",                 // tile or exact: the bytes a read_weights fetches
     "device_memory.capacity",              // the same keys under the chip-template name
     "device_memory.fetch",
-    "residency",                           // read_host/write_host or dma_read/dma_write
+    "residency",                           // read_host/write_host or dma_read/dma_write; read_weights from host
     "dma.engines",                         // transfers dealt to the engines
     "vector_unit.lanes",                   // vector-op cost estimates
     "vector_unit.sublanes",

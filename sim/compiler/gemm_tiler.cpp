@@ -117,6 +117,8 @@ void Lowering::emit_gemm(const GemmJob& job) {
               note_units(rw);
               add_weight_read(std::move(rw), layer_body_start_);
             } else {
+              // Host-resident weights (residency.weights: host) are fetched over the host link.
+              if (arch_.residency.weights == Residency::kHost) rw.weight_source = WeightSource::kHost;
               rw.bytes = fetch_bytes;
               rw.weight_address = job.weight_base + static_cast<uint64_t>(elements_bytes(job.b_dtype, kc * job.weight_row_stride + nc));
               info.weight_bytes += rw.bytes;

@@ -37,6 +37,7 @@ void Lowering::merge_weight_reads(bool final) {
   auto place = [&](FifoReads& f, size_t b) {
     while (!f.pending.empty() && f.base < f.consumed + depth && f.pending.front().earliest_body <= b) {
       p_.weight_bytes_read += f.pending.front().in.bytes;
+      if (f.pending.front().in.weight_source == WeightSource::kHost) p_.host_weight_bytes += f.pending.front().in.bytes;
       p_.instructions.push_back(std::move(f.pending.front().in));
       f.pending.pop_front();
       ++f.base;

@@ -324,8 +324,9 @@ Residency parse_residency_value(const YamlNode& node) {
   return node.as_choice({"host", "device"}) == "host" ? Residency::kHost : Residency::kDevice;
 }
 
-// residency: {inputs, weights, outputs}; defaults: over the host link where the chip has one
-// (TPU v1's coprocessor shape), else device memory; weights always start in device memory.
+// residency: {inputs, weights, outputs}; defaults: inputs and outputs over the host link where
+// the chip has one (TPU v1's coprocessor shape), else device memory; weights in device
+// (weight) memory. Weights in host memory are fetched over the host link.
 ResidencyConfig parse_residency(const std::optional<YamlNode>& node, const std::optional<YamlNode>& pcie) {
   ResidencyConfig out;
   const Residency fallback = pcie ? Residency::kHost : Residency::kDevice;
@@ -333,15 +334,9 @@ ResidencyConfig parse_residency(const std::optional<YamlNode>& node, const std::
   if (!node) return out;
   node->expect_keys({"inputs", "weights", "outputs"});
   if (auto v = node->get("inputs")) out.inputs = parse_residency_value(*v);
+  if (auto v = node->get("weights")) out.weights = parse_residency_value(*v);
   if (auto v = node->get("outputs")) out.outputs = parse_residency_value(*v);
-  if (auto v = node->get("weights")) {
-    out.weights = parse_residency_value(*v);
-    if (out.weights == Residency::kHost) {
-      v->fail("'host' is not supported for weights: the weight fetchers read weights from device memory "
-              "(weight_memory / device_memory); allowed: device");
-    }
-  }
-  for (const char* k : {"inputs", "outputs"}) {
+  for (const char* k : {"inputs", "weights", "outputs"}) {
     auto v = node->get(k);
     if (v && !pcie && parse_residency_value(*v) == Residency::kHost) {
       v->fail("'host' needs a host link, and this chip has no `pcie:` section; allowed: device");
@@ -488,9 +483,7 @@ void apply_residency_override(ResidencyConfig& r, const std::string& spec, const
     } else if (cls == "outputs") {
       r.outputs = value(v, cls);
     } else if (cls == "weights") {
-      if (value(v, cls) == Residency::kHost) {
-        throw InputError(flag + ": 'host' is not supported for weights (the weight fetchers read device memory); allowed: device");
-      }
+      r.weights = value(v, cls);
     } else {
       throw InputError(flag + ": '" + cls + "' is not a tensor class; allowed: inputs, weights, outputs");
     }

@@ -28,15 +28,15 @@ std::string_view residency_name(Residency r);
 
 struct ResidencyConfig {
   Residency inputs = Residency::kHost;   // graph inputs
-  Residency weights = Residency::kDevice;  // weights: in device (weight) memory
+  Residency weights = Residency::kDevice;  // weights: in device (weight) memory, or host memory (fetched over PCIe)
   Residency outputs = Residency::kHost;  // graph outputs
   // Activations evicted from the scratchpad go where the inputs live: over the host link
   // (TPU v1) or to device memory.
   Residency spills() const { return inputs; }
 };
 
-// A per-run override of the config's residency: `--residency device`, or per class
-// `--residency inputs=device,outputs=host` (classes left out keep the config's value).
+// A per-run override of the config's residency: `--residency device` (inputs and outputs), or
+// per class `--residency inputs=device,weights=host` (classes left out keep the config's value).
 // Throws InputError naming the flag and what is allowed.
 void apply_residency_override(ResidencyConfig& r, const std::string& spec, const std::string& flag = "--residency");
 

@@ -148,18 +148,32 @@ struct Accelerator : sc_core::sc_module {
     }
     std::vector<tlm_utils::simple_initiator_socket<models::WeightFetcher>*> fetchers;
     std::vector<tlm_utils::simple_initiator_socket<models::DmaEngine>*> dmas;
+    models::DmaEngine* host_dma = nullptr;
     for (auto& core : cores) {
-      if (core->host_dma) core->host_dma->socket.bind(pcie->socket);
+      if (core->host_dma) host_dma = core->host_dma.get();
       for (auto& f : core->fetchers) fetchers.push_back(&f->socket);
       for (auto& d : core->dmas) dmas.push_back(&d->socket);
     }
+    // Weights in host memory (residency.weights: host; the config requires a host link):
+    // the fetchers read them over PCIe, sharing the link with the host DMA (MemoryRouter).
+    const bool weights_on_host = arch.residency.weights == Residency::kHost;
+    if (weights_on_host) {
+      memory_port = std::make_unique<models::MemoryRouter>("memory_port", true);
+      memory_port->initiator.bind(weight_memory->target_socket());
+      memory_port->host->bind(pcie->socket);
+      if (host_dma) memory_port->connect(host_dma->socket, models::MemoryRouter::Route::kHost);
+      for (auto* f : fetchers) memory_port->connect(*f, models::MemoryRouter::Route::kHost);
+      for (auto* d : dmas) memory_port->connect(*d);
+      return;
+    }
+    if (host_dma) host_dma->socket.bind(pcie->socket);
     if (fetchers.size() == 1 && dmas.empty()) {
       fetchers.front()->bind(weight_memory->target_socket());
     } else {
       memory_port = std::make_unique<models::MemoryRouter>("memory_port");
       memory_port->initiator.bind(weight_memory->target_socket());
-      for (auto* f : fetchers) f->bind(memory_port->target);
-      for (auto* d : dmas) d->bind(memory_port->target);
+      for (auto* f : fetchers) memory_port->connect(*f);
+      for (auto* d : dmas) memory_port->connect(*d);
     }
   }
   Core& core0() { return *cores.front(); }

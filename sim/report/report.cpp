@@ -190,6 +190,8 @@ ordered_json build_report(const RunRecord& run, const ReportParts& parts) {
       w["device_input_bytes"] = prog.device_input_bytes;
       w["device_output_bytes"] = prog.device_output_bytes;
     }
+    // Weights in host memory: the part of pcie_bytes_to_device the weight fetchers read.
+    if (arch.residency.weights == Residency::kHost) w["host_weight_bytes"] = prog.host_weight_bytes;
   }
 
   // Energy (docs/energy.md): the run's from the units' counters; each layer's from its

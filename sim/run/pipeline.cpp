@@ -106,7 +106,8 @@ CompiledRun compile(const CompileRequest& request, ArchConfig arch) {
   if (request.ideal_memory) c.arch.ideal_memory = true;
   if (!request.residency.empty()) {
     apply_residency_override(c.arch.residency, request.residency);
-    const bool host = c.arch.residency.inputs == Residency::kHost || c.arch.residency.outputs == Residency::kHost;
+    const ResidencyConfig& r = c.arch.residency;
+    const bool host = r.inputs == Residency::kHost || r.weights == Residency::kHost || r.outputs == Residency::kHost;
     if (host && !c.arch.has_host_link) {
       throw InputError("--residency " + request.residency + ": '" + c.arch.name + "' (" + c.arch.source +
                        ") has no host link (no pcie: section), so nothing can live in host memory; allowed: device");

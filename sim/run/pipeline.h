@@ -32,7 +32,7 @@ struct CompileRequest {
   std::vector<std::string> batch_axes;    // ONNX only: NAME=AXIS
   bool expanded_program = false;          // --expanded-program: no repeats (compiler::CompileOptions::compact)
   bool ideal_memory = false;              // --ideal-memory: the config's ideal_memory set to true
-  std::string residency;                  // --residency: host | device | inputs=...,outputs=... ("": the config's)
+  std::string residency;                  // --residency: host | device | inputs=...,weights=...,outputs=... ("": the config's)
 };
 
 // Which precision ran and why (docs/precision.md, "Which precision runs").

@@ -778,3 +778,19 @@ TEST(Errors, BadChipLinkValue) {
   expect_input_error(r, (dir / "v.yaml").string() + ":2:56: ici.ports: must be >= 4 for torus_2d");
   expect_no_output(dir, {"v.yaml"});
 }
+
+// Weights in host memory (docs/configs.md "residency") cross the host link: on a chip
+// without one (tpu-v5e has no `pcie:` section) the config key and the per-run flag are each
+// one error, exit 2, nothing written.
+TEST(Errors, HostResidentWeightsWithoutAHostLink) {
+  const fs::path dir = scratch("weights-host");
+  write(dir / "v.yaml", "base: " + (kSrc / "configs/tpu-v5e.yaml").string() + "\nresidency: {weights: host}\n");
+  const CliResult r = run_into(dir, (dir / "v.yaml").string(), kMlp1);
+  expect_input_error(r, (dir / "v.yaml").string() +
+                            ":2:22: residency.weights: 'host' needs a host link, and this chip has no `pcie:` section");
+  const CliResult flag = run_into(dir, "configs/tpu-v5e.yaml", kMlp1, "--residency weights=host");
+  expect_input_error(flag, "--residency weights=host: 'tpu-v5e' (configs/tpu-v5e.yaml) has no host link");
+  const CliResult typo = run_into(dir, kTpu, kMlp1, "--residency weights=hbm");
+  expect_input_error(typo, "--residency: 'hbm' is not a residency for weights; allowed: host, device");
+  expect_no_output(dir, {"v.yaml"});
+}

@@ -194,5 +194,78 @@ TEST(Residency, PerRunOverrideParsesClassesAndRefusesTypos) {
   EXPECT_EQ(r.outputs, Residency::kHost);
   EXPECT_THROW(apply_residency_override(r, "hbm"), InputError);
   EXPECT_THROW(apply_residency_override(r, "input=device"), InputError);
-  EXPECT_THROW(apply_residency_override(r, "weights=host"), InputError);
+  EXPECT_EQ(r.weights, Residency::kDevice);
+  apply_residency_override(r, "weights=host");
+  EXPECT_EQ(r.weights, Residency::kHost);
+  EXPECT_EQ(r.inputs, Residency::kDevice);  // left as it was
+  apply_residency_override(r, "host");      // no class: inputs and outputs only
+  EXPECT_EQ(r.inputs, Residency::kHost);
+  EXPECT_EQ(r.weights, Residency::kHost);
+  apply_residency_override(r, "weights=device,inputs=device");
+  EXPECT_EQ(r.weights, Residency::kDevice);
+  EXPECT_EQ(r.inputs, Residency::kDevice);
+  EXPECT_THROW(apply_residency_override(r, "weights=hbm"), InputError);
+}
+
+TEST(Residency, HostResidentWeightsAreReadOverTheHostLink) {
+  // kWideFc: K = 4, N = 16: four 4x4 int8 weight tiles of 16 bytes. With weights in host
+  // memory every read_weights is from=host: 4 x 16 = 64 bytes over PCIe, none from weight
+  // memory. The input (3 x 4 = 12 B) and output (3 x 16 = 48 B) still cross the host link
+  // (TinyArch's default residency); the program is the same but for the weights' source.
+  TinyArch t;
+  t.residency = "{weights: host}";
+  const Program host = compile(parse(kWideFc), t.build());
+  const Program device = compile(parse(kWideFc), TinyArch{}.build());
+  int from_host = 0, from_memory = 0;
+  for (const auto& in : host.instructions) {
+    if (in.op != Opcode::kReadWeights) continue;
+    from_host += in.weight_source == WeightSource::kHost;
+    from_memory += in.weight_source == WeightSource::kWeightMemory;
+    EXPECT_EQ(in.bytes, 16u);
+  }
+  EXPECT_EQ(from_host, 4);
+  EXPECT_EQ(from_memory, 0);
+  EXPECT_EQ(host.weight_bytes_read, 64u);
+  EXPECT_EQ(host.host_weight_bytes, 64u);
+  EXPECT_EQ(host.layers[0].weight_bytes, 64u);
+  EXPECT_EQ(host.host_input_bytes, 12u);
+  EXPECT_EQ(host.host_output_bytes, 48u);
+  EXPECT_EQ(device.weight_bytes_read, 64u);
+  EXPECT_EQ(device.host_weight_bytes, 0u);
+  ASSERT_EQ(host.instructions.size(), device.instructions.size());
+  for (size_t i = 0; i < host.instructions.size(); ++i) {
+    EXPECT_EQ(host.instructions[i].op, device.instructions[i].op) << i;
+  }
+  EXPECT_NE(host.listing().find("read_weights from=host bytes=16 host=0x0"), std::string::npos) << host.listing();
+}
+
+TEST(Residency, HostResidentWeightsNeedNoRoomInDeviceMemory) {
+  // 1024 x 1100 int8 weights = 1,126,400 bytes, more than TinyArch's 1 MiB (1,048,576 B)
+  // weight memory: refused there, compiled when they live in host memory.
+  const char* big = R"(
+name: big
+batch: 1
+inputs: [{name: x, shape: [1024]}]
+layers:
+  - {name: fc1, op: fc, units: 1100}
+)";
+  EXPECT_THROW(compile(parse(big), TinyArch{}.build()), InputError);
+  TinyArch t;
+  t.residency = "{weights: host}";
+  const Program p = compile(parse(big), t.build());
+  EXPECT_EQ(p.host_weight_bytes, 1126400u);
+}
+
+TEST(Residency, HostResidentWeightsOnAChipWithoutAHostLinkIsAnError) {
+  TinyArch t;
+  t.host_link = false;
+  t.residency = "{weights: host}";
+  try {
+    t.build();
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("tiny.yaml:"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("residency.weights: 'host' needs a host link"), std::string::npos) << msg;
+  }
 }

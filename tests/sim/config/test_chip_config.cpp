@@ -130,6 +130,9 @@ TEST(ChipConfig, HostResidencyNeedsAHostLink) {
   const std::string e = error_of(chip("cores: 2", "cores: 2\nresidency: {outputs: host}"));
   EXPECT_NE(e.find("residency.outputs"), std::string::npos) << e;
   EXPECT_NE(e.find("needs a host link"), std::string::npos) << e;
+  // Weights too: in host memory they are fetched over the host link.
+  const std::string w = error_of(chip("cores: 2", "cores: 2\nresidency: {weights: host}"));
+  EXPECT_NE(w.find("residency.weights: 'host' needs a host link"), std::string::npos) << w;
 }
 
 TEST(ChipConfig, BothNamesOfASectionAreRefused) {

@@ -169,6 +169,12 @@ TEST_F(Compose, MissingBaseNamesTheReferencingFileAndLine) {
             at("empty.yaml") + ":1:7: base: expected the path of a config file to start from");
 }
 
+TEST_F(Compose, RepeatedBaseIsAnErrorAtTheSecond) {
+  write("b.yaml", kFull);
+  write("top.yaml", "base: b.yaml\nname: x\nbase: b.yaml\n");
+  EXPECT_EQ(arch_error(dir_ / "top.yaml"), at("top.yaml") + ":3:1: base: duplicate key: a config names at most one base");
+}
+
 TEST_F(Compose, ChainLongerThanTheBoundIsAnError) {
   write("f0.yaml", kFull);
   for (int i = 1; i <= YamlNode::kMaxBaseChain; ++i) {

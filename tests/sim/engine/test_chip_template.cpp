@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <map>
 
+#include "models/interconnect/pcie_link.h"
 #include "sim/common/yaml_reader.h"
 #include "sim/compiler/compiler.h"
 #include "sim/engine/engine.h"
@@ -93,6 +94,58 @@ TEST(ChipTemplate, DeviceResidentInputAndOutputUseDeviceMemoryNotPcie) {
   EXPECT_EQ(s.weight_memory_bytes, 16u + 12u);       // weights and the input, read
   EXPECT_EQ(s.device_memory_bytes_written, 12u);     // the output
   EXPECT_EQ(s.cycles["pcie"], 0);
+  expect_breakdown_sums(s);
+}
+
+TEST(ChipTemplate, HostResidentWeightsCrossPcieAtTheLinkRate) {
+  // The run above with the weights in host memory: the 16-byte weight tile crosses PCIe
+  // (Gen3 x16: 16 lanes x 8 GT/s x 128/130 / 8 = 15.75 B/ns; one TLP: 16 + 24 = 40 wire bytes, 2.54 ns -> 3 cycles) while the
+  // input still comes from device memory:
+  //  read_weights 16 B over PCIe [0, 3) (a weight stall); dma_read 12 B [0, 1)
+  //  the weights shift in [3, 7), the matmul streams m=3 [7, 10), drains 7 -> 17
+  //  activate [17, 20); dma_write 12 B [20, 21) (a wait for device DMA: weight_stall)
+  // PCIe carries exactly the weight bytes; weight memory serves only the input.
+  TinyArch t;
+  t.residency = "{inputs: device, weights: host, outputs: device}";
+  const ArchConfig arch = t.build();
+  EXPECT_EQ(models::PcieTiming(arch.pcie).wire_bytes(16), 40u);
+  EXPECT_NEAR(models::PcieTiming(arch.pcie).serialization_ns(16), 40 / (16 * 8.0 * 128 / 130 / 8), 1e-9);  // 2.54 ns
+  const auto s = run(arch, kSingleTile);
+  EXPECT_EQ(s.total_cycles, 21);
+  EXPECT_EQ(s.pcie_bytes_to_device, 16u);  // the weight tile
+  EXPECT_EQ(s.pcie_bytes_to_host, 0u);
+  EXPECT_EQ(s.pcie_busy_cycles, 3);
+  EXPECT_EQ(s.weight_memory_bytes, 12u);  // the input alone
+  EXPECT_EQ(s.device_memory_bytes_written, 12u);
+  EXPECT_EQ(s.counter("tessera.weight_fetcher.tiles"), 1);
+  EXPECT_EQ(s.cycles.weight_stall, 4);   // [0, 3) and [20, 21)
+  EXPECT_EQ(s.cycles.weight_shift, 4);   // [3, 7)
+  EXPECT_EQ(s.cycles.array_active, 10);  // stream 3 + drain 7
+  EXPECT_EQ(s.cycles.non_matrix, 3);
+  EXPECT_EQ(s.cycles.pcie, 0);
+  expect_breakdown_sums(s);
+}
+
+TEST(ChipTemplate, HostResidentWeightsShareTheLinkWithTheHostDma) {
+  // Everything in host memory (TPU v1's shape with the weights behind PCIe too): the weight
+  // tile and the input queue on the one link in program order (read_weights first):
+  //  read_weights 16 B [0, 3), read_host 12 B (36 wire B, 2.29 ns) [3, 6)
+  //  the weights shift in from 3; the matmul waits for the input until 6, shifts [6, 7),
+  //  streams [7, 10), drains -> 17; activate [17, 20); write_host 12 B [20, 23)
+  // Against Engine.SingleTileFcHandDerived (weights from weight memory: 21 cycles, 24 PCIe
+  // bytes) the weight bytes move from weight memory to PCIe.
+  TinyArch t;
+  t.residency = "{weights: host}";
+  const auto s = run(t.build(), kSingleTile);
+  EXPECT_EQ(s.total_cycles, 23);
+  EXPECT_EQ(s.pcie_bytes_to_device, 16u + 12u);  // the weights and the input
+  EXPECT_EQ(s.pcie_bytes_to_host, 12u);
+  EXPECT_EQ(s.pcie_busy_cycles, 9);
+  EXPECT_EQ(s.counter("tessera.pcie.busy_cycles_to_device"), 6);
+  EXPECT_EQ(s.weight_memory_bytes, 0u);
+  EXPECT_EQ(s.cycles.pcie, 9);  // waiting for the input [0, 6), the output [20, 23)
+  EXPECT_EQ(s.cycles.weight_shift, 1);
+  EXPECT_EQ(s.cycles.array_active, 10);
   expect_breakdown_sums(s);
 }
 
