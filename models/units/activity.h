@@ -3,8 +3,8 @@
 // energies (docs/energy.md): MACs per precision pair (useful, and idle-but-clocked PEs),
 // array pipeline-register bits written, unified-buffer, accumulator and weight-FIFO
 // traffic, vector-unit operations by function, weight-memory and PCIe bytes.
-// The units add an instruction's activity to their counters when they run it (units.cpp);
-// the report sums it per layer. One definition for both, so they agree. What a matmul tile
+// The units add an instruction's activity to their counters when they run it (dma_engine,
+// weight_fetcher, matrix_unit, vector_unit .cpp); the report sums it per layer. One definition for both, so they agree. What a matmul tile
 // occupies and writes in the array is its dataflow's (DataflowModel::occupancy, register_bits).
 // Plain C++: no SystemC.
 #include <array>

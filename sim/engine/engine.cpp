@@ -13,7 +13,11 @@
 #include "models/interconnect/pcie_link.h"
 #include "models/memory/weight_fifo.h"
 #include "models/memory/weight_memory_model.h"
-#include "models/units/units.h"
+#include "models/units/controller.h"
+#include "models/units/dma_engine.h"
+#include "models/units/matrix_unit.h"
+#include "models/units/vector_unit.h"
+#include "models/units/weight_fetcher.h"
 #include "sim/common/error.h"
 
 namespace tessera::engine {

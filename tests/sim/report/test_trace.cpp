@@ -2,7 +2,7 @@
 // unit, complete events in microseconds, and array busy time that matches the cycle
 // breakdown exactly. Each test simulates once (ctest runs each case in its own process).
 //
-// What the array track holds (models/units/units.cpp MatrixUnit::run, engine.cpp
+// What the array track holds (models/units/matrix_unit.cpp MatrixUnit::run, engine.cpp
 // collect_tracks): per matmul tile the intervals [requested, popped) "weight_stall",
 // [popped, stream_start) "weight_shift", [stream_start, active_end) "matmul" and
 // [active_end, stream_end) "input_stall"; the drain [stream_end, done) is not on it.
