@@ -18,6 +18,10 @@
 //    instruction dispatched) gates the stationary load and which the stream.
 //  - schedule: the issue rule of back-to-back tiles on one pipeline (ArrayPipeline).
 //  - reference_machine: which PE-level machine of pe_reference.cpp executes it.
+//  - occupancy: the PEs a tile occupies while it streams and the MAC steps it streams for
+//    (the energy model's idle MACs, the TPU paper's Table 3 rows 2 and 3).
+//  - register_bits: the array pipeline-register bits a tile writes (the energy model's
+//    register activity, models/units/activity.cpp).
 // The fast model of every registered dataflow must equal the PE-level reference
 // cycle for cycle; tests/models/array runs over all registered dataflows.
 #include <cstdint>
@@ -53,6 +57,13 @@ struct PipelineState {
   int64_t drain_frontier = 0; // latest point a drain wave occupies the array (os: max stream_end + m)
 };
 
+// The PEs a tile occupies while it streams, and the MAC steps it streams for: the rest of
+// the array's PEs are idle for those steps (the TPU paper's "unused MACs").
+struct TileOccupancy {
+  int64_t pes = 0;
+  int64_t steps = 0;
+};
+
 // The PE-level machines of the cycle-exact reference (pe_reference.cpp).
 enum class ReferenceMachine {
   kStationaryB,   // B (k x n) held, rows of A stream
@@ -84,6 +95,13 @@ class DataflowModel {
                                 const TileTiming& timing, int64_t stream_cycles,
                                 OperandReadiness ready) const = 0;
   virtual ReferenceMachine reference_machine() const = 0;
+  virtual TileOccupancy occupancy(GemmTile tile) const = 0;
+  // Pipeline-register bits `tile` writes: per useful MAC a PE latches what streams through
+  // it and its partial sum; before the tile the stationary operand shifts in from the
+  // array's edge, an element at depth d passing d registers ((k + 1) / 2 on average), or,
+  // output-stationary, the results drain out the same way. Widths in bits: the operands
+  // a (A) and b (B), and the partial sums.
+  virtual int64_t register_bits(GemmTile tile, int64_t a_bits, int64_t b_bits, int64_t psum_bits) const = 0;
 
   // When the weights of a tile let its stream start, given the cycle each of its FIFO
   // tiles (in stream order) is ready: B held, the last of them; B streamed, the latest

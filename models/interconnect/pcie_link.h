@@ -39,6 +39,7 @@ class PcieLink : public sc_core::sc_module, public StatProvider {
   // The kinds of the server's log: the direction of a transfer (the accelerator reads host
   // memory: to the device; it writes host memory: to the host).
   enum Kind : int32_t { kToDevice = 0, kToHost = 1 };
+  static constexpr KindNames<Kind, 2> kKindNames = {{{kToDevice, "to_device"}, {kToHost, "to_host"}}};
   const BandwidthServer& server() const { return server_; }  // its log's kind: Kind
   BandwidthServer& server() { return server_; }
   uint64_t bytes_to_device() const { return bytes_to_device_; }

@@ -2,47 +2,11 @@
 
 #include <algorithm>
 
+#include "models/array/dataflow.h"
+
 namespace tessera::models {
 
 using isa::Opcode;
-
-namespace {
-
-int64_t bits(Dtype t) { return dtype_bits(t); }
-
-// Register bits one matmul tile writes in the array. Per useful MAC a PE latches what
-// streams through it and its partial sum; before the tile, the stationary operand shifts
-// in from the array's edge, an element at depth d passing d registers ((k + 1) / 2 on
-// average); output-stationary drains its results the same way instead.
-int64_t register_bits(const isa::Instruction& in, array::Dataflow df) {
-  const array::GemmTile& t = in.tile;
-  const int64_t macs = t.m * t.k * t.n;
-  switch (df) {
-    case array::Dataflow::kWeightStationary:
-      return macs * (bits(in.a_dtype) + kPartialSumBits) + t.k * t.n * bits(in.b_dtype) * (t.k + 1) / 2;
-    case array::Dataflow::kInputStationary:
-      return macs * (bits(in.b_dtype) + kPartialSumBits) + t.k * t.m * bits(in.a_dtype) * (t.k + 1) / 2;
-    case array::Dataflow::kOutputStationary:
-      return macs * (bits(in.a_dtype) + bits(in.b_dtype) + kPartialSumBits) + t.m * t.n * kPartialSumBits * (t.m + 1) / 2;
-  }
-  return 0;
-}
-
-// PEs the tile occupies and the cycles-worth of MACs it streams for: ws holds B (k x n)
-// while m rows stream, is holds A^T (k x m) while n columns stream, os holds C (m x n)
-// while k steps stream.
-std::pair<int64_t, int64_t> occupancy(const array::GemmTile& t, array::Dataflow df) {
-  switch (df) {
-    case array::Dataflow::kWeightStationary: return {t.k * t.n, t.m};
-    case array::Dataflow::kInputStationary: return {t.k * t.m, t.n};
-    case array::Dataflow::kOutputStationary: return {t.m * t.n, t.k};
-  }
-  return {t.k * t.n, t.m};
-}
-
-}  // namespace
-
-int64_t tile_pes(const array::GemmTile& tile, array::Dataflow dataflow) { return occupancy(tile, dataflow).first; }
 
 InstructionActivity activity_of(const isa::Instruction& in, const ArrayConfig& array) {
   InstructionActivity a;
@@ -65,9 +29,11 @@ InstructionActivity activity_of(const isa::Instruction& in, const ArrayConfig& a
       a.a_dtype = in.a_dtype;
       a.b_dtype = in.b_dtype;
       a.macs = t.m * t.k * t.n;
-      const auto [used, steps] = occupancy(t, array.dataflow);
-      a.idle_macs = std::max<int64_t>(0, array.rows * array.cols - used) * steps;
-      a.register_bits = register_bits(in, array.dataflow);
+      // What the tile occupies and writes depends on the dataflow (its DataflowModel).
+      const array::DataflowModel& df = array::dataflow_model(array.dataflow);
+      const array::TileOccupancy occ = df.occupancy(t);
+      a.idle_macs = std::max<int64_t>(0, array.rows * array.cols - occ.pes) * occ.steps;
+      a.register_bits = df.register_bits(t, dtype_bits(in.a_dtype), dtype_bits(in.b_dtype), kPartialSumBits);
       a.ub_read_bytes = in.ub_read_bytes;
       a.accumulator_writes = t.m * t.n;
       a.accumulator_reads = in.accumulate ? t.m * t.n : 0;

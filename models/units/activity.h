@@ -3,8 +3,9 @@
 // energies (docs/energy.md): MACs per precision pair (useful, and idle-but-clocked PEs),
 // array pipeline-register bits written, unified-buffer, accumulator and weight-FIFO
 // traffic, vector-unit operations by function, weight-memory and PCIe bytes.
-// The units add an instruction's activity to their counters when they run it (units.cpp);
-// the report sums it per layer. One definition for both, so they agree.
+// The units add an instruction's activity to their counters when they run it (dma_engine,
+// weight_fetcher, matrix_unit, vector_unit .cpp); the report sums it per layer. One definition for both, so they agree. What a matmul tile
+// occupies and writes in the array is its dataflow's (DataflowModel::occupancy, register_bits).
 // Plain C++: no SystemC.
 #include <array>
 #include <cstdint>
@@ -45,10 +46,6 @@ struct InstructionActivity {
 };
 
 InstructionActivity activity_of(const isa::Instruction& in, const ArrayConfig& array);
-
-// The PEs a matmul tile occupies while it streams: ws holds B (k x n), is holds A^T (k x m),
-// os holds C (m x n). The rest of the array's PEs are idle (the TPU paper's "unused MACs").
-int64_t tile_pes(const array::GemmTile& tile, array::Dataflow dataflow);
 
 // The vector-unit functions `program` uses, in first-use order ("requantize" for any activate).
 std::vector<std::string_view> vector_functions(const isa::Program& program);

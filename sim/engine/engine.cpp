@@ -13,23 +13,27 @@
 #include "models/interconnect/pcie_link.h"
 #include "models/memory/weight_fifo.h"
 #include "models/memory/weight_memory_model.h"
-#include "models/units/units.h"
+#include "models/units/controller.h"
+#include "models/units/dma_engine.h"
+#include "models/units/matrix_unit.h"
+#include "models/units/vector_unit.h"
+#include "models/units/weight_fetcher.h"
 #include "sim/common/error.h"
 
 namespace tessera::engine {
 
 using models::Interval;
 
+int64_t CycleBreakdown::total() const {
+  int64_t sum = 0;
+  for (size_t b = 0; b < kBucketCount; ++b) {
+    if (std::string_view(kBuckets[b].part_of).empty()) sum += by_bucket[b];
+  }
+  return sum;
+}
+
 CycleBreakdown& CycleBreakdown::operator+=(const CycleBreakdown& o) {
-  array_active += o.array_active;
-  weight_shift += o.weight_shift;
-  weight_stall += o.weight_stall;
-  input_stall += o.input_stall;
-  raw_stall += o.raw_stall;
-  non_matrix += o.non_matrix;
-  pcie += o.pcie;
-  array_drain += o.array_drain;
-  pcie_input += o.pcie_input;
+  for (size_t b = 0; b < kBucketCount; ++b) by_bucket[b] += o.by_bucket[b];
   return *this;
 }
 
@@ -209,24 +213,122 @@ class Cursor {
   size_t pos_ = 0;
 };
 
+// What a cycle claimed by an interval of a source goes to: indices into kBuckets, -1 for none.
+struct Booking {
+  int bucket = -1;
+  int part = -1;  // a part of the bucket (array_drain, pcie_input), booked on top of it
+  bool claims() const { return bucket >= 0; }
+};
+
+// kBuckets' producers resolved against the units' kind names, once: per source and kind (in
+// the source's own numbering: MatrixUnit::Kind, Controller::Kind, PcieLink::Kind, the opcode;
+// 0 for a source of one kind) the booking. A producer naming a kind its source does not have
+// is an internal error.
+class BucketRules {
+ public:
+  static const BucketRules& get() {
+    static const BucketRules rules;
+    return rules;
+  }
+  const Booking& at(BucketSource source, int32_t kind) const {
+    static const Booking none;
+    const auto& v = by_source_[static_cast<size_t>(source)];
+    return kind >= 0 && static_cast<size_t>(kind) < v.size() ? v[static_cast<size_t>(kind)] : none;
+  }
+
+ private:
+  using S = BucketSource;
+  static constexpr size_t kSources = static_cast<size_t>(S::kNone);
+
+  template <typename Kind, size_t N>
+  static std::vector<std::string_view> names_of(const models::KindNames<Kind, N>& kinds) {
+    std::vector<std::string_view> out;
+    for (const auto& [k, name] : kinds) {
+      const auto i = static_cast<size_t>(k);
+      if (out.size() <= i) out.resize(i + 1);
+      out[i] = name;
+    }
+    return out;
+  }
+
+  BucketRules() {
+    std::vector<std::string_view> opcodes;
+    for (int op = 0; op <= static_cast<int>(isa::Opcode::kDmaWrite); ++op) {
+      opcodes.push_back(isa::opcode_name(static_cast<isa::Opcode>(op)));
+    }
+    resolve(S::kArray, names_of(models::MatrixUnit::kKindNames));
+    resolve(S::kMatmulWait, names_of(models::Controller::kKindNames));
+    resolve(S::kDrain, {""});
+    resolve(S::kPcie, names_of(models::PcieLink::kKindNames));
+    resolve(S::kDeviceDma, {""});
+    resolve(S::kVector, {""});
+    resolve(S::kControllerHead, opcodes);
+    resolve(S::kIdle, {""});
+    for (const BucketDef& b : kBuckets) {
+      for (const BucketProducer& p : b.producers) {
+        if (p.source == S::kNone || std::string_view(p.kind).empty()) continue;
+        const auto& kinds = kinds_[static_cast<size_t>(p.source)];
+        if (std::find(kinds.begin(), kinds.end(), std::string_view(p.kind)) == kinds.end()) {
+          throw std::logic_error(std::string("engine: cycle-breakdown bucket '") + b.name + "' names the kind '" + p.kind +
+                                 "', which its source does not log (kBuckets, sim/engine/engine.h)");
+        }
+      }
+    }
+  }
+
+  void resolve(S source, std::vector<std::string_view> kinds) {
+    auto& v = by_source_[static_cast<size_t>(source)];
+    v.assign(kinds.size(), Booking{});
+    for (size_t k = 0; k < kinds.size(); ++k) {
+      v[k].bucket = match(source, kinds[k], false);
+      v[k].part = match(source, kinds[k], true);
+    }
+    kinds_[static_cast<size_t>(source)] = std::move(kinds);
+  }
+
+  // The bucket (or part) with a producer of `source` naming `kind`, else one for any kind.
+  static int match(S source, std::string_view kind, bool part) {
+    int any = -1;
+    for (size_t b = 0; b < kBucketCount; ++b) {
+      if (std::string_view(kBuckets[b].part_of).empty() == part) continue;
+      for (const BucketProducer& p : kBuckets[b].producers) {
+        if (p.source != source) continue;
+        const std::string_view pk = p.kind;
+        if (!pk.empty() && pk == kind) return static_cast<int>(b);
+        if (pk.empty() && any < 0) any = static_cast<int>(b);
+      }
+    }
+    return any;
+  }
+
+  std::array<std::vector<Booking>, kSources> by_source_;
+  std::array<std::vector<std::string_view>, kSources> kinds_;
+};
+
 // What classify tells apart in the logs it reads of the array, the vector unit and the
 // controller, as a key per interval: adjacent intervals with equal keys classify every cycle
 // alike, so each log stores a run of them as one interval when no trace reads it (issue 19:
 // the controller logs two intervals per instruction, and a layer's weight reads or matmuls
-// follow each other). The array: its kind and layer; the vector unit: the layer; the
-// controller: the layer, the head instruction's opcode as classify asks it (matmul, weight
-// read or other) and the kind, the hazard kinds apart and the others (issue, queue full) alike.
+// follow each other). The array: its kind and layer; the vector unit and DMA engines: the
+// layer; the controller: the layer and its bookings (BucketRules) as a matmul's wait and as
+// the head.
 void coalesce_breakdown_logs(Accelerator& acc) {
   using compiler::Opcode;
   auto key = [](int64_t cls, int32_t layer) { return (cls << 32) | static_cast<uint32_t>(layer); };
+  // The controller's intervals classify alike when they book the same way as a matmul's
+  // wait (only a matmul's) and as the head.
+  const BucketRules& rules = BucketRules::get();
+  constexpr int64_t kB = static_cast<int64_t>(kBucketCount) + 1;
+  auto booking_key = [kB](const Booking& b) { return (b.bucket + 1) * kB + b.part + 1; };
   for (auto& core : acc.cores) {
     for (auto& m : core->matrices) m->log().coalesce_by([key](const Interval& i) { return key(i.kind, i.layer); });
     core->vector->log().coalesce_by([key](const Interval& i) { return key(0, i.layer); });
-    core->controller->log().coalesce_by([key](const Interval& i) {
-      const int64_t kind = i.kind <= models::Controller::kHazardOnWeights ? i.kind : models::Controller::kHazardOnWeights + 1;
-      const auto op = static_cast<Opcode>(i.detail);
-      const int64_t op_class = op == Opcode::kMatmul ? 0 : op == Opcode::kReadWeights ? 1 : 2;
-      return key(kind * 4 + op_class, i.layer);
+    core->controller->log().coalesce_by([key, &rules, kB, booking_key](const Interval& i) {
+      static const Booking none;
+      const Booking& wait =
+          static_cast<Opcode>(i.detail) == Opcode::kMatmul ? rules.at(BucketSource::kMatmulWait, i.kind) : none;
+      const Booking& head = rules.at(BucketSource::kControllerHead, i.detail);
+      return key(booking_key(wait) * kB * kB + booking_key(head), i.layer);
     });
     for (auto& d : core->dmas) d->log().coalesce_by([key](const Interval& i) { return key(0, i.layer); });
   }
@@ -378,64 +480,49 @@ class Breakdown {
       return best;
     };
 
+    // The sources in the order the breakdown asks them (BucketSource); the first whose
+    // interval at the cycle has a booking claims it. Each interval is looked up only when
+    // the sources before it have not claimed the cycle.
+    const BucketRules& rules = BucketRules::get();
     for (int64_t a = done_, b = 0; a < to; a = b) {
       b = next_after(a);
       const int64_t len = b - a;
-      int64_t CycleBreakdown::*bucket = &CycleBreakdown::non_matrix;
-      int64_t CycleBreakdown::*part = nullptr;  // array_drain or pcie_input: the bucket's part, if any
+      const Booking* booking = nullptr;
       int32_t layer = -1;
-      const Interval* ctl = first_at(kController, a);
-      const Interval* drain = first_at(kDrain, a);
-      if (const Interval* i = first_at(kArray, a)) {
+      auto claim = [&](BucketSource source, const Interval* i, auto kind_of) {
+        if (booking != nullptr || i == nullptr) return;
+        const Booking& bk = rules.at(source, kind_of(*i));
+        if (!bk.claims()) return;
+        booking = &bk;
         layer = i->layer;
-        switch (i->kind) {
-          case models::MatrixUnit::kActive: bucket = &CycleBreakdown::array_active; break;
-          case models::MatrixUnit::kWeightShift: bucket = &CycleBreakdown::weight_shift; break;
-          case models::MatrixUnit::kWeightStall: bucket = &CycleBreakdown::weight_stall; break;
-          default: bucket = &CycleBreakdown::input_stall; break;
-        }
-      } else if (ctl && ctl->instruction >= 0 && static_cast<Opcode>(ctl->detail) == Opcode::kMatmul &&
-                 ctl->kind <= models::Controller::kHazardOnWeights) {
+      };
+      auto by_kind = [](const Interval& i) { return i.kind; };
+      auto one_kind = [](const Interval&) { return int32_t{0}; };
+      const Interval* ctl = first_at(kController, a);
+      claim(BucketSource::kArray, first_at(kArray, a), by_kind);
+      if (ctl && ctl->instruction >= 0 && static_cast<Opcode>(ctl->detail) == Opcode::kMatmul) {
         // The next matmul waits at the controller: an exposed drain under it (the results
         // it waits for are still leaving the array) is that wait, not array work.
-        layer = ctl->layer;
-        bucket = ctl->kind == models::Controller::kHazardOnHost      ? &CycleBreakdown::pcie
-                 : ctl->kind == models::Controller::kHazardOnWeights ? &CycleBreakdown::weight_stall
-                                                                     : &CycleBreakdown::raw_stall;
-        // A matmul reads the unified buffer: the host transfer it waits for brings its input.
-        if (ctl->kind == models::Controller::kHazardOnHost) part = &CycleBreakdown::pcie_input;
-      } else if (drain) {
-        // The array finishes its last tile with no matmul waiting behind it.
-        layer = drain->layer;
-        bucket = &CycleBreakdown::array_active;
-        part = &CycleBreakdown::array_drain;
-      } else if (const Interval* t = first_at(kPcie, a)) {
-        layer = t->layer;
-        bucket = &CycleBreakdown::pcie;
-        if (t->instruction < 0 || t->kind != models::PcieLink::kToHost) {
-          part = &CycleBreakdown::pcie_input;
-        }
-      } else if (const Interval* d = first_at(kDma, a)) {
-        // The matrix units are idle while device memory is read or written (device-resident
-        // tensors, spills to device memory): a memory wait, booked with the weight reads.
-        layer = d->layer;
-        bucket = &CycleBreakdown::weight_stall;
-      } else if (const Interval* v = first_at(kVector, a)) {
-        layer = v->layer;
-        bucket = &CycleBreakdown::non_matrix;
-      } else if (ctl) {
-        layer = ctl->layer;
-        const auto head = static_cast<Opcode>(ctl->detail);
-        bucket = head == Opcode::kReadWeights ? &CycleBreakdown::weight_stall : &CycleBreakdown::non_matrix;
+        claim(BucketSource::kMatmulWait, ctl, by_kind);
       }
+      if (!booking) claim(BucketSource::kDrain, first_at(kDrain, a), one_kind);
+      if (!booking) {
+        claim(BucketSource::kPcie, first_at(kPcie, a), [](const Interval& t) {
+          return t.instruction < 0 ? int32_t{models::PcieLink::kToDevice} : t.kind;
+        });
+      }
+      if (!booking) claim(BucketSource::kDeviceDma, first_at(kDma, a), one_kind);
+      if (!booking) claim(BucketSource::kVector, first_at(kVector, a), one_kind);
+      claim(BucketSource::kControllerHead, ctl, [](const Interval& i) { return int32_t{i.detail}; });
+      if (!booking) booking = &rules.at(BucketSource::kIdle, 0);
+      if (!booking->claims()) throw std::logic_error("engine: no cycle-breakdown bucket for an idle cycle (kBuckets)");
       CycleBreakdown& owner = layer >= 0 && static_cast<size_t>(layer) < stats.layers.size()
                                   ? stats.layers[static_cast<size_t>(layer)].cycles
                                   : stats.host_io;
-      stats.cycles.*bucket += len;
-      owner.*bucket += len;
-      if (part) {
-        stats.cycles.*part += len;
-        owner.*part += len;
+      for (const int k : {booking->bucket, booking->part}) {
+        if (k < 0) continue;
+        stats.cycles.by_bucket[static_cast<size_t>(k)] += len;
+        owner.by_bucket[static_cast<size_t>(k)] += len;
       }
     }
   }

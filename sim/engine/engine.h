@@ -2,6 +2,7 @@
 // Builds the SystemC accelerator from a config, runs a program on it and
 // returns the statistics. SystemC allows one elaboration per process: call
 // simulate() once per process (the sweep runs one process per design point).
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -12,39 +13,105 @@
 
 namespace tessera::engine {
 
-// Where the cycles went, from the array's point of view (DESIGN.md §6). Every
-// cycle of the run falls in exactly one bucket, so the buckets sum to the total.
-//  array_active  the array streams operands (incl. slower MAC modes), or drains its last
-//                results with no matmul waiting behind them
-//  (an exposed drain that the next matmul waits for is booked to what it waits for:
-//   raw_stall for another unit's results, pcie for host input, weight_stall for weights)
-//  weight_shift  the array waits for a stationary tile to shift in (not hidden by double buffering)
-//  weight_stall  the array waits for a weight tile from weight memory (FIFO empty)
-//  input_stall   unified-buffer bandwidth stretches the array's stream
-//  raw_stall     the next matmul waits for results of another unit (read-after-write)
-//  non_matrix    the array is idle while vector work, controller issue or other non-matrix work runs
-//  pcie          the array is idle while host transfers run (or a matmul waits for host input)
-// Two buckets are split further for the TPU paper's Table 3 (sim/report/tpu_paper_view.h); the
-// parts are not buckets of their own, so total() does not count them:
-//  array_drain   of array_active: the exposed result drain (the rest, array_stream(), is the
-//                array streaming at its MAC rate: the paper's "array active cycles")
-//  pcie_input    of pcie: host input (read_host transfers, and matmuls waiting for their
-//                input); the rest, pcie_output(), is output written to the host (write_host)
-struct CycleBreakdown {
-  int64_t array_active = 0;
-  int64_t weight_shift = 0;
-  int64_t weight_stall = 0;
-  int64_t input_stall = 0;
-  int64_t raw_stall = 0;
-  int64_t non_matrix = 0;
-  int64_t pcie = 0;
-  int64_t array_drain = 0;  // part of array_active
-  int64_t pcie_input = 0;   // part of pcie
-  int64_t array_stream() const { return array_active - array_drain; }
-  int64_t pcie_output() const { return pcie - pcie_input; }
-  int64_t total() const {
-    return array_active + weight_shift + weight_stall + input_stall + raw_stall + non_matrix + pcie;
+// Where the cycles went, from the array's point of view (DESIGN.md §6). Every cycle of the
+// run falls in exactly one bucket, so the buckets sum to the total. The buckets are the rows
+// of kBuckets below: a new bucket is its row there plus, where no log tells its cycles apart
+// yet, the kind of interval its unit logs for them (docs/architecture.md, "A breakdown bucket").
+
+// The unit logs the breakdown reads, in the order it asks them about a cycle: the first
+// source whose interval there has a bucket (for its kind) books the cycle, and its layer.
+enum class BucketSource : uint8_t {
+  kArray,           // a matrix unit's log, by kind (MatrixUnit::kKindNames); of several units, the busiest state
+  kMatmulWait,      // the controller's log while the next matmul waits to issue, by kind (Controller::kKindNames)
+  kDrain,           // a matrix unit's drain log: results leave the array with no matmul waiting behind them
+  kPcie,            // the PCIe link's log, by direction (PcieLink::kKindNames; a transfer of no instruction: "to_device")
+  kDeviceDma,       // a device DMA engine's log
+  kVector,          // the vector unit's log
+  kControllerHead,  // the controller's log, by the opcode of its head instruction (isa::opcode_name)
+  kIdle,            // no log has an interval
+  kNone,            // an unused producer slot
+};
+
+// One way a bucket gets cycles: a source and, for a source that tells kinds apart, the kind
+// name ("" for any kind; a named kind wins over "").
+struct BucketProducer {
+  BucketSource source = BucketSource::kNone;
+  const char* kind = "";
+};
+
+struct BucketDef {
+  const char* name;         // the report key: cycles.<name>, layers.csv cycles_<name>
+  const char* description;  // the layer column's description
+  // "": a bucket (the buckets sum to the total). Else the bucket this is part of: a part for
+  // the TPU paper's Table 3 (sim/report/tpu_paper_view.h), booked on top of its bucket.
+  const char* part_of;
+  std::array<BucketProducer, 4> producers;
+};
+
+// In report order. An exposed drain that the next matmul waits for is booked to what it
+// waits for (the matmul-wait producers), not to array_active.
+inline constexpr BucketDef kBuckets[] = {
+    {"array_active", "the array computes", "",  // streams operands (incl. slower MAC modes), or drains its last results
+     {{{BucketSource::kArray, "matmul"}, {BucketSource::kDrain}}}},
+    {"weight_shift", "weights shift into the array", "",  // a stationary tile shifts in, not hidden by double buffering
+     {{{BucketSource::kArray, "weight_shift"}}}},
+    {"weight_stall", "waiting for weights from weight memory", "",  // FIFO empty; device-memory waits too
+     {{{BucketSource::kArray, "weight_stall"}, {BucketSource::kMatmulWait, "wait_weights"},
+       {BucketSource::kDeviceDma}, {BucketSource::kControllerHead, "read_weights"}}}},
+    {"input_stall", "waiting for activations from the unified buffer", "",  // UB bandwidth stretches the stream
+     {{{BucketSource::kArray, "input_stall"}}}},
+    {"raw_stall", "waiting for an earlier instruction's result", "",  // the next matmul waits for another unit
+     {{{BucketSource::kMatmulWait, "wait_raw"}}}},
+    {"non_matrix", "the vector unit and other non-matrix work", "",  // vector work, controller issue, launch
+     {{{BucketSource::kVector}, {BucketSource::kControllerHead}, {BucketSource::kIdle}}}},
+    {"pcie", "host transfers and spills over PCIe", "",  // host transfers, or a matmul waiting for host input
+     {{{BucketSource::kMatmulWait, "wait_host"}, {BucketSource::kPcie}}}},
+    // Of array_active: the exposed drain (the rest, array_stream(), is the array streaming at
+    // its MAC rate: the paper's "array active cycles").
+    {"array_drain", "of array_active: results drain with no matmul waiting", "array_active",
+     {{{BucketSource::kDrain}}}},
+    // Of pcie: host input (read_host, and matmuls waiting for their input); the rest,
+    // pcie_output(), is output written to the host (write_host).
+    {"pcie_input", "of pcie: host input", "pcie",
+     {{{BucketSource::kMatmulWait, "wait_host"}, {BucketSource::kPcie, "to_device"}}}},
+};
+inline constexpr size_t kBucketCount = std::size(kBuckets);
+
+// A bucket named in code: `breakdown["weight_stall"]`; a name not in kBuckets does not compile.
+struct BucketId {
+  size_t index;
+  consteval BucketId(const char* name) : index(find(name)) {}  // NOLINT: implicit, from the name
+  static consteval size_t find(const char* name) {
+    for (size_t i = 0; i < kBucketCount; ++i) {
+      if (std::string_view(kBuckets[i].name) == name) return i;
+    }
+    throw "engine: no cycle-breakdown bucket of this name (kBuckets)";
   }
+};
+
+// The buckets proper (not parts), in report order: the causes that sum to the total.
+inline constexpr auto kCycleCauses = [] {
+  constexpr size_t n = [] {
+    size_t k = 0;
+    for (const BucketDef& b : kBuckets) k += std::string_view(b.part_of).empty() ? 1 : 0;
+    return k;
+  }();
+  std::array<const char*, n> out{};
+  size_t k = 0;
+  for (const BucketDef& b : kBuckets) {
+    if (std::string_view(b.part_of).empty()) out[k++] = b.name;
+  }
+  return out;
+}();
+
+// Cycles per bucket and part, by index into kBuckets.
+struct CycleBreakdown {
+  std::array<int64_t, kBucketCount> by_bucket{};
+  int64_t& operator[](BucketId b) { return by_bucket[b.index]; }
+  int64_t operator[](BucketId b) const { return by_bucket[b.index]; }
+  int64_t array_stream() const { return (*this)["array_active"] - (*this)["array_drain"]; }
+  int64_t pcie_output() const { return (*this)["pcie"] - (*this)["pcie_input"]; }
+  int64_t total() const;  // the buckets, not the parts
   CycleBreakdown& operator+=(const CycleBreakdown& o);
 };
 

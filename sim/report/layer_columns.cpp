@@ -1,6 +1,10 @@
 #include "sim/report/layer_columns.h"
 
+#include <array>
+#include <deque>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "sim/common/dtype.h"
 #include "sim/report/format.h"
@@ -19,7 +23,7 @@ using M = MdFormat;
 double seconds_at(int64_t cycle, double clock_hz) { return cycle >= 0 ? static_cast<double>(cycle) / clock_hz : 0.0; }
 
 // In report.json's order; layers.csv and summary.md take their columns in the same order.
-const LayerColumn kColumns[] = {
+const LayerColumn kBeforeCycles[] = {
     {"index", "", "position in the program's layer order", [](F f) -> ordered_json { return f.index; },
      "index", C::kNumber, "#", M::kInteger},
     {"name", "", "layer (ONNX node) name", [](F f) -> ordered_json { return f.info.name; },
@@ -70,20 +74,19 @@ const LayerColumn kColumns[] = {
      [](F f) -> ordered_json { return 2 * f.oi_macs_per_weight_byte; }},
     {"oi_ops_per_dram_byte", "ops/byte", "operational intensity on weight bytes plus its spills over PCIe",
      [](F f) -> ordered_json { return f.oi_ops_per_dram_byte; }},
-    {"cycles.array_active", "cycles", "the array computes", [](F f) -> ordered_json { return f.stats.cycles.array_active; },
-     "cycles_array_active"},
-    {"cycles.weight_shift", "cycles", "weights shift into the array",
-     [](F f) -> ordered_json { return f.stats.cycles.weight_shift; }, "cycles_weight_shift"},
-    {"cycles.weight_stall", "cycles", "waiting for weights from weight memory",
-     [](F f) -> ordered_json { return f.stats.cycles.weight_stall; }, "cycles_weight_stall"},
-    {"cycles.input_stall", "cycles", "waiting for activations from the unified buffer",
-     [](F f) -> ordered_json { return f.stats.cycles.input_stall; }, "cycles_input_stall"},
-    {"cycles.raw_stall", "cycles", "waiting for an earlier instruction's result",
-     [](F f) -> ordered_json { return f.stats.cycles.raw_stall; }, "cycles_raw_stall"},
-    {"cycles.non_matrix", "cycles", "the vector unit and other non-matrix work",
-     [](F f) -> ordered_json { return f.stats.cycles.non_matrix; }, "cycles_non_matrix"},
-    {"cycles.pcie", "cycles", "host transfers and spills over PCIe", [](F f) -> ordered_json { return f.stats.cycles.pcie; },
-     "cycles_pcie"},
+};
+
+// One column per cycle bucket (engine::kBuckets: its name and description), between the
+// rows above and below.
+template <size_t B>
+ordered_json bucket_cycles(F f) {
+  return f.stats.cycles.by_bucket[B];
+}
+constexpr auto kBucketCycles = []<size_t... B>(std::index_sequence<B...>) {
+  return std::array<ordered_json (*)(F), sizeof...(B)>{&bucket_cycles<B>...};
+}(std::make_index_sequence<engine::kBucketCount>{});
+
+const LayerColumn kAfterCycles[] = {
     {"cycles.total", "cycles", "sum of the causes", [](F f) -> ordered_json { return f.stats.cycles.total(); }},
     {"spill_bytes_out", "bytes", "activations written to host memory for this layer",
      [](F f) -> ordered_json { return f.info.spill_bytes_out; }, "spill_bytes_out"},
@@ -114,6 +117,24 @@ const LayerColumn kColumns[] = {
     {"energy_breakdown_j.on", "J", "clock tree and ungated state over the layer's latency",
      [](F f) -> ordered_json { return f.energy["on"]; }, "energy_on_j"},
 };
+
+// In report.json's order: the rows before the cycles, a row per bucket, the rows after.
+const std::vector<LayerColumn>& columns() {
+  static const std::vector<LayerColumn> all = [] {
+    static std::deque<std::string> names;  // the generated keys and headers, for the string_views
+    std::vector<LayerColumn> out(std::begin(kBeforeCycles), std::end(kBeforeCycles));
+    for (size_t b = 0; b < engine::kBucketCount; ++b) {
+      const engine::BucketDef& def = engine::kBuckets[b];
+      if (!std::string_view(def.part_of).empty()) continue;
+      const std::string& key = names.emplace_back(std::string("cycles.") + def.name);
+      const std::string& csv = names.emplace_back(std::string("cycles_") + def.name);
+      out.push_back(LayerColumn{key, "cycles", def.description, kBucketCycles[b], csv});
+    }
+    out.insert(out.end(), std::begin(kAfterCycles), std::end(kAfterCycles));
+    return out;
+  }();
+  return all;
+}
 
 // The layer's value of a column: "a.b" is key b of the layer's object a.
 const ordered_json& at(const ordered_json& layer, std::string_view key) {
@@ -156,11 +177,11 @@ std::string md_cell(const LayerColumn& c, const ordered_json& layer) {
 
 }  // namespace
 
-std::span<const LayerColumn> layer_columns() { return kColumns; }
+std::span<const LayerColumn> layer_columns() { return columns(); }
 
 ordered_json layer_json(const LayerFacts& facts) {
   ordered_json l;
-  for (const LayerColumn& c : kColumns) {
+  for (const LayerColumn& c : columns()) {
     if (!c.value) continue;
     const size_t dot = c.key.find('.');
     if (dot == std::string_view::npos) {
@@ -174,7 +195,7 @@ ordered_json layer_json(const LayerFacts& facts) {
 
 std::string layers_csv_header() {
   std::string out;
-  for (const LayerColumn& c : kColumns) {
+  for (const LayerColumn& c : columns()) {
     if (!c.csv.empty()) out += (out.empty() ? "" : ",") + std::string(c.csv);
   }
   return out;
@@ -183,7 +204,7 @@ std::string layers_csv_header() {
 std::string layer_csv_row(const ordered_json& layer) {
   std::string out;
   bool first = true;
-  for (const LayerColumn& c : kColumns) {
+  for (const LayerColumn& c : columns()) {
     if (c.csv.empty()) continue;
     if (!first) out += ",";
     first = false;
@@ -199,7 +220,7 @@ std::string layer_csv_row(const ordered_json& layer) {
 
 std::string layers_markdown_header() {
   std::string head = "|", rule = "|";
-  for (const LayerColumn& c : kColumns) {
+  for (const LayerColumn& c : columns()) {
     if (c.md.empty()) continue;
     head += " " + std::string(c.md) + " |";
     rule += c.md_format == M::kText || c.md_format == M::kMainCause ? "---|" : "---:|";
@@ -209,7 +230,7 @@ std::string layers_markdown_header() {
 
 std::string layer_markdown_row(const ordered_json& layer) {
   std::string out = "|";
-  for (const LayerColumn& c : kColumns) {
+  for (const LayerColumn& c : columns()) {
     if (!c.md.empty()) out += " " + md_cell(c, layer) + " |";
   }
   return out + "\n";

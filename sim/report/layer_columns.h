@@ -33,8 +33,7 @@ struct LayerFacts {
 };
 
 // The causes of the cycle breakdown, in report order (they sum to the total).
-inline constexpr const char* kCycleCauses[] = {"array_active", "weight_shift", "weight_stall", "input_stall",
-                                               "raw_stall",    "non_matrix",   "pcie"};
+using engine::kCycleCauses;
 
 enum class CsvFormat { kNumber, kText, kQuotedText };  // JSON number; string as is; string CSV-quoted when needed
 enum class MdFormat { kInteger, kText, kSeconds, kFixed2, kPercent, kMainCause, kJoules };

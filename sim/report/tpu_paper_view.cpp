@@ -38,17 +38,17 @@ ordered_json tpu_paper_view_json(const ArchConfig& arch, const engine::RunStats&
   const double total_pe_cycles = static_cast<double>(pes) * total_cycles;
   const int64_t active = c.array_stream();
   // Row 6 is everything that is not rows 1, 4 or 5, as in the paper (rows 1+4+5+6 = 100%).
-  const int64_t non_matrix = total - active - c.weight_stall - c.weight_shift;
+  const int64_t non_matrix = total - active - c["weight_stall"] - c["weight_shift"];
   ordered_json rows = ordered_json::array();
   rows.push_back(row(1, "Array active cycles", active, "cycles", total_cycles));
   rows.push_back(row(2, "Useful MACs in " + pe_count_text(pes) + " matrix (% peak)",
                      stats.counter_sum("matrix_unit", "useful_pe_cycles"), "PE-cycles", total_pe_cycles));
   rows.push_back(row(3, "Unused MACs", stats.counter_sum("matrix_unit", "unused_pe_cycles"), "PE-cycles", total_pe_cycles));
-  rows.push_back(row(4, "Weight stall cycles", c.weight_stall, "cycles", total_cycles));
-  rows.push_back(row(5, "Weight shift cycles", c.weight_shift, "cycles", total_cycles));
+  rows.push_back(row(4, "Weight stall cycles", c["weight_stall"], "cycles", total_cycles));
+  rows.push_back(row(5, "Weight shift cycles", c["weight_shift"], "cycles", total_cycles));
   rows.push_back(row(6, "Non-matrix cycles", non_matrix, "cycles", total_cycles));
-  rows.push_back(row(7, "RAW stalls", c.raw_stall, "cycles", total_cycles));
-  rows.push_back(row(8, "Input data stalls (PCIe)", c.pcie_input, "cycles", total_cycles));
+  rows.push_back(row(7, "RAW stalls", c["raw_stall"], "cycles", total_cycles));
+  rows.push_back(row(8, "Input data stalls (PCIe)", c["pcie_input"], "cycles", total_cycles));
   rows.push_back({{"row", 9},
                   {"label", "TeraOps/sec (" + fmt(peak_tops >= 10 ? "%.0f" : "%.2g", peak_tops) + " peak)"},  // the paper's "92 peak"
                   {"value", tops},

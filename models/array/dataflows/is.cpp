@@ -24,6 +24,12 @@ class InputStationary final : public StationaryDataflow {
     return {dispatched, weights_ready};
   }
   ReferenceMachine reference_machine() const override { return ReferenceMachine::kStationaryAT; }
+  // A^T (k x m) is held while the n columns of B stream.
+  TileOccupancy occupancy(GemmTile t) const override { return {t.k * t.m, t.n}; }
+  // B streams through, A^T shifts in.
+  int64_t register_bits(GemmTile t, int64_t a_bits, int64_t b_bits, int64_t psum_bits) const override {
+    return t.m * t.k * t.n * (b_bits + psum_bits) + t.k * t.m * a_bits * (t.k + 1) / 2;
+  }
 };
 
 }  // namespace

@@ -46,6 +46,12 @@ class OutputStationary final : public DataflowModel {
     return s;
   }
   ReferenceMachine reference_machine() const override { return ReferenceMachine::kOutputStationary; }
+  // C (m x n) is held while the k steps stream.
+  TileOccupancy occupancy(GemmTile t) const override { return {t.m * t.n, t.k}; }
+  // A and B stream through; the results drain out.
+  int64_t register_bits(GemmTile t, int64_t a_bits, int64_t b_bits, int64_t psum_bits) const override {
+    return t.m * t.k * t.n * (a_bits + b_bits + psum_bits) + t.m * t.n * psum_bits * (t.m + 1) / 2;
+  }
 };
 
 }  // namespace

@@ -22,6 +22,12 @@ class WeightStationary final : public StationaryDataflow {
     return {weights_ready, dispatched};
   }
   ReferenceMachine reference_machine() const override { return ReferenceMachine::kStationaryB; }
+  // B (k x n) is held while the m rows of A stream.
+  TileOccupancy occupancy(GemmTile t) const override { return {t.k * t.n, t.m}; }
+  // A streams through, B shifts in.
+  int64_t register_bits(GemmTile t, int64_t a_bits, int64_t b_bits, int64_t psum_bits) const override {
+    return t.m * t.k * t.n * (a_bits + psum_bits) + t.k * t.n * b_bits * (t.k + 1) / 2;
+  }
 };
 
 }  // namespace

@@ -126,5 +126,27 @@ TEST(Dataflows, FitsAgreesWithBounds) {
   }
 }
 
+// The activity the energy model counts for a tile (m, k, n) = (2, 3, 4) of 8-bit operands and
+// 32-bit partial sums, 24 MACs. ws holds B (3 x 4 = 12 PEs) for 2 steps, writes per MAC A and
+// a sum (24 x 40 = 960) and shifts B in (12 x 8 bits x (3 + 1) / 2 = 192); is holds A^T (6 PEs)
+// for 4 steps, 960 + 6 x 8 x 2 = 1056; os holds C (8 PEs) for 3 steps, writes A, B and a sum
+// per MAC (24 x 48 = 1152) and drains C (8 x 32 x (2 + 1) / 2 = 384).
+TEST(Dataflows, OccupancyAndRegisterBitsByHand) {
+  const GemmTile t{2, 3, 4};
+  auto model = [](Dataflow df) -> const DataflowModel& { return dataflow_model(df); };
+  const TileOccupancy ws = model(Dataflow::kWeightStationary).occupancy(t);
+  const TileOccupancy is = model(Dataflow::kInputStationary).occupancy(t);
+  const TileOccupancy os = model(Dataflow::kOutputStationary).occupancy(t);
+  EXPECT_EQ(ws.pes, 12);
+  EXPECT_EQ(ws.steps, 2);
+  EXPECT_EQ(is.pes, 6);
+  EXPECT_EQ(is.steps, 4);
+  EXPECT_EQ(os.pes, 8);
+  EXPECT_EQ(os.steps, 3);
+  EXPECT_EQ(model(Dataflow::kWeightStationary).register_bits(t, 8, 8, 32), 960 + 192);
+  EXPECT_EQ(model(Dataflow::kInputStationary).register_bits(t, 8, 8, 32), 960 + 96);
+  EXPECT_EQ(model(Dataflow::kOutputStationary).register_bits(t, 8, 8, 32), 1152 + 384);
+}
+
 }  // namespace
 }  // namespace tessera::array

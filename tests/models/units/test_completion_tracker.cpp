@@ -5,7 +5,7 @@
 
 #include <stdexcept>
 
-#include "models/units/units.h"
+#include "models/units/completion_tracker.h"
 
 namespace tessera::models {
 namespace {

@@ -213,8 +213,8 @@ TEST(ArrayOverlap, ADrainTheNextLayerWaitsForIsARawStall) {
   const Simulated r = run(TinyArch{}, "name: two\nbatch: 2\ninputs: [{name: x, shape: [4]}]\nlayers:\n"
                                 "  - {name: fc1, op: fc, units: 4}\n  - {name: fc2, op: fc, units: 4}\n");
   const auto& s = r.stats;
-  EXPECT_EQ(s.cycles.array_active, 2 + 2 + 7);
-  EXPECT_EQ(s.layers[1].cycles.raw_stall, 7 + 2);
-  EXPECT_EQ(s.cycles.raw_stall, 7 + 2);
+  EXPECT_EQ(s.cycles["array_active"], 2 + 2 + 7);
+  EXPECT_EQ(s.layers[1].cycles["raw_stall"], 7 + 2);
+  EXPECT_EQ(s.cycles["raw_stall"], 7 + 2);
   expect_breakdown_sums(s);
 }

@@ -58,7 +58,7 @@ TEST(SpillTiming, WorkloadThatFitsHandDerived) {
   EXPECT_EQ(r.program.spill_bytes_out + r.program.spill_bytes_in, 0u);
   EXPECT_EQ(r.stats.total_cycles, 76);
   EXPECT_EQ(r.stats.pcie_busy_cycles, 8);
-  EXPECT_EQ(r.stats.cycles.pcie, 8);
+  EXPECT_EQ(r.stats.cycles["pcie"], 8);
   expect_breakdown_sums(r.stats);
 }
 
@@ -77,10 +77,10 @@ TEST(SpillTiming, SpilledWorkloadHandDerived) {
   EXPECT_EQ(r.stats.pcie_busy_cycles, 8 + 2 * 4);
   EXPECT_EQ(r.stats.pcie_bytes_to_device, 32u + 32u);  // x, then a read back
   EXPECT_EQ(r.stats.pcie_bytes_to_host, 32u + 32u);    // a written back, then e
-  EXPECT_EQ(r.stats.cycles.pcie, 16);
-  EXPECT_EQ(r.stats.layers[2].cycles.pcie, 4);  // c: a's write-back (the link outranks the vector unit)
-  EXPECT_EQ(r.stats.layers[4].cycles.pcie, 4);  // e: a's read-back
-  EXPECT_EQ(r.stats.host_io.pcie, 8);           // x and e
+  EXPECT_EQ(r.stats.cycles["pcie"], 16);
+  EXPECT_EQ(r.stats.layers[2].cycles["pcie"], 4);  // c: a's write-back (the link outranks the vector unit)
+  EXPECT_EQ(r.stats.layers[4].cycles["pcie"], 4);  // e: a's read-back
+  EXPECT_EQ(r.stats.host_io["pcie"], 8);           // x and e
   expect_breakdown_sums(r.stats);
 }
 

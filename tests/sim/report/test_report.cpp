@@ -36,14 +36,14 @@ layers:
     // The roofline reads only byte and MAC counts and the latency: hand-made stats suffice.
     stats.clock_mhz = 1000;
     stats.total_cycles = 1000;
-    stats.cycles.array_active = 1000;
+    stats.cycles["array_active"] = 1000;
     stats.macs = 768;
     stats.weight_memory_bytes = 192;
     stats.pcie_bytes_to_device = 32 * 1;  // 4 x 8 int8 inputs
     stats.pcie_bytes_to_host = 16;        // 4 x 4 int8 outputs
     stats.layers.resize(program.layers.size());
-    stats.layers[0].cycles.array_active = 600;
-    stats.layers[1].cycles.array_active = 400;
+    stats.layers[0].cycles["array_active"] = 600;
+    stats.layers[1].cycles["array_active"] = 400;
   }
 };
 
@@ -117,10 +117,10 @@ TEST_F(ReportRoofline, SummaryMarkdownListsEveryMode) {
 // the summary it builds then holds every other key, with the values of the whole summary of
 // the same run, and none that reads the breakdown.
 TEST_F(ReportRoofline, SummaryWithoutCycleBreakdownKeepsEveryKeyThatDoesNotReadIt) {
-  stats.host_io.pcie = 200;
-  stats.host_io.pcie_input = 120;
-  stats.cycles.pcie = 200;
-  stats.cycles.pcie_input = 120;
+  stats.host_io["pcie"] = 200;
+  stats.host_io["pcie_input"] = 120;
+  stats.cycles["pcie"] = 200;
+  stats.cycles["pcie_input"] = 120;
   const ordered_json whole = report::build_report({arch, graph, program, stats});
   engine::RunStats without = stats;  // as simulated without the breakdown: its cycles all zero
   without.cycles = {};
