@@ -106,6 +106,26 @@ enum class OpKind {
   kDequantize,
   kDynamicQuantize,
   kSoftsign,  // x / (1 + |x|), element-wise (vector unit)
+  // Element-wise functions of real exports (vector unit): Mish (YOLOv4/v7), the
+  // trigonometric family (rotary position embeddings computed in the graph), exponential
+  // linear units, and PRelu (x < 0 ? slope * x : x, slope broadcast: a binary op).
+  kMish,  // x * tanh(softplus(x))
+  kSin,
+  kCos,
+  kTan,
+  kAsin,
+  kAcos,
+  kAtan,
+  kSinh,
+  kCosh,
+  kAsinh,
+  kAcosh,
+  kAtanh,
+  kElu,              // alpha (e^x - 1) below 0; ONNX's alpha is not carried (as leaky_relu)
+  kSelu,             // gamma (alpha (e^x - 1) below 0, x above); alpha, gamma not carried
+  kCelu,             // max(0, x) + min(0, alpha (e^(x/alpha) - 1)); alpha not carried
+  kThresholdedRelu,  // x above alpha, else 0; alpha not carried
+  kPRelu,
   // Add new ops above this line: tables over all ops iterate up to kOpCount.
   kOpCount,
 };

@@ -63,6 +63,20 @@ float exp_fn(float x) { return std::exp(x); }
 // log(1 + e^x) without overflow for large x: max(x, 0) + log1p(e^-|x|).
 float softplus(float x) { return std::max(x, 0.0f) + std::log1p(std::exp(-std::fabs(x))); }
 float softsign(float x) { return x / (1.0f + std::fabs(x)); }
+// x tanh(softplus(x)) (Misra, "Mish", BMVC 2020), softplus as above.
+float mish(float x) { return x * std::tanh(softplus(x)); }
+float sin_fn(float x) { return std::sin(x); }
+float cos_fn(float x) { return std::cos(x); }
+float tan_fn(float x) { return std::tan(x); }
+float asin_fn(float x) { return std::asin(x); }
+float acos_fn(float x) { return std::acos(x); }
+float atan_fn(float x) { return std::atan(x); }
+float sinh_fn(float x) { return std::sinh(x); }
+float cosh_fn(float x) { return std::cosh(x); }
+float asinh_fn(float x) { return std::asinh(x); }
+float acosh_fn(float x) { return std::acosh(x); }
+float atanh_fn(float x) { return std::atanh(x); }
+float prelu(float x, float slope) { return x < 0 ? slope * x : x; }
 float gelu(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)); }  // erf form
 
 float add(float a, float b) { return a + b; }
@@ -119,6 +133,8 @@ int64_t dynamic_quantize_work(const Graph&, const Layer&) { return 4; }
 
 // A divide, then a multiply-subtract.
 int64_t two_ops_binary(const Graph&, const Layer&) { return 2; }
+// softplus (exp, log1p), tanh, then a multiply.
+int64_t three_ops(const Graph&, const Layer&) { return 3; }
 
 void parse_clip(const YamlNode& node, const Graph&, Layer& layer) {
   if (auto lo = node.get("min")) layer.clip_min = static_cast<float>(lo->as_double(-3.4e38, 3.4e38));
@@ -295,6 +311,32 @@ void add_elementwise_ops(OpRegistry& r) {
   OpDef hard_swish = unary(OpKind::kHardSwish, "hard_swish", EnergyClass::kMultiplyAdd32, nullptr);
   hard_swish.work_per_output = two_ops;
   r.add(hard_swish);
+  // Exponential linear units: an exponential, then a scale and a select (the exponential
+  // sets the rate: the transcendental path).
+  for (const auto& [kind, name] : {std::pair{OpKind::kElu, "elu"}, {OpKind::kSelu, "selu"}, {OpKind::kCelu, "celu"}}) {
+    OpDef def = unary(kind, name, EnergyClass::kFp32MultiplyAdd, nullptr);
+    def.work_per_output = two_ops;
+    r.add(transcendental(def));
+  }
+  r.add(unary(OpKind::kThresholdedRelu, "thresholded_relu", EnergyClass::kAdd32, nullptr));  // a compare-select
+
+  OpDef mish_def = unary(OpKind::kMish, "mish", EnergyClass::kFp32MultiplyAdd, mish);
+  mish_def.work_per_output = three_ops;
+  r.add(transcendental(mish_def));
+  r.add(transcendental(unary(OpKind::kSin, "sin", EnergyClass::kFp32MultiplyAdd, sin_fn)));
+  r.add(transcendental(unary(OpKind::kCos, "cos", EnergyClass::kFp32MultiplyAdd, cos_fn)));
+  r.add(transcendental(unary(OpKind::kTan, "tan", EnergyClass::kFp32MultiplyAdd, tan_fn)));
+  r.add(transcendental(unary(OpKind::kAsin, "asin", EnergyClass::kFp32MultiplyAdd, asin_fn)));
+  r.add(transcendental(unary(OpKind::kAcos, "acos", EnergyClass::kFp32MultiplyAdd, acos_fn)));
+  r.add(transcendental(unary(OpKind::kAtan, "atan", EnergyClass::kFp32MultiplyAdd, atan_fn)));
+  r.add(transcendental(unary(OpKind::kSinh, "sinh", EnergyClass::kFp32MultiplyAdd, sinh_fn)));
+  r.add(transcendental(unary(OpKind::kCosh, "cosh", EnergyClass::kFp32MultiplyAdd, cosh_fn)));
+  r.add(transcendental(unary(OpKind::kAsinh, "asinh", EnergyClass::kFp32MultiplyAdd, asinh_fn)));
+  r.add(transcendental(unary(OpKind::kAcosh, "acosh", EnergyClass::kFp32MultiplyAdd, acosh_fn)));
+  r.add(transcendental(unary(OpKind::kAtanh, "atanh", EnergyClass::kFp32MultiplyAdd, atanh_fn)));
+  OpDef prelu_def = binary(OpKind::kPRelu, "prelu", EnergyClass::kMultiplyAdd32, prelu);
+  prelu_def.work_per_output = two_ops_binary;  // a compare-select and a multiply
+  r.add(prelu_def);
 }
 
 }  // namespace tessera::graph

@@ -4,6 +4,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -597,4 +598,92 @@ TEST(OnnxOps, NewOpsFoldOnConstants) {
               m.node("Shape", {"e"}, {"s"}, "shape");
               m.node("Gather", {"s", "i"}, {"c"}, "pick");
             }), want);
+}
+
+// ---------------------------------------------------------------- element-wise ops of real exports
+// Each added through the recipe (docs/architecture.md "A vector op"): its OpKind line, its
+// OpDef row with the fp32 kernel, its ONNX table row. References for x = [1, 2, -3, 0.5],
+// computed by hand in double (Python's math module).
+
+static void expect_unary(const char* onnx_op, OpKind kind, const char* ir_name, const std::vector<double>& want) {
+  const Graph g = load_onnx(one_node_model(onnx_op, std::string(ir_name) + ".onnx"), {});
+  ASSERT_EQ(g.layers.size(), 1u) << onnx_op;
+  EXPECT_EQ(g.layers[0].op, kind) << onnx_op;
+  EXPECT_EQ(op_name(g.layers[0].op), ir_name);
+  EXPECT_EQ(g.tensors[g.layers[0].output].shape, (Shape{4})) << onnx_op;
+  if (want.empty()) return;
+  const std::vector<float> y = reference_of(g);
+  ASSERT_EQ(y.size(), want.size()) << onnx_op;
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_NEAR(y[i], want[i], 2e-6 * std::max(1.0, std::fabs(want[i]))) << onnx_op << " " << i;
+  }
+}
+
+TEST(OnnxOps, MishIsXTimesTanhOfSoftplus) {
+  expect_unary("Mish", OpKind::kMish, "mish",
+               {0.8650983882673103, 1.9439589595339946, -0.1456474612756246, 0.3752452113048951});
+}
+
+TEST(OnnxOps, SinAndCosForRotaryEmbeddings) {
+  expect_unary("Sin", OpKind::kSin, "sin", {0.8414709848078965, 0.9092974268256817, -0.1411200080598672, 0.479425538604203});
+  expect_unary("Cos", OpKind::kCos, "cos",
+               {0.5403023058681398, -0.4161468365471424, -0.9899924966004454, 0.8775825618903728});
+  expect_unary("Atan", OpKind::kAtan, "atan",
+               {0.7853981633974483, 1.1071487177940904, -1.2490457723982544, 0.4636476090008061});
+  expect_unary("Sinh", OpKind::kSinh, "sinh",
+               {1.1752011936438014, 3.626860407847019, -10.017874927409903, 0.5210953054937474});
+}
+
+// Their alpha is not carried by the IR (as LeakyRelu's): imported with their shape, no reference.
+TEST(OnnxOps, ExponentialLinearUnitsImportWithTheirShape) {
+  expect_unary("Elu", OpKind::kElu, "elu", {});
+  expect_unary("Selu", OpKind::kSelu, "selu", {});
+  expect_unary("Celu", OpKind::kCelu, "celu", {});
+  expect_unary("ThresholdedRelu", OpKind::kThresholdedRelu, "thresholded_relu", {});
+}
+
+// PRelu with a slope per channel: y = x for x >= 0, slope * x below: [1, 2, -3 * 0.3, 0.5].
+TEST(OnnxOps, PReluScalesNegativesByTheBroadcastSlope) {
+  Model m;
+  m.input("x", {int64_t{1}, int64_t{4}});
+  m.floats("slope", {0.1f, 0.2f, 0.3f, 0.4f});
+  m.node("PRelu", {"x", "slope"}, {"y"}, "prelu");
+  m.output("y");
+  const Graph g = load_onnx(m.save("prelu.onnx"), {});
+  ASSERT_EQ(g.layers.size(), 1u);
+  EXPECT_EQ(g.layers[0].op, OpKind::kPRelu);
+  EXPECT_EQ(g.layers[0].const_values, (std::vector<float>{0.1f, 0.2f, 0.3f, 0.4f}));
+  const std::vector<float> y = reference_of(g);
+  ASSERT_EQ(y.size(), 4u);
+  EXPECT_FLOAT_EQ(y[0], 1.0f);
+  EXPECT_FLOAT_EQ(y[1], 2.0f);
+  EXPECT_FLOAT_EQ(y[2], -3.0f * 0.3f);
+  EXPECT_FLOAT_EQ(y[3], 0.5f);
+}
+
+// Sum of three inputs is a chain of two adds (as Max and Min of several): 3x.
+TEST(OnnxOps, SumOfThreeIsTwoAdds) {
+  Model m;
+  m.input("x", {int64_t{1}, int64_t{4}});
+  m.node("Sum", {"x", "x", "x"}, {"y"}, "sum");
+  m.output("y");
+  const Graph g = load_onnx(m.save("sum3.onnx"), {});
+  ASSERT_EQ(g.layers.size(), 2u);
+  EXPECT_EQ(g.layers[0].op, OpKind::kAdd);
+  EXPECT_EQ(g.layers[1].op, OpKind::kAdd);
+  EXPECT_EQ(reference_of(g), (std::vector<float>{3.0f, 6.0f, -9.0f, 1.5f}));
+}
+
+// A rotary embedding's angle table computed in the graph folds through the kernels: cos(0.5) x.
+TEST(OnnxOps, CosOfAConstantFolds) {
+  Model m;
+  m.input("x", {int64_t{1}, int64_t{4}});
+  m.floats("theta", {0.5f});
+  m.node("Cos", {"theta"}, {"c"}, "cos");
+  m.node("Mul", {"x", "c"}, {"y"}, "mul");
+  m.output("y");
+  const Graph g = load_onnx(m.save("fold_cos.onnx"), {});
+  ASSERT_EQ(g.layers.size(), 1u);
+  EXPECT_EQ(g.layers[0].op, OpKind::kMul);
+  EXPECT_EQ(g.layers[0].const_values, std::vector<float>{std::cos(0.5f)});
 }
