@@ -79,7 +79,7 @@ TEST(OnnxOpTable, ElementwiseFoldingUsesTheOpDefKernel) {
   }
   EXPECT_NE(op_def(OpKind::kFmod).binary, nullptr);  // Mod with fmod = 1
   EXPECT_GE(unary, 16);
-  EXPECT_EQ(binary, 15);  // Add Sub Mul Div Pow Mod Max Min Equal Less Greater LessOrEqual GreaterOrEqual And Or
+  EXPECT_EQ(binary, 17);  // Add Sub Mul Div Pow PRelu Sum Mod Max Min Equal Less Greater LessOrEqual GreaterOrEqual And Or
 }
 
 // Softplus had a handler but no arity entry, so two inputs passed unchecked.

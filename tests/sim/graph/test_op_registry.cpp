@@ -34,8 +34,11 @@ std::vector<std::string> split(const std::string& list) {
 
 // Vector ops functional mode has no fp32 reference for (the IR drops their attributes,
 // or nobody wrote the kernel yet). A new vector op either gets a kernel or a line here.
+// Their attributes (alpha, gamma, ...) are not carried by the IR, or their kernel is not written.
 const std::set<OpKind> kNoFunctionalKernel = {OpKind::kLeakyRelu, OpKind::kHardSigmoid, OpKind::kHardSwish,
-                                              OpKind::kBatchNorm, OpKind::kResize,      OpKind::kPad};
+                                              OpKind::kBatchNorm, OpKind::kResize,      OpKind::kPad,
+                                              OpKind::kElu,       OpKind::kSelu,        OpKind::kCelu,
+                                              OpKind::kThresholdedRelu};
 
 }  // namespace
 
