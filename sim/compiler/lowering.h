@@ -422,6 +422,7 @@ class RowTiler {
   uint64_t tile_bytes(int64_t R, int64_t slots) const;
   int64_t largest_tile(int64_t slots) const;
   void stream_first(size_t n);  // the n biggest candidates stream
+  void search_tiles();          // R_ and what streams, with the tile buffers slots_ gives
   void choose_tiles();
   void place_buffers();
   void emit_tiles();
@@ -449,6 +450,11 @@ class RowTiler {
   std::vector<std::pair<uint64_t, int>> candidates_;  // bytes, input (-1: the output), biggest first
   std::vector<char> streamed_;  // per input
   bool out_streamed_ = false;
+  // A matmul whose B (an activation) does not fit beside one tile's rows: B stays in device
+  // memory and the weight fetchers read its tiles from there, as they read weights (every
+  // tile of output rows reads B again).
+  bool b_from_memory_ = false;
+  uint64_t b_base_ = 0;  // B's device-memory address
   int64_t R_ = 0, slots_ = 2, acc_half_ = 1;
   std::vector<std::vector<int>> in_slot_;  // per streamed input: its tile buffers
   std::vector<int> out_slot_;

@@ -170,6 +170,7 @@ uint64_t RowTiler::tile_bytes(int64_t R, int64_t slots) const {
   std::vector<int> whole;
   for (int i = 0; i < n_in_; ++i) {
     const int x = layer_.inputs[static_cast<size_t>(i)];
+    if (b_from_memory_ && i == 1) continue;  // read by the weight fetchers, never resident
     if (streamed_[static_cast<size_t>(i)]) {
       bytes += static_cast<uint64_t>(slots * max_band(i, R)) * row_bytes(l_.storage(x));
     } else if (std::find(whole.begin(), whole.end(), l_.storage(x)) == whole.end()) {
@@ -200,17 +201,10 @@ void RowTiler::stream_first(size_t n) {
   }
 }
 
-// Which tensors stream and how many rows a tile has: the fewest tensors that give full-size
-// tiles (a full accumulator half), else those that give the largest.
-void RowTiler::choose_tiles() {
-  // Tensors to stream, biggest first: index -1 is the output (a reduction keeps its small output).
-  if (by_output_rows_) candidates_.push_back({place_[y_].bytes, -1});
-  for (int i = 0; i < n_in_; ++i) {
-    if (maps_[static_cast<size_t>(i)] != RowMap::kWhole) candidates_.push_back({place_[l_.storage(layer_.inputs[i])].bytes, i});
-  }
-  std::stable_sort(candidates_.begin(), candidates_.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  streamed_.assign(static_cast<size_t>(n_in_), 0);
-  acc_half_ = std::max<int64_t>(1, l_.arch_.accumulators.entries / 2);
+// Which tensors stream and how many rows a tile has (slots_ tile buffers each): the fewest
+// tensors that give full-size tiles (a full accumulator half), else those that give the largest.
+void RowTiler::search_tiles() {
+  R_ = 0;
   const int64_t wanted = std::min(rows_total_, acc_half_);  // a full accumulator half per tile
   size_t best_n = candidates_.size();
   for (size_t n = 1; n <= candidates_.size(); ++n) {
@@ -220,13 +214,41 @@ void RowTiler::choose_tiles() {
     if (R_ >= wanted) break;
   }
   stream_first(best_n);
+}
+
+void RowTiler::choose_tiles() {
+  // Tensors to stream, biggest first: index -1 is the output (a reduction keeps its small output).
+  if (by_output_rows_) candidates_.push_back({place_[y_].bytes, -1});
+  for (int i = 0; i < n_in_; ++i) {
+    if (maps_[static_cast<size_t>(i)] != RowMap::kWhole) candidates_.push_back({place_[l_.storage(layer_.inputs[i])].bytes, i});
+  }
+  std::stable_sort(candidates_.begin(), candidates_.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  streamed_.assign(static_cast<size_t>(n_in_), 0);
+  acc_half_ = std::max<int64_t>(1, l_.arch_.accumulators.entries / 2);
+  search_tiles();
   if (R_ == 0) R_ = largest_tile(slots_ = 1);  // single-buffered: transfers no longer overlap the work
+  // A matmul's B is needed whole by every tile; when even one row does not fit beside it, B
+  // stays in device memory and its tiles go through the weight fetchers (XLA streams B's
+  // blocks from HBM likewise), read again by every tile of output rows. Only where spills and
+  // weights both live in device memory: the fetchers are wired to one of device memory or
+  // the host link (MemoryRouter), and TPU v1's shape has no path from host memory to them.
+  const auto& where = l_.arch_.residency;
+  const bool b_can_stay_out = layer_.op == OpKind::kMatmul && n_in_ == 2 && maps_[1] == RowMap::kWhole &&
+                              l_.storage(layer_.inputs[0]) != l_.storage(layer_.inputs[1]) &&
+                              where.spills() == Residency::kDevice && where.weights == Residency::kDevice;
+  if (R_ == 0 && b_can_stay_out) {
+    b_from_memory_ = true;
+    slots_ = 2;
+    search_tiles();
+    if (R_ == 0) R_ = largest_tile(slots_ = 1);
+  }
   if (R_ == 0) {
     throw InputError(head_ + " needs " + std::to_string(tile_bytes(1, 1)) + " bytes for its smallest tile (one " +
                      (reduction_ ? "input row" : "output row and the input rows it reads") +
                      ", its big tensors streamed through " +
                      (l_.arch_.residency.spills() == Residency::kHost ? "host" : "device") +
-                     " memory); use a larger unified_buffer.capacity");
+                     " memory" + (b_from_memory_ ? ", B read from there by the weight fetchers" : "") +
+                     "); use a larger unified_buffer.capacity");
   }
   if (graph::is_matrix_op(layer_.op) && !vector_conv_ && R_ > acc_half_) R_ -= R_ % acc_half_;  // whole accumulator halves
 }
@@ -244,10 +266,17 @@ void RowTiler::place_buffers() {
       Spiller(l_).evict(s, li_);
     }
   }
+  if (b_from_memory_) {  // B's only copy must be off-chip, where the weight fetchers read it
+    const int s = l_.storage(layer.inputs[1]);
+    if (place_[s].allocated) {
+      l_.pinned_[static_cast<size_t>(s)] = 0;
+      Spiller(l_).evict(s, li_);
+    }
+  }
   std::vector<int> needs;
   for (int i = 0; i < n_in_; ++i) {
     const int s = l_.storage(layer.inputs[static_cast<size_t>(i)]);
-    if (streamed_[static_cast<size_t>(i)]) continue;
+    if (streamed_[static_cast<size_t>(i)] || (b_from_memory_ && i == 1)) continue;
     l_.pinned_[static_cast<size_t>(s)] = 1;
     if (!place_[s].allocated && std::find(needs.begin(), needs.end(), s) == needs.end()) needs.push_back(s);
   }
@@ -283,6 +312,11 @@ void RowTiler::emit_tiles() {
   rps_y_ = place_[y_].rows_per_sample;
   weight_base_ = graph::is_matrix_op(layer.op) && !vector_conv_ ? MatrixLowering(l_).reserve_weights(layer) : l_.weight_cursor_;
   work_per_output_ = graph::is_matrix_op(layer.op) ? 0 : VectorLowering(l_).vector_work_per_output(layer);
+  if (b_from_memory_) {  // an off-chip home for B, addressed as the weight fetchers address weights
+    const int b = l_.storage(layer.inputs[1]);
+    b_base_ = l_.weight_cursor_;
+    l_.weight_cursor_ += static_cast<uint64_t>(elements_bytes(g_.tensors[static_cast<size_t>(b)].dtype, place_[b].rows * place_[b].cols));
+  }
   bands_.assign(static_cast<size_t>(n_in_), {});
   for (int64_t s = 0; s < l_.batch_; ++s) {
     for (int64_t r0 = 0; r0 < rows_total_; r0 += R_, ++tiles_) {
@@ -340,7 +374,8 @@ uint64_t RowTiler::out_address(const Tile& t, int64_t a, int64_t c0) const {
          static_cast<uint64_t>((row * y_cols_ + c0) * y_bytes_);
 }
 
-// Heads whose rows fall in this tile; B (K^T or V) stays resident and is loaded per head.
+// Heads whose rows fall in this tile; B (K^T or V) stays resident and is loaded per head (or,
+// b_from_memory_, is read from off-chip memory by the weight fetchers).
 void RowTiler::emit_matmul(const Tile& t) {
   const Layer& layer = layer_;
   const int64_t s = t.s, r0 = t.r0, r1 = t.r1;
@@ -360,9 +395,15 @@ void RowTiler::emit_matmul(const Tile& t) {
     job.a_region = [this, &t, a_row0](int64_t m0, int64_t m1, int64_t k0, int64_t k1) {
       return in_region(t, 0, a_row0 + m0, a_row0 + m1, k0, k1);
     };
-    job.b_region = [this, s, gb, rows_b, b, K](int64_t k0, int64_t k1, int64_t n0, int64_t n1) {
-      return l_.rows_region(b, s * rows_b + gb * K + k0, s * rows_b + gb * K + k1, n0, n1);
-    };
+    if (b_from_memory_) {
+      job.b_from_ub = false;
+      job.weight_row_stride = place_[l_.storage(b)].cols;
+      job.weight_base = b_base_ + static_cast<uint64_t>(elements_bytes(job.b_dtype, (s * rows_b + gb * K) * job.weight_row_stride));
+    } else {
+      job.b_region = [this, s, gb, rows_b, b, K](int64_t k0, int64_t k1, int64_t n0, int64_t n1) {
+        return l_.rows_region(b, s * rows_b + gb * K + k0, s * rows_b + gb * K + k1, n0, n1);
+      };
+    }
     job.out_region = [this, &t, row0](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
       return out_region(t, row0 + m0, row0 + m1, n0, n1);
     };

@@ -340,3 +340,57 @@ layers:
   }
   EXPECT_EQ(ub_weight_loads, 4 * 2);  // per head: kt's 4 x 8 as two 4 x 4 tiles
 }
+
+TEST(Spills, MatmulWhoseBDoesNotFitReadsBThroughTheWeightFetchers) {
+  // y = a x b, a [16 x 8] and b [8 x 16] int8 (128 B each), y 256 B, in device memory. In
+  // 144 B, b whole (128 B) leaves no room for one row of a (8 B) and of y (16 B) even
+  // single-buffered (152 B), so b stays in device memory and the weight fetchers read its
+  // 4 x 4 tiles from there, as they read weights. a and y stream double-buffered:
+  // 2 R x 8 + 2 R x 16 <= 144 -> R = 3: tiles of 3, 3, 3, 3, 3 and 1 rows, and every tile
+  // reads all of b again: 2 K steps x 4 N tiles = 8 reads of 16 B, 128 B per tile.
+  TinyArch t;
+  t.ub_capacity = "144";
+  t.residency = "{inputs: device, outputs: device}";
+  const char* kTallB = R"(
+name: tallb
+inputs: [{name: a, shape: [16, 8]}, {name: b, shape: [8, 16]}]
+layers: [{name: y, op: matmul, inputs: [a, b]}]
+)";
+  const Program p = compile(parse(kTallB), t.build());
+  const LayerInfo& y = p.layers[0];
+  EXPECT_EQ(y.mapping, "array_ub");
+  EXPECT_EQ(y.row_tiles, 6);
+  EXPECT_EQ(y.macs, 16 * 8 * 16);
+  EXPECT_LE(p.ub_peak_bytes, 144u);
+  int from_memory = 0, from_ub = 0;
+  uint64_t b_bytes = 0;
+  for (const auto& in : p.instructions) {
+    if (in.op != Opcode::kReadWeights) continue;
+    from_memory += in.weight_source == WeightSource::kWeightMemory;
+    from_ub += in.weight_source == WeightSource::kUnifiedBuffer;
+    b_bytes += in.bytes;
+  }
+  EXPECT_EQ(from_ub, 0);
+  EXPECT_EQ(from_memory, 6 * 8);
+  EXPECT_EQ(b_bytes, 6u * 128u);
+  EXPECT_EQ(y.weight_bytes, 6u * 128u);
+  // b never enters the buffer: only a's rows come in by DMA.
+  EXPECT_EQ(p.device_input_bytes, 128u);
+  // Spills in host memory (TPU v1's shape): the weight fetchers have no path to host
+  // memory, so b must fit, as before.
+  TinyArch h;
+  h.ub_capacity = "144";
+  try {
+    compile(parse(kTallB), h.build());
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("layer 'y' (matmul) needs 152 bytes for its smallest tile"), std::string::npos)
+        << e.what();
+  }
+  // With room for b beside a tile, b is resident and read from the buffer, as before.
+  t.ub_capacity = "512";
+  const Program resident = compile(parse(kTallB), t.build());
+  for (const auto& in : resident.instructions) {
+    if (in.op == Opcode::kReadWeights) EXPECT_EQ(in.weight_source, WeightSource::kUnifiedBuffer);
+  }
+}
