@@ -2,9 +2,10 @@
 // tiny model and a small chip (tests/sim/serve/llm/tiny-*.yaml) so that CI can afford it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <algorithm>
+#include <fstream>
 #include <random>
 
 #include "sim/common/error.h"
@@ -85,6 +86,20 @@ TEST(LlmCostTable, WeightDtypesRunOnTheChipsModes) {
   r.precision.weights = tessera::Dtype::kInt8;
   const double int8 = simulate_pieces(r, {{K::kDense, 64, 0}})[0].seconds;
   EXPECT_LT(int8, bf16);
+  // The v6e template has fp8 and bf16 x int4 modes (as bf16, at its rate: configs/tpu-v6e.yaml);
+  // their weights are narrower, so no slower than bf16.
+  for (tessera::Dtype d : {tessera::Dtype::kInt4, tessera::Dtype::kFp8E4m3}) {
+    r.precision.weights = d;
+    EXPECT_LE(simulate_pieces(r, {{K::kDense, 64, 0}})[0].seconds, bf16) << tessera::dtype_name(d);
+  }
+  // A chip with only bf16 and int8 modes refuses them, naming mac_modes.
+  const fs::path narrow = fs::path(::testing::TempDir()) / "tiny-chip-bf16-int8.yaml";
+  {
+    std::ofstream f(narrow);
+    f << "base: " << (kHere / "tiny-chip.yaml").string() << "\n"
+      << "matrix_units:\n  mac_modes: [{a: bf16, b: bf16, rate: 1.0}, {a: int8, b: int8, rate: 2.0}]\n";
+  }
+  r.arch = narrow;
   for (tessera::Dtype d : {tessera::Dtype::kInt4, tessera::Dtype::kFp8E4m3}) {
     r.precision.weights = d;
     try {
