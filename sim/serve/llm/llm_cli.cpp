@@ -339,13 +339,16 @@ int run_serve_llm_command(const ServeLlmOptions& o) {
     std::error_code ec;
     if (fs::exists(out, ec) && !fs::is_directory(out, ec)) throw InputError("--out: '" + o.out + "' exists and is not a directory");
   }
-  // ---- The target (its cost table may take SystemC runs, memoized in --cache).
-  prepare_output_directory(out, "--out");
-  if (!o.cache.empty()) prepare_output_directory(o.cache, "--cache");
+  // ---- The target (its cost table may take SystemC runs, memoized in --cache), and the
+  // requests checked against it before the table is built or anything is written.
   treq.cache_dir = fs::absolute(o.cache.empty() ? out / "cost-cache" : fs::path(o.cache)).lexically_normal().string();
   const std::unique_ptr<ServingTarget> target = make_serving_target(treq);
   in.target_name = target->name();
   in.chips_per_replica = target->chips();
+  check_study_requests(spec, *target);
+  prepare_output_directory(out, "--out");
+  if (!o.cache.empty()) prepare_output_directory(o.cache, "--cache");
+  target->prepare();
 
   // ---- The study, then the files, all or none.
   const auto sim_started = std::chrono::steady_clock::now();

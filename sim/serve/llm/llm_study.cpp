@@ -20,6 +20,10 @@ const char* llm_mode_name(LlmMode m) {
 
 namespace {
 
+std::string requests_origin(const LlmStudySpec& spec) {
+  return spec.requests.trace ? "--trace " + spec.requests.trace->source : std::string("the generated requests");
+}
+
 struct Runner {
   const LlmStudySpec& spec;
   const ServingTarget& target;
@@ -59,9 +63,7 @@ struct Runner {
     c.inter_token = false;
     return simulate_llm(reqs, target, c);
   }
-  std::string origin() const {
-    return spec.requests.trace ? "--trace " + spec.requests.trace->source : std::string("the generated requests");
-  }
+  std::string origin() const { return requests_origin(spec); }
   uint64_t mlperf_requests(double rate) const {
     const double n = std::ceil(rate * spec.min_duration_s);
     const uint64_t lo = std::min(spec.requests.requests, spec.max_requests);
@@ -74,6 +76,10 @@ bool meets_slos(const LlmResult& r, const LlmSimConfig& c) {
 }
 
 }  // namespace
+
+void check_study_requests(const LlmStudySpec& spec, const ServingTarget& target) {
+  check_requests_fit(generate_requests(spec.requests), target, spec.sim, requests_origin(spec));
+}
 
 LlmStudyResult run_llm_study(const LlmStudySpec& spec, const ServingTarget& target) {
   LlmStudyResult out;

@@ -46,6 +46,9 @@ class ServingTarget {
   virtual double swap_s(int64_t tokens) const = 0;     // moving `tokens` of KV cache one way over the host link
   virtual int chips() const = 0;                       // chips in the replica
   virtual double idle_power_w() const = 0;             // power of the replica's chips while idle (cost per token)
+  // Whatever iteration() needs before its first call, done now (a simulated chip's cost
+  // table: SystemC runs), so that the caller can check its inputs first and time it apart.
+  virtual void prepare() const {}
 };
 
 }  // namespace tessera::serve::llm

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <numeric>
+#include <optional>
 #include <sstream>
 
 #include "models/baseline/model.h"
@@ -99,7 +100,7 @@ class ChipTarget final : public ServingTarget {
     c.cache_dir = r.cache_dir;
     c.runner_exe = runner;
     c.jobs = 2;
-    table_ = build_cost_table(c);
+    table_request_ = std::move(c);  // built on first use: the requests are checked before its runs
   }
 
   std::string name() const override {
@@ -115,14 +116,14 @@ class ChipTarget final : public ServingTarget {
     for (const IterationMix& mb : micro_batches(mix, req_.pp)) {
       const int64_t tokens = mix_tokens(mb);
       if (tokens == 0) continue;
-      CostPoint layer = table_.dense(tokens);
+      CostPoint layer = table().dense(tokens);
       if (static_cast<int64_t>(mb.decode_kv_lengths.size()) == mb.decode_sequences) {
-        add(layer, table_.decode_attention(mb.decode_kv_lengths));  // each sequence at its own KV length
+        add(layer, table().decode_attention(mb.decode_kv_lengths));  // each sequence at its own KV length
       } else {
         const int64_t mean_kv = mb.decode_sequences ? (mb.decode_kv_tokens + mb.decode_sequences - 1) / mb.decode_sequences : 0;
-        add(layer, table_.decode_attention(mb.decode_sequences, mean_kv));
+        add(layer, table().decode_attention(mb.decode_sequences, mean_kv));
       }
-      for (const auto& c : mb.prefill) add(layer, table_.prefill_attention(c.tokens, c.context_tokens));
+      for (const auto& c : mb.prefill) add(layer, table().prefill_attention(c.tokens, c.context_tokens));
       // Tensor parallelism: the attention output and the FFN output are all-reduced (one for
       // GPT-J's parallel block), activations in bf16.
       double collectives = 0;
@@ -130,7 +131,7 @@ class ChipTarget final : public ServingTarget {
         const int64_t bytes = elements_bytes(Dtype::kBf16, tokens * model_.hidden);
         collectives = (model_.parallel_attention ? 1 : 2) * models::all_reduce_s(arch_.ici, req_.tp, bytes);
       }
-      const CostPoint head = table_.lm_head(head_rows(mb));
+      const CostPoint head = table().lm_head(head_rows(mb));
       double head_s = head.seconds;
       if (req_.tp > 1) head_s += models::all_gather_s(arch_.ici, req_.tp, elements_bytes(Dtype::kBf16, head_rows(mb) * place_.shard.vocab));
       // The largest stage with the last one's LM head (every stage is paced by the slowest),
@@ -160,7 +161,8 @@ class ChipTarget final : public ServingTarget {
     return p.latency_ns * 1e-9 + bytes / (p.link_bytes_per_s() * payload);
   }
   int chips() const override { return req_.tp * req_.pp; }
-  double idle_power_w() const override { return chips() * table_.idle_w; }
+  double idle_power_w() const override { return chips() * table().idle_w; }
+  void prepare() const override { table(); }
 
   // Largest decode batch the table simulates (beyond it the last segment extends).
   static constexpr int64_t kMaxDecodeBatch = 256;
@@ -170,12 +172,17 @@ class ChipTarget final : public ServingTarget {
     a.seconds += b.seconds;
     a.energy_j += b.energy_j;
   }
+  const LayerCostTable& table() const {
+    if (!table_) table_ = build_cost_table(table_request_);
+    return *table_;
+  }
   TargetRequest req_;
   ArchConfig arch_;
   LlmModelSpec model_;
   LayerPrecision precision_;
   Placement place_;
-  LayerCostTable table_;
+  CostTableRequest table_request_;
+  mutable std::optional<LayerCostTable> table_;  // one thread per target: the study runs serially
 };
 
 // GPUs: the analytic baseline model (models/baseline) on the iteration's kernels, per GPU of

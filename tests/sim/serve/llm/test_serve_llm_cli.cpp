@@ -17,14 +17,13 @@ fs::path scratch(const std::string& name) { return tessera_test::scratch_dir("se
 
 const std::string kTarget = "serve-llm -a configs/tpu-v1.yaml -m configs/tpu-v1.yaml";
 
-// Refused before the target is made: not even --out is created. After it (a request the
-// target cannot serve), --out exists (it holds the cost cache) but no file of the run.
-void expect_refused(const std::string& args, const std::string& message, const fs::path& out, bool before_target = true) {
+// Refused before anything is simulated or written: not even --out is created.
+void expect_refused(const std::string& args, const std::string& message, const fs::path& out) {
   const CliResult r = tessera(args + " --out " + out.string());
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find(message), std::string::npos) << r.output;
   for (const char* f : {"report.json", "requests.csv", "timeline.csv", "curve.csv", "summary.md"}) EXPECT_FALSE(fs::exists(out / f)) << f;
-  if (before_target) EXPECT_FALSE(fs::exists(out)) << "nothing is created for bad input";
+  EXPECT_FALSE(fs::exists(out)) << "nothing is created for bad input";
 }
 
 TEST(ServeLlmCli, HelpTeachesWithExamples) {
@@ -69,7 +68,7 @@ namespace {
 // End to end on a real simulated target (make_serving_target: the tiny model on the small
 // chip of test_llm_cost.cpp, so that CI can afford its cost table; Llama-3-8B on tpu-v6e is
 // bench/ and docs/serving.md): the same seed gives byte-identical files; a prompt longer
-// than the model's 512-token context is refused, exit 2, no report.
+// than the model's 512-token context is refused, exit 2, nothing written.
 TEST(ServeLlmCli, EndToEndOnARealTarget) {
   const fs::path d = scratch("end-to-end");
   const std::string common = "serve-llm -a tests/sim/serve/llm/tiny-chip.yaml -m tests/sim/serve/llm/tiny-llm.yaml --rate 2 "
@@ -82,9 +81,10 @@ TEST(ServeLlmCli, EndToEndOnARealTarget) {
   for (const char* f : {"report.json", "requests.csv", "timeline.csv", "curve.csv", "summary.md"}) {
     EXPECT_EQ(tessera_test::slurp(d / "a" / f), tessera_test::slurp(d / "b" / f)) << f;
   }
+  // Checked before the cost table is built: no cost-cache in --out, nothing at all.
   expect_refused("serve-llm -a tests/sim/serve/llm/tiny-chip.yaml -m tests/sim/serve/llm/tiny-llm.yaml --rate 2 --requests 5 "
-                 "--prompt-tokens fixed:600 --cache " + (d / "cache").string(),
-                 "is longer than the model's context window of 512 tokens", d / "long", false);
+                 "--prompt-tokens fixed:600",
+                 "is longer than the model's context window of 512 tokens", d / "long");
 }
 
 }  // namespace
