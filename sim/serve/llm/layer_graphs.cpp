@@ -5,9 +5,6 @@
 #include "sim/common/error.h"
 
 namespace tessera::serve::llm {
-namespace {
-
-std::string dt(Dtype d) { return std::string(dtype_name(d)); }
 
 // The activation dtype a matrix layer's input carries: the weights' type for W8A8 (int8,
 // fp8: the norm before the layer writes its output quantized, as SmoothQuant/FP8 serving
@@ -23,6 +20,10 @@ Dtype matmul_input(const LayerPrecision& p) {
       return Dtype::kBf16;
   }
 }
+
+namespace {
+
+std::string dt(Dtype d) { return std::string(dtype_name(d)); }
 
 // `name: x, op: fc` with the weight dtype and a bf16 result (the GEMM epilogue dequantizes).
 std::string fc(const std::string& name, const std::string& input, int64_t units, const LayerPrecision& p) {

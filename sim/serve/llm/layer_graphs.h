@@ -36,6 +36,10 @@ struct LayerPrecision {
   Dtype kv = Dtype::kBf16;
 };
 
+// The activation dtype the dense GEMMs multiply by the weights: the weights' own type for W8A8
+// (int8, fp8) and fp16, bf16 for bf16 and weight-only int4.
+Dtype matmul_input(const LayerPrecision& p);
+
 std::string dense_graph_yaml(const LlmModelSpec& m, const LayerShard& s, const LayerPrecision& p, int64_t tokens);
 std::string decode_attention_graph_yaml(const LlmModelSpec& m, const LayerShard& s, const LayerPrecision& p,
                                         int64_t sequences, int64_t kv_tokens);

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <optional>
 #include <sstream>
+#include <tuple>
 
 #include "models/baseline/model.h"
 #include "models/baseline/spec.h"
@@ -78,6 +79,19 @@ class ChipTarget final : public ServingTarget {
     if (r.tp * r.pp > 1 && !arch_.has_chip_links) {
       throw InputError(r.arch + ": --tp " + std::to_string(r.tp) + " x --pp " + std::to_string(r.pp) +
                        " needs chip-to-chip links, and the config has no ici: section (docs/configs.md)");
+    }
+    // The MAC modes the layer graphs need (dense: activations x weights; attention at the KV
+    // dtype), checked before any cost-table run.
+    for (const auto& [a, b, flag] : {std::tuple{matmul_input(precision_), precision_.weights, "--weight-dtype"},
+                                     std::tuple{precision_.kv, precision_.kv, "--kv-dtype"}}) {
+      if (arch_.array.find_mode(a, b)) continue;
+      std::string modes;
+      for (const auto& m : arch_.array.mac_modes) {
+        modes += (modes.empty() ? "" : ", ") + std::string(dtype_name(m.a)) + " x " + std::string(dtype_name(m.b));
+      }
+      throw InputError(std::string(flag) + ": " + model_.display_name + " would multiply " + std::string(dtype_name(a)) + " by " +
+                       std::string(dtype_name(b)) + ", but " + arch_.name + " (" + r.arch +
+                       ") has no such entry in array.mac_modes (it has: " + modes + ")");
     }
     PlacementRequest pr;
     pr.tp = r.tp;

@@ -48,6 +48,17 @@ TEST(ServeLlmCli, RefusesBadRatesAndLengths) {
                  d / "h");
 }
 
+TEST(ServeLlmCli, DtypeTheChipCannotMultiplyIsRefusedBeforeAnyRun) {
+  // tpu-v4's MXU has no fp8 mode (configs/tpu-v4.yaml): refused before the cost table's runs.
+  const fs::path d = scratch("bad-dtype");
+  const std::string llm = "serve-llm -a configs/tpu-v4.yaml -m workloads/llm/llama-3-8b.yaml --rate 1 --requests 5";
+  expect_refused(llm + " --weight-dtype fp8",
+                 "--weight-dtype: Llama-3-8B would multiply fp8_e4m3 by fp8_e4m3, but tpu-v4 (configs/tpu-v4.yaml) has no such "
+                 "entry in array.mac_modes (it has: bf16 x bf16, int8 x int8, bf16 x int8, fp16 x fp16)",
+                 d / "w");
+  expect_refused(llm + " --kv-dtype fp8", "--kv-dtype: Llama-3-8B would multiply fp8_e4m3 by fp8_e4m3", d / "kv");
+}
+
 TEST(ServeLlmCli, MalformedTraceLocatedToTheLine) {
   const fs::path d = scratch("bad-trace");
   const fs::path t = d / "t.csv";
