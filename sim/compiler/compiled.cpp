@@ -11,7 +11,8 @@ void header(std::ostringstream& s, const CompiledWorkload& p) {
   if (p.sub_batch < p.batch) s << " in passes of " << p.sub_batch << " (the batch does not fit the unified buffer)";
   s << "\n";
   s << "# " << p.instructions.size() << " instructions, " << p.layers.size() << " layers, unified buffer peak "
-    << p.ub_peak_bytes << " bytes, weight memory reads " << p.weight_bytes_read << " bytes\n";
+    << p.ub_peak_bytes << " bytes" << (p.scratchpads > 1 ? " per core (" + std::to_string(p.scratchpads) + " scratchpads, one layout)" : "")
+    << ", weight memory reads " << p.weight_bytes_read << " bytes\n";
   if (p.host_weight_bytes > 0) {
     s << "# weights in host memory: " << p.host_weight_bytes
       << " bytes of those reads cross PCIe instead (read_weights from=host)\n";

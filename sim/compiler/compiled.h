@@ -45,7 +45,10 @@ struct CompiledWorkload : isa::Program {
   int64_t batch = 1;
   int64_t sub_batch = 1;  // samples per pass through the graph (< batch when the batch does not fit on chip)
   std::vector<LayerInfo> layers;
-  uint64_t ub_peak_bytes = 0;       // high-water mark of the unified-buffer allocation
+  uint64_t ub_peak_bytes = 0;       // high-water mark of the unified-buffer allocation (of each core's scratchpad)
+  // Scratchpads the program lays out: one per active core, each of its own capacity, all
+  // with the same layout (docs/architecture.md "Work split").
+  int64_t scratchpads = 1;
   uint64_t host_input_bytes = 0;
   uint64_t host_output_bytes = 0;
   // Graph inputs read from and outputs written to device memory (residency: device).

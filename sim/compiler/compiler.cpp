@@ -276,6 +276,7 @@ Program Lowering::run() {
   p_.workload = g_.name;
   p_.arch = arch_.name;
   p_.batch = total_batch_;
+  p_.scratchpads = arch_.active_cores();
 
   uint64_t unique_weight_bytes = 0;
   for (const auto& layer : g_.layers) unique_weight_bytes += static_cast<uint64_t>(elements_bytes(layer.weight_dtype, layer.weight_count()));

@@ -169,7 +169,7 @@ class Lowering {
  public:
   Lowering(const Graph& g, const ArchConfig& arch, int64_t batch, bool compact = true,
            size_t max_stored_templates = kMaxStoredInstructions)
-      : g_(g), arch_(arch), total_batch_(batch), batch_(batch), ub_(arch.unified_buffer.capacity_bytes * static_cast<uint64_t>(arch.active_cores())),
+      : g_(g), arch_(arch), total_batch_(batch), batch_(batch), ub_(arch.unified_buffer.capacity_bytes),
         max_stored_templates_(max_stored_templates) {
     p_.instructions.set_compact(compact);
   }
@@ -268,11 +268,14 @@ class Lowering {
   // major), each with its own pair of accumulator halves; transfers and vector layers run on
   // core 0; on a chip of several cores a layer's tiles are bracketed by syncs (barriers).
   int64_t slots() const { return arch_.active_matrix_units(); }
-  // The scratchpad bytes a program plans with: every active core's, as one address space
-  // (an approximation of the megacore's two VMEMs; one core: its own).
-  uint64_t scratchpad_bytes() const {
-    return arch_.unified_buffer.capacity_bytes * static_cast<uint64_t>(arch_.active_cores());
-  }
+  // The scratchpad bytes a program plans with: one core's. Each core has its own scratchpad
+  // (VMEM) of unified_buffer.capacity; the plan is one layout that every active core keeps at
+  // the same offsets (docs/architecture.md "Work split"), so a tensor a core's units read is
+  // allocated in that core's scratchpad and no core holds more than one core's capacity.
+  uint64_t scratchpad_bytes() const { return arch_.unified_buffer.capacity_bytes; }
+  // "the unified buffer of 'x' (N bytes)", or on several active cores "the scratchpad of each
+  // core of 'x' (N bytes per core, 2 cores)", for the messages that say what does not fit.
+  std::string scratchpad_text() const;
   int64_t next_dma_engine_ = 0;  // device DMA engines take transfers round-robin
   // Since the last sync: serial work (core 0: transfers, vector layers) and split work (GEMM
   // tiles on every core, of layer split_layer_). A sync goes between the two, and between the

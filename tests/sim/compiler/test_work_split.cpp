@@ -269,3 +269,91 @@ TEST(Residency, HostResidentWeightsOnAChipWithoutAHostLinkIsAnError) {
     EXPECT_NE(msg.find("residency.weights: 'host' needs a host link"), std::string::npos) << msg;
   }
 }
+
+// Each core has its own scratchpad of unified_buffer.capacity (docs/architecture.md "Work
+// split"): the plan is one layout that every active core keeps at the same offsets, so it must
+// fit one core's capacity, not the sum over the cores. 2 cores x 2 units of 4x4, 64 bytes each.
+namespace {
+
+ArchConfig two_by_two_of(const std::string& capacity) {
+  TinyArch t;
+  t.cores = 2;
+  t.matrix_units = 2;
+  t.ub_capacity = capacity;
+  return t.build();
+}
+
+}  // namespace
+
+TEST(PerCoreScratchpad, ABatchThatFittedBothCoresTogetherRunsInPassesOfWhatOneCoreHolds) {
+  // kWideFc at batch 4: a sample is x (4 B) + fc1 (16 B) = 20 B; batch 4 needs 80 B, more than
+  // one core's 64 B (it fitted the 128 B of the two together), so the batch runs in passes of
+  // floor(64 / 20) = 3 samples, then 1. One core of 128 B holds all 4.
+  const graph::Graph g = parse(kWideFc);
+  CompileOptions o;
+  o.batch = 4;
+  const Program two = compile(g, two_by_two_of("64"), o);
+  EXPECT_EQ(two.sub_batch, 3);
+  EXPECT_EQ(two.scratchpads, 2);
+  EXPECT_EQ(two.ub_peak_bytes, 60u);  // 3 x (4 + 16), in each core's scratchpad
+  EXPECT_NE(two.listing().find("unified buffer peak 60 bytes per core (2 scratchpads, one layout)"), std::string::npos)
+      << two.listing().substr(0, 300);
+  EXPECT_EQ(two.host_input_bytes, 16u);   // 4 x 4: every sample still crosses once
+  EXPECT_EQ(two.host_output_bytes, 64u);  // 4 x 16
+  TinyArch one;
+  one.ub_capacity = "128";
+  const Program single = compile(g, one.build(), o);
+  EXPECT_EQ(single.sub_batch, 4);
+  EXPECT_EQ(single.scratchpads, 1);
+  EXPECT_EQ(single.ub_peak_bytes, 80u);
+  EXPECT_NE(single.listing().find("unified buffer peak 80 bytes, weight memory"), std::string::npos);
+}
+
+TEST(PerCoreScratchpad, ATensorLiveAcrossALayerThatOneCoreCannotHoldIsSpilled) {
+  // One sample: x (20 B) is live until `y`; fc2 needs x + h1 (28) + h2 (20) = 68 B, more than
+  // one core's 64 B (the 128 B of both held it all). Belady evicts x, the only tensor fc2 does
+  // not read; as a graph input its host copy is still valid, so nothing is written out, and it
+  // is read back (20 B, a spill) for y. h2 takes the 20 bytes x left at offset 0, so nothing
+  // else moves.
+  const char* kResidual = R"(
+name: residual
+batch: 1
+inputs: [{name: x, shape: [20]}]
+layers:
+  - {name: fc1, op: fc, units: 28}
+  - {name: fc2, op: fc, units: 20}
+  - {name: fc3, op: fc, units: 20}
+  - {name: y, op: add, inputs: [x, fc3]}
+)";
+  const Program p = compile(parse(kResidual), two_by_two_of("64"));
+  EXPECT_EQ(p.sub_batch, 1);
+  EXPECT_EQ(p.spill_bytes_out, 0u);
+  EXPECT_EQ(p.spill_bytes_in, 20u);
+  EXPECT_EQ(p.layers[3].spill_bytes_in, 20u);  // y reads x back
+  EXPECT_EQ(p.host_input_bytes, 20u);          // x's first read
+  EXPECT_EQ(p.ub_peak_bytes, 60u);             // y at [40, 60), beside h3 [20, 40) and x back at [0, 20)
+  const Program joint = compile(parse(kResidual), two_by_two_of("128"));
+  EXPECT_EQ(joint.spill_bytes_out + joint.spill_bytes_in, 0u);
+}
+
+TEST(PerCoreScratchpad, TheErrorNamesOneCoresCapacity) {
+  // One sample of x (32 B) and fc1 (48 B): 80 B, more than one core's 64 B (not than 128 B),
+  // and one row per sample cannot be tiled.
+  const char* kTooWide = R"(
+name: too_wide
+batch: 1
+inputs: [{name: x, shape: [32]}]
+layers:
+  - {name: fc1, op: fc, units: 48}
+)";
+  try {
+    compile(parse(kTooWide), two_by_two_of("64"));
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("g.yaml: workload 'too_wide' does not fit the scratchpad of each core of 'tiny' (64 bytes per core, 2 cores)"),
+              std::string::npos)
+        << m;
+  }
+  EXPECT_NO_THROW(compile(parse(kTooWide), two_by_two_of("80")));
+}
