@@ -101,7 +101,9 @@ TEST(ChipTemplate, HostResidentWeightsCrossPcieAtTheLinkRate) {
   // The run above with the weights in host memory: the 16-byte weight tile crosses PCIe
   // (Gen3 x16: 16 lanes x 8 GT/s x 128/130 / 8 = 15.75 B/ns; one TLP: 16 + 24 = 40 wire bytes, 2.54 ns -> 3 cycles) while the
   // input still comes from device memory:
-  //  read_weights 16 B over PCIe [0, 3) (a weight stall); dma_read 12 B [0, 1)
+  //  read_weights 16 B over PCIe [0, 3); dma_read 12 B [0, 1): the matmul waits for its input
+  //  from device memory [0, 1) (weight_stall), then the array waits for the weight tile on the
+  //  host link [1, 3) (host_weight_stall: pcie, its pcie_input part)
   //  the weights shift in [3, 7), the matmul streams m=3 [7, 10), drains 7 -> 17
   //  activate [17, 20); dma_write 12 B [20, 21) (a wait for device DMA: weight_stall)
   // PCIe carries exactly the weight bytes; weight memory serves only the input.
@@ -118,11 +120,15 @@ TEST(ChipTemplate, HostResidentWeightsCrossPcieAtTheLinkRate) {
   EXPECT_EQ(s.weight_memory_bytes, 12u);  // the input alone
   EXPECT_EQ(s.device_memory_bytes_written, 12u);
   EXPECT_EQ(s.counter("tessera.weight_fetcher.tiles"), 1);
-  EXPECT_EQ(s.cycles["weight_stall"], 4);   // [0, 3) and [20, 21)
+  EXPECT_EQ(s.cycles["pcie"], 2);           // [1, 3): the weight tile crossing PCIe, not a weight-memory wait
+  EXPECT_EQ(s.cycles["pcie_input"], 2);     // to the device
+  EXPECT_EQ(s.cycles.pcie_output(), 0);
+  EXPECT_EQ(s.cycles["weight_stall"], 2);   // [0, 1) the input's dma_read, [20, 21) the dma_write
   EXPECT_EQ(s.cycles["weight_shift"], 4);   // [3, 7)
   EXPECT_EQ(s.cycles["array_active"], 10);  // stream 3 + drain 7
   EXPECT_EQ(s.cycles["non_matrix"], 3);
-  EXPECT_EQ(s.cycles["pcie"], 0);
+  EXPECT_EQ(s.counter("tessera.matrix_unit.host_weight_stall_cycles"), 2);
+  EXPECT_EQ(s.counter("tessera.matrix_unit.weight_stall_cycles"), 0);
   expect_breakdown_sums(s);
 }
 
