@@ -17,6 +17,10 @@ void header(std::ostringstream& s, const CompiledWorkload& p) {
     s << "# weights in host memory: " << p.host_weight_bytes
       << " bytes of those reads cross PCIe instead (read_weights from=host)\n";
   }
+  if (p.core_copy_bytes_out + p.core_copy_bytes_in > 0) {
+    s << "# between the cores' scratchpads through device memory: " << p.core_copy_bytes_out << " bytes written, "
+      << p.core_copy_bytes_in << " bytes read (operand panels and results of split layers)\n";
+  }
   if (p.spill_bytes_out + p.spill_bytes_in > 0) {
     s << "# spills to host memory over PCIe: " << p.spill_bytes_out << " bytes out, " << p.spill_bytes_in
       << " bytes in (transfers marked 'spill')\n";

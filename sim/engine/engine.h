@@ -154,7 +154,7 @@ struct RunStats {
   CycleBreakdown host_io;          // cycles attributed to host transfers outside any layer
   int64_t macs = 0;
   uint64_t weight_memory_bytes = 0;
-  uint64_t device_memory_bytes_written = 0;  // dma_write: outputs and spills to device memory
+  uint64_t device_memory_bytes_written = 0;  // dma_write: outputs, spills, and copies between cores of split layers
   uint64_t pcie_bytes_to_device = 0;
   uint64_t pcie_bytes_to_host = 0;
   int64_t array_busy_cycles = 0;      // cycles the array streamed (active + input stall)

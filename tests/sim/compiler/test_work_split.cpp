@@ -54,16 +54,22 @@ TEST(WorkSplit, FourNTilesGoOneToEachMatrixUnitOfTwoCores) {
   // Slots are core-major: tile 0 -> core 0 unit 0, 1 -> core 0 unit 1, 2 -> core 1 unit 0,
   // 3 -> core 1 unit 1, all in one wave: each unit's weight read, then the wave's four
   // matmuls (K is one step), then its four activates. The input arrives on core 0 (serial
-  // work), so a sync on both cores precedes the tiles, and the weight reads follow it (with
-  // several units a read waits only for its own unit's matmul); the output leaves from core 0
-  // after another sync; each core halts.
+  // work); core 1's scratchpad is filled only by its own DMA from device memory, so core 0
+  // writes x there (dma_write, 12 B), a sync on both cores follows, and core 1 reads its
+  // operand panel (all 3 rows of x: the N split gives it columns, not rows) before its tiles;
+  // the weight reads follow (with several units a read waits only for its own unit's matmul).
+  // After the wave's activates core 1 writes its two result tiles to device memory, one block
+  // (3 rows x columns [8, 16): 24 B, one strided DMA); after another sync core 0 reads it back
+  // (its scratchpad then holds the whole output) and writes the output to the host; each core
+  // halts.
   const std::vector<Step> expected = {
-      {O::kReadHost, 0, 0},    {O::kSync, 0, 0},        {O::kSync, 1, 0},
+      {O::kReadHost, 0, 0},    {O::kDmaWrite, 0, 0},    {O::kSync, 0, 0},        {O::kSync, 1, 0},
+      {O::kDmaRead, 1, 0},
       {O::kReadWeights, 0, 0}, {O::kReadWeights, 0, 1}, {O::kReadWeights, 1, 0}, {O::kReadWeights, 1, 1},
       {O::kMatmul, 0, 0},      {O::kMatmul, 0, 1},      {O::kMatmul, 1, 0},      {O::kMatmul, 1, 1},
       {O::kActivate, 0, 0},    {O::kActivate, 0, 0},    {O::kActivate, 1, 0},    {O::kActivate, 1, 0},
-      {O::kSync, 0, 0},        {O::kSync, 1, 0},        {O::kWriteHost, 0, 0},   {O::kHalt, 0, 0},
-      {O::kHalt, 1, 0}};
+      {O::kDmaWrite, 1, 0},    {O::kSync, 0, 0},        {O::kSync, 1, 0},        {O::kDmaRead, 0, 0},
+      {O::kWriteHost, 0, 0},   {O::kHalt, 0, 0},        {O::kHalt, 1, 0}};
   const auto got = steps(p);
   ASSERT_EQ(got.size(), expected.size());
   for (size_t i = 0; i < got.size(); ++i) {
@@ -72,12 +78,24 @@ TEST(WorkSplit, FourNTilesGoOneToEachMatrixUnitOfTwoCores) {
     EXPECT_EQ(got[i].unit, expected[i].unit) << "instruction " << i;
   }
   // Each unit has its own pair of accumulator halves (slot x 2 + half): 0, 2, 4, 6.
-  EXPECT_EQ(p.instructions[7].writes[0].buffer, 0);
-  EXPECT_EQ(p.instructions[8].writes[0].buffer, 2);
-  EXPECT_EQ(p.instructions[9].writes[0].buffer, 4);
-  EXPECT_EQ(p.instructions[10].writes[0].buffer, 6);
-  EXPECT_EQ(p.instructions[13].reads[0].buffer, 4);  // core 1's first activate drains its unit 0's half
-  for (int i : {7, 8, 9, 10}) {
+  EXPECT_EQ(p.instructions[9].writes[0].buffer, 0);
+  EXPECT_EQ(p.instructions[10].writes[0].buffer, 2);
+  EXPECT_EQ(p.instructions[11].writes[0].buffer, 4);
+  EXPECT_EQ(p.instructions[12].writes[0].buffer, 6);
+  EXPECT_EQ(p.instructions[15].reads[0].buffer, 4);  // core 1's first activate drains its unit 0's half
+  // Core 1's panel: x's 3 rows x 4 columns; its results: fc1's columns [8, 16).
+  EXPECT_EQ(p.instructions[4].writes[0].row_end, 3);
+  EXPECT_EQ(p.instructions[4].bytes, 12u);
+  for (int i : {17, 20}) {
+    const Region r = i == 17 ? p.instructions[i].reads[0] : p.instructions[i].writes[0];
+    EXPECT_EQ(r.col_begin, 8) << i;
+    EXPECT_EQ(r.col_end, 16) << i;
+    EXPECT_EQ(r.row_end, 3) << i;
+    EXPECT_EQ(p.instructions[i].bytes, 24u) << i;
+  }
+  EXPECT_EQ(p.core_copy_bytes_out, 12u + 24u);  // x by core 0, core 1's two tiles
+  EXPECT_EQ(p.core_copy_bytes_in, 12u + 24u);   // core 1's panel, core 0's gather
+  for (int i : {9, 10, 11, 12}) {
     EXPECT_EQ(p.instructions[i].tile.m, 3);
     EXPECT_EQ(p.instructions[i].tile.k, 4);
     EXPECT_EQ(p.instructions[i].tile.n, 4);
@@ -356,4 +374,37 @@ layers:
         << m;
   }
   EXPECT_NO_THROW(compile(parse(kTooWide), two_by_two_of("80")));
+}
+
+TEST(PerCoreScratchpad, OperandsInDeviceMemoryNeedNoCopyAndResultsAreWrittenWhereTheyWereMade) {
+  // kWideFc with x and fc1 in device memory: core 1 reads its panel (x, 12 B) straight from
+  // device memory, with no dma_write by core 0 and so no sync before the split work; its two
+  // result tiles (24 B) are part of the output already, so they are not gathered: after the
+  // sync core 0 writes only its own two tiles (columns [0, 8): 24 B, one block).
+  TinyArch t;
+  t.cores = 2;
+  t.matrix_units = 2;
+  t.residency = "{inputs: device, outputs: device}";
+  const Program p = compile(parse(kWideFc), t.build());
+  using O = Opcode;
+  const std::vector<Step> expected = {
+      {O::kDmaRead, 0, 0},     {O::kDmaRead, 1, 0},
+      {O::kReadWeights, 0, 0}, {O::kReadWeights, 0, 1}, {O::kReadWeights, 1, 0}, {O::kReadWeights, 1, 1},
+      {O::kMatmul, 0, 0},      {O::kMatmul, 0, 1},      {O::kMatmul, 1, 0},      {O::kMatmul, 1, 1},
+      {O::kActivate, 0, 0},    {O::kActivate, 0, 0},    {O::kActivate, 1, 0},    {O::kActivate, 1, 0},
+      {O::kDmaWrite, 1, 0},    {O::kSync, 0, 0},        {O::kSync, 1, 0},        {O::kDmaWrite, 0, 0},
+      {O::kHalt, 0, 0},        {O::kHalt, 1, 0}};
+  const auto got = steps(p);
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].op, expected[i].op) << "instruction " << i;
+    EXPECT_EQ(got[i].core, expected[i].core) << "instruction " << i;
+  }
+  EXPECT_EQ(p.instructions[17].reads[0].col_begin, 0);
+  EXPECT_EQ(p.instructions[17].reads[0].col_end, 8);
+  EXPECT_EQ(p.instructions[17].bytes, 24u);
+  EXPECT_EQ(p.device_input_bytes, 12u);
+  EXPECT_EQ(p.device_output_bytes, 48u);   // 24 B from each core
+  EXPECT_EQ(p.core_copy_bytes_in, 12u);    // core 1's panel
+  EXPECT_EQ(p.core_copy_bytes_out, 0u);
 }
