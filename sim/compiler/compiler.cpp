@@ -173,6 +173,11 @@ void Lowering::emit(Instruction in, bool writes_tensor_storage) {
       if (w.space == Space::kUnifiedBuffer) device_copy_.erase(w.buffer);
     }
   }
+  if (!held_panels_.empty() && !(in.op == Opcode::kDmaRead && in.core != 0)) {  // not a panel load: held copies are stale
+    for (const Region& w : in.writes) {
+      if (w.space == Space::kUnifiedBuffer) forget_panels(w.buffer);
+    }
+  }
   if (in.core == 0 && in.op == Opcode::kDmaWrite) device_written_since_sync_ = true;
   note_units(in);
   body_.push_back(std::move(in));
@@ -241,6 +246,7 @@ void Lowering::lower_pass(int64_t batch) {
   pending_gathers_.clear();  // results no later layer or output reads (the next pass lays out afresh)
   core0_parts_.clear();
   device_copy_.clear();
+  for (auto& held : held_panels_) held.clear();
   in_device_memory_.assign(g_.tensors.size(), 0);
   // The next pass overwrites every byte this one used.
   prev_vacated_ = vacated_;

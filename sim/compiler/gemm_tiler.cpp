@@ -78,8 +78,7 @@ void GemmTiler::emit(const GemmJob& job) {
   std::vector<OutTile> wave;
   CoreCopies copies;
   copies.several_cores = l_.arch_.active_cores() > 1;
-  copies.a_panels.assign(static_cast<size_t>(copies.several_cores ? l_.arch_.active_cores() : 0), {});
-  copies.b_panels = copies.a_panels;
+  if (copies.several_cores) l_.held_panels_.resize(static_cast<size_t>(l_.arch_.active_cores()));
   auto flush_wave = [&]() {
     if (wave.empty()) return;
     const int64_t units = l_.arch_.array.count;
@@ -91,7 +90,7 @@ void GemmTiler::emit(const GemmJob& job) {
     }
     l_.order_across_cores(true, job.li);
     in_gemm_ = true;
-    if (remote) load_panels(job, wave, copies);
+    if (remote) load_panels(job, wave);
     for (int64_t k0 = 0; k0 < job.K; k0 += kt) {
       const int64_t k1 = std::min(job.K, k0 + kt);
       for (const OutTile& t : wave) {
@@ -150,7 +149,7 @@ void GemmTiler::emit(const GemmJob& job) {
         l_.emit(std::move(mm), false);
       }
     }
-    std::vector<std::vector<CorePart>> results(copies.a_panels.size());  // per core other than 0
+    std::vector<std::vector<CorePart>> results(static_cast<size_t>(copies.several_cores ? l_.arch_.active_cores() : 0));
     for (const OutTile& t : wave) {
       Instruction act;
       act.op = Opcode::kActivate;
@@ -197,24 +196,25 @@ void GemmTiler::emit(const GemmJob& job) {
 
 // Several cores (docs/architecture.md "Work split"): a core other than 0 DMAs the operand panel
 // its tiles read (A's rows of its tiles, all of K; a B from the scratchpad: its columns) from
-// device memory into its own scratchpad, once per panel and job (the panel's bytes are reserved
-// in every core's scratchpad: one layout); adjacent panels of a wave are one transfer (a
-// strided DMA of one block). Core 0 has put the operands in device memory before the sync.
-void GemmTiler::load_panels(const GemmJob& job, const std::vector<OutTile>& wave, CoreCopies& copies) {
+// device memory into its own scratchpad, unless it holds it already (the panel's bytes are
+// reserved in every core's scratchpad: one layout; a panel stays held until its buffer is
+// written again or gives up its bytes); adjacent panels of a wave are one transfer (a strided
+// DMA of one block). Core 0 has put the operands in device memory before the sync.
+void GemmTiler::load_panels(const GemmJob& job, const std::vector<OutTile>& wave) {
   const int64_t units = l_.arch_.array.count;
   for (int64_t core = 1; core < l_.arch_.active_cores(); ++core) {
     std::vector<CorePart> reads;
     auto add = [&](const Region& r) {
+      if (l_.holds_panel(core, r)) return;
+      l_.held_panels_[static_cast<size_t>(core)][r.buffer].push_back(r);
       const CorePart part{r, l_.region_bytes(r), l_.region_address(r), job.li};
       if (reads.empty() || !Lowering::extend(reads.back(), part)) reads.push_back(part);
     };
     for (const OutTile& t : wave) {
-      if (t.slot / units != core) continue;
-      if (copies.a_panels[static_cast<size_t>(core)].insert({t.m0, t.m1}).second) add(job.a_region(t.m0, t.m1, 0, job.K));
+      if (t.slot / units == core) add(job.a_region(t.m0, t.m1, 0, job.K));
     }
     for (const OutTile& t : wave) {
-      if (t.slot / units != core || !job.b_from_ub) continue;
-      if (copies.b_panels[static_cast<size_t>(core)].insert({t.n0, t.n1}).second) add(job.b_region(0, job.K, t.n0, t.n1));
+      if (t.slot / units == core && job.b_from_ub) add(job.b_region(0, job.K, t.n0, t.n1));
     }
     for (const auto& part : reads) l_.emit_core_copy(Opcode::kDmaRead, core, job.li, part);
   }

@@ -104,6 +104,20 @@ bool Lowering::extend(CorePart& a, const CorePart& b) {
   return true;
 }
 
+bool Lowering::holds_panel(int64_t core, const Region& r) const {
+  const auto& held = held_panels_[static_cast<size_t>(core)];
+  const auto it = held.find(r.buffer);
+  if (it == held.end()) return false;
+  return std::any_of(it->second.begin(), it->second.end(), [&](const Region& h) {
+    return h.row_begin <= r.row_begin && r.row_end <= h.row_end && h.col_begin <= r.col_begin && r.col_end <= h.col_end;
+  });
+}
+
+// `buffer` is written again or gives up its bytes: no core holds a valid panel of it.
+void Lowering::forget_panels(int buffer) {
+  for (auto& held : held_panels_) held.erase(buffer);
+}
+
 uint64_t Lowering::region_bytes(const Region& r) const {
   const int64_t n = (r.row_end - r.row_begin) * (r.col_end - r.col_begin);
   const auto b = static_cast<size_t>(r.buffer);

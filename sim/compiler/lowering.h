@@ -8,7 +8,6 @@
 #include <functional>
 #include <map>
 #include <optional>
-#include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -171,9 +170,8 @@ class GemmTiler {
   struct CoreCopies {  // one job's copies between cores (several cores only)
     bool several_cores = false;
     bool operands_in_device_memory = false;
-    std::vector<std::set<std::pair<int64_t, int64_t>>> a_panels, b_panels;  // per core: the A rows / B columns it holds
   };
-  void load_panels(const GemmJob& job, const std::vector<OutTile>& wave, CoreCopies& copies);
+  void load_panels(const GemmJob& job, const std::vector<OutTile>& wave);
   void store_results(std::vector<std::vector<CorePart>>& results);
   std::vector<int> slot_half_;  // per slot: the accumulator half its next tile fills
   int64_t next_slot_ = 0;       // the slot the next tile goes to
@@ -306,6 +304,11 @@ class Lowering {
   std::unordered_map<int, std::vector<CorePart>> core0_parts_;  // per buffer: a split result's tiles core 0 made
   std::vector<char> in_device_memory_;     // per graph tensor: device memory holds all of it
   std::unordered_map<int, Region> device_copy_;  // per buffer: the part last read from device memory, unchanged since
+  // Per core (index: core): the operand panels it holds in its scratchpad, by buffer, until the
+  // buffer is written again or gives up its bytes.
+  std::vector<std::unordered_map<int, std::vector<Region>>> held_panels_;
+  bool holds_panel(int64_t core, const Region& r) const;
+  void forget_panels(int buffer);
   bool gathering_ = false;                 // emitting pending_gathers_ (no ordering of their own)
   // `a` grown by `b` when together they are one block of the same buffer (b right below or
   // beside a), as one DMA moves them.

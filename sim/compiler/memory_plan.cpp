@@ -114,6 +114,7 @@ void Lowering::settle(int buffer) {
 // Records t's bytes as given up, for the hazards of whoever is placed over them next.
 void Lowering::vacate(int t) {
   vacated_.push_back(vacated_entry(t));
+  forget_panels(t);
   // Nothing writes t until it is placed again (allocate recomputes the list): its hazard
   // list is freed now instead of being held by every dead or evicted tensor to the end.
   TensorPlace& tp = place_[t];
