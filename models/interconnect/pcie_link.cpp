@@ -31,7 +31,7 @@ PcieLink::PcieLink(sc_core::sc_module_name name, const PcieConfig& cfg, const Co
   stats_.add("bytes_to_device", "bytes", "payload bytes host -> accelerator", [this] { return static_cast<int64_t>(bytes_to_device_); });
   stats_.add("bytes_to_host", "bytes", "payload bytes accelerator -> host", [this] { return static_cast<int64_t>(bytes_to_host_); });
   stats_.add("busy_cycles", "cycles", "cycles the link serialized TLPs", [this] { return server_.busy_cycles(); });
-  stats_.add("busy_cycles_to_device", "cycles", "cycles the link serialized TLPs host -> accelerator (input)",
+  stats_.add("busy_cycles_to_device", "cycles", "cycles the link serialized TLPs host -> accelerator (inputs, spill reads, host-resident weights)",
              [this] { return busy_cycles_to_device_; });
   stats_.add("busy_cycles_to_host", "cycles", "cycles the link serialized TLPs accelerator -> host (output)",
              [this] { return busy_cycles_to_host_; });

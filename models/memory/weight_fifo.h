@@ -17,6 +17,7 @@ struct WeightTile {
   uint64_t bytes = 0;
   int64_t ready_cycle = 0;  // last byte in the FIFO
   bool from_weight_memory = false;  // fetched from weight (or host) memory, not loaded from the unified buffer
+  bool from_host = false;           // fetched over the host link (residency.weights: host)
 };
 
 class WeightFifo {

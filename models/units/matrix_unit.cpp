@@ -66,11 +66,12 @@ void MatrixUnit::run() {
     // The tile's weights, in the FIFO tiles the compiler split them into (B held: one;
     // B streamed: one per array tile of B, in stream order). An empty FIFO is a weight stall.
     ready_cycles_.clear();
-    bool from_weight_memory = false;
+    bool from_weight_memory = false, from_host = false;
     for (int32_t t = 0; t < std::max<int32_t>(1, in.weight_tiles); ++t) {
       const WeightTile w = fifo_.pop();
       ready_cycles_.push_back(w.ready_cycle);
       from_weight_memory |= w.instruction >= 0 && w.from_weight_memory;
+      from_host |= w.instruction >= 0 && w.from_host;
     }
     const int64_t popped = ctx_.clock.now();
 
@@ -92,7 +93,7 @@ void MatrixUnit::run() {
     // A streamed B's later FIFO tiles may arrive after the stream started (each in time
     // for its part of the stream): the wait before the stream is what stalled it.
     const int64_t stalled_until = std::min(popped, s.stream_start);
-    log_.add(requested, stalled_until, kWeightStall, in.layer, idx);
+    log_.add(requested, stalled_until, from_host ? kHostWeightStall : kWeightStall, in.layer, idx);
     const int64_t active_end = std::min(s.stream_end, s.stream_start + std::max(mac_cycles, natural.stream_cycles));
     log_.add(stalled_until, s.stream_start, kWeightShift, in.layer, idx);
     log_.add(s.stream_start, active_end, kActive, in.layer, idx);

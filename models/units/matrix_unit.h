@@ -19,9 +19,14 @@ namespace tessera::models {
 
 class MatrixUnit : public sc_core::sc_module, public StatProvider {
  public:
-  enum Kind : int32_t { kActive = 0, kWeightShift, kWeightStall, kInputStall };
-  static constexpr KindNames<Kind, 4> kKindNames = {
-      {{kActive, "matmul"}, {kWeightShift, "weight_shift"}, {kWeightStall, "weight_stall"}, {kInputStall, "input_stall"}}};
+  // kHostWeightStall: the FIFO is empty while its tiles cross the host link (residency.weights:
+  // host), a wait on PCIe rather than on weight memory.
+  enum Kind : int32_t { kActive = 0, kWeightShift, kWeightStall, kInputStall, kHostWeightStall };
+  static constexpr KindNames<Kind, 5> kKindNames = {{{kActive, "matmul"},
+                                                     {kWeightShift, "weight_shift"},
+                                                     {kWeightStall, "weight_stall"},
+                                                     {kInputStall, "input_stall"},
+                                                     {kHostWeightStall, "host_weight_stall"}}};
   // Result drain after streaming ends: [stream_end, done) of each tile.
   const IntervalLog& drain_log() const { return drain_log_; }
   sc_core::sc_fifo<Dispatch> queue;

@@ -38,7 +38,8 @@ void WeightFetcher::run() {
     socket->b_transport(payload, delay);
     // Requests are pipelined: the fetcher moves on while the tile is in flight.
     const int64_t ready = ctx_.clock.cycle_of(sc_core::sc_time_stamp() + delay);
-    fifo_.fill(WeightTile{idx, in.bytes, ready, in.weight_source != isa::WeightSource::kUnifiedBuffer});
+    fifo_.fill(WeightTile{idx, in.bytes, ready, in.weight_source != isa::WeightSource::kUnifiedBuffer,
+                          in.weight_source == isa::WeightSource::kHost});
     ctx_.tracker.finish_at(idx, ready);
   }
 }

@@ -11,10 +11,15 @@ void header(std::ostringstream& s, const CompiledWorkload& p) {
   if (p.sub_batch < p.batch) s << " in passes of " << p.sub_batch << " (the batch does not fit the unified buffer)";
   s << "\n";
   s << "# " << p.instructions.size() << " instructions, " << p.layers.size() << " layers, unified buffer peak "
-    << p.ub_peak_bytes << " bytes, weight memory reads " << p.weight_bytes_read << " bytes\n";
+    << p.ub_peak_bytes << " bytes" << (p.scratchpads > 1 ? " per core (" + std::to_string(p.scratchpads) + " scratchpads, one layout)" : "")
+    << ", weight memory reads " << p.weight_bytes_read << " bytes\n";
   if (p.host_weight_bytes > 0) {
     s << "# weights in host memory: " << p.host_weight_bytes
       << " bytes of those reads cross PCIe instead (read_weights from=host)\n";
+  }
+  if (p.core_copy_bytes_out + p.core_copy_bytes_in > 0) {
+    s << "# between the cores' scratchpads through device memory: " << p.core_copy_bytes_out << " bytes written, "
+      << p.core_copy_bytes_in << " bytes read (operand panels and results of split layers)\n";
   }
   if (p.spill_bytes_out + p.spill_bytes_in > 0) {
     s << "# spills to host memory over PCIe: " << p.spill_bytes_out << " bytes out, " << p.spill_bytes_in

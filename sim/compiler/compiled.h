@@ -45,7 +45,10 @@ struct CompiledWorkload : isa::Program {
   int64_t batch = 1;
   int64_t sub_batch = 1;  // samples per pass through the graph (< batch when the batch does not fit on chip)
   std::vector<LayerInfo> layers;
-  uint64_t ub_peak_bytes = 0;       // high-water mark of the unified-buffer allocation
+  uint64_t ub_peak_bytes = 0;       // high-water mark of the unified-buffer allocation (of each core's scratchpad)
+  // Scratchpads the program lays out: one per active core, each of its own capacity, all
+  // with the same layout (docs/architecture.md "Work split").
+  int64_t scratchpads = 1;
   uint64_t host_input_bytes = 0;
   uint64_t host_output_bytes = 0;
   // Graph inputs read from and outputs written to device memory (residency: device).
@@ -55,6 +58,10 @@ struct CompiledWorkload : isa::Program {
   uint64_t host_weight_bytes = 0;   // of them, over the host link (residency.weights: host)
   uint64_t spill_bytes_out = 0;     // spill write_host bytes, all layers together
   uint64_t spill_bytes_in = 0;      // spill read_host bytes
+  // Split layers on several cores: operand panels and results that cross device memory
+  // between the cores' scratchpads (dma_write out of one, dma_read into another).
+  uint64_t core_copy_bytes_out = 0;
+  uint64_t core_copy_bytes_in = 0;
   // A program of more passes than its templates' period plus two (pass_templates.h): the
   // instruction templates stored at the end of its second-to-last pass, as projected from
   // its first passes and as measured; both 0 otherwise. For tests and docs/limits.md.

@@ -90,7 +90,13 @@ void Lowering::check_projected_templates(const PassTemplates& passes, int64_t su
 
 void Lowering::order_across_cores(bool split, int layer) {
   if (arch_.active_cores() <= 1) return;
-  if (split ? serial_since_sync_ || (split_since_sync_ && split_layer_ != layer) : split_since_sync_) sync_cores();
+  // Split work after serial work waits only for what core 0 wrote to device memory since the
+  // last sync (operands, spills): the other cores read nothing else of core 0's.
+  const bool after_serial = serial_since_sync_ && device_written_since_sync_;
+  if (split ? after_serial || (split_since_sync_ && split_layer_ != layer) : split_since_sync_) {
+    sync_cores();
+    gather_results();  // the other cores' results of the split work before the sync
+  }
   if (split) {
     split_since_sync_ = true;
     split_layer_ = layer;
@@ -102,7 +108,7 @@ void Lowering::order_across_cores(bool split, int layer) {
 // A sync on every core: a barrier (DESIGN.md §4: cores synchronise where data dependences
 // require it). A weight tile read from the unified buffer is not placed above it.
 void Lowering::sync_cores() {
-  serial_since_sync_ = split_since_sync_ = false;
+  serial_since_sync_ = split_since_sync_ = device_written_since_sync_ = false;
   for (int64_t c = 0; c < arch_.active_cores(); ++c) {
     Instruction sync;
     sync.op = Opcode::kSync;
@@ -115,7 +121,7 @@ void Lowering::sync_cores() {
 }
 
 void Lowering::emit(Instruction in, bool writes_tensor_storage) {
-  if (!gemm_.emitting()) order_across_cores(false, in.layer);
+  if (!gemm_.emitting() && !gathering_) order_across_cores(false, in.layer);
   // A workload whose tiling needs more instructions than minutes of simulation, or whose
   // compact program would store more than about 1 GB, is refused with a message instead
   // of running for hours or out of memory (audit D14). GemmTiler::emit checks a whole layer's
@@ -162,6 +168,17 @@ void Lowering::emit(Instruction in, bool writes_tensor_storage) {
       }
     }
   }
+  if (!device_copy_.empty() && in.op != Opcode::kDmaRead) {  // a buffer written otherwise: its device copy is stale
+    for (const Region& w : in.writes) {
+      if (w.space == Space::kUnifiedBuffer) device_copy_.erase(w.buffer);
+    }
+  }
+  if (!held_panels_.empty() && !(in.op == Opcode::kDmaRead && in.core != 0)) {  // not a panel load: held copies are stale
+    for (const Region& w : in.writes) {
+      if (w.space == Space::kUnifiedBuffer) forget_panels(w.buffer);
+    }
+  }
+  if (in.core == 0 && in.op == Opcode::kDmaWrite) device_written_since_sync_ = true;
   note_units(in);
   body_.push_back(std::move(in));
   merge_weight_reads(false);
@@ -226,6 +243,11 @@ void Lowering::lower_pass(int64_t batch) {
   p_.ub_peak_bytes = std::max(p_.ub_peak_bytes, ub_.peak());
 
   write_outputs(L);
+  pending_gathers_.clear();  // results no later layer or output reads (the next pass lays out afresh)
+  core0_parts_.clear();
+  device_copy_.clear();
+  for (auto& held : held_panels_) held.clear();
+  in_device_memory_.assign(g_.tensors.size(), 0);
   // The next pass overwrites every byte this one used.
   prev_vacated_ = vacated_;
   for (size_t t = 0; t < place_.size(); ++t) {
@@ -276,6 +298,7 @@ Program Lowering::run() {
   p_.workload = g_.name;
   p_.arch = arch_.name;
   p_.batch = total_batch_;
+  p_.scratchpads = arch_.active_cores();
 
   uint64_t unique_weight_bytes = 0;
   for (const auto& layer : g_.layers) unique_weight_bytes += static_cast<uint64_t>(elements_bytes(layer.weight_dtype, layer.weight_count()));

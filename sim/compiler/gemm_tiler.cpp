@@ -75,16 +75,22 @@ void GemmTiler::emit(const GemmJob& job) {
   // matmul of step k, then step k + 1), so the in-order controller keeps every unit's queue
   // fed instead of filling one unit's queue with all of its K steps; then the wave's
   // activates. With one slot a wave is one tile: TPU v1's order.
-  struct OutTile {
-    int64_t m0, m1, n0, n1;
-    int64_t slot;
-    Region acc;
-  };
   std::vector<OutTile> wave;
+  CoreCopies copies;
+  copies.several_cores = l_.arch_.active_cores() > 1;
+  if (copies.several_cores) l_.held_panels_.resize(static_cast<size_t>(l_.arch_.active_cores()));
   auto flush_wave = [&]() {
     if (wave.empty()) return;
+    const int64_t units = l_.arch_.array.count;
+    const bool remote = std::any_of(wave.begin(), wave.end(), [&](const OutTile& t) { return t.slot >= units; });
+    if (remote && !copies.operands_in_device_memory) {
+      copies.operands_in_device_memory = true;
+      l_.copy_to_device_memory(job.li, job.a_region(0, job.M, 0, job.K));
+      if (job.b_from_ub) l_.copy_to_device_memory(job.li, job.b_region(0, job.K, 0, job.N));
+    }
     l_.order_across_cores(true, job.li);
     in_gemm_ = true;
+    if (remote) load_panels(job, wave);
     for (int64_t k0 = 0; k0 < job.K; k0 += kt) {
       const int64_t k1 = std::min(job.K, k0 + kt);
       for (const OutTile& t : wave) {
@@ -143,6 +149,7 @@ void GemmTiler::emit(const GemmJob& job) {
         l_.emit(std::move(mm), false);
       }
     }
+    std::vector<std::vector<CorePart>> results(static_cast<size_t>(copies.several_cores ? l_.arch_.active_cores() : 0));
     for (const OutTile& t : wave) {
       Instruction act;
       act.op = Opcode::kActivate;
@@ -158,8 +165,15 @@ void GemmTiler::emit(const GemmJob& job) {
       act.ub_write_bytes = static_cast<uint64_t>(act.rows * act.cols * y_bytes);
       if (job.overlap_add) act.ub_read_bytes = act.ub_write_bytes;  // read-modify-write of the overlap
       act.ub_address = job.out_address(t.m0, t.n0);
+      const CorePart result{out, act.ub_write_bytes, act.ub_address, job.li};
+      const auto core = static_cast<size_t>(act.core);
       l_.emit(std::move(act));
+      if (!copies.several_cores) continue;
+      // Core 0's tiles stay for outputs and operands; the other cores' go to device memory.
+      auto& parts = core == 0 ? l_.core0_parts_[out.buffer] : results[core];
+      if (parts.empty() || !Lowering::extend(parts.back(), result)) parts.push_back(result);
     }
+    store_results(results);
     in_gemm_ = false;
     wave.clear();
   };
@@ -178,6 +192,45 @@ void GemmTiler::emit(const GemmJob& job) {
     }
   }
   flush_wave();
+}
+
+// Several cores (docs/architecture.md "Work split"): a core other than 0 DMAs the operand panel
+// its tiles read (A's rows of its tiles, all of K; a B from the scratchpad: its columns) from
+// device memory into its own scratchpad, unless it holds it already (the panel's bytes are
+// reserved in every core's scratchpad: one layout; a panel stays held until its buffer is
+// written again or gives up its bytes); adjacent panels of a wave are one transfer (a strided
+// DMA of one block). Core 0 has put the operands in device memory before the sync.
+void GemmTiler::load_panels(const GemmJob& job, const std::vector<OutTile>& wave) {
+  const int64_t units = l_.arch_.array.count;
+  for (int64_t core = 1; core < l_.arch_.active_cores(); ++core) {
+    std::vector<CorePart> reads;
+    auto add = [&](const Region& r) {
+      if (l_.holds_panel(core, r)) return;
+      l_.held_panels_[static_cast<size_t>(core)][r.buffer].push_back(r);
+      const CorePart part{r, l_.region_bytes(r), l_.region_address(r), job.li};
+      if (reads.empty() || !Lowering::extend(reads.back(), part)) reads.push_back(part);
+    };
+    for (const OutTile& t : wave) {
+      if (t.slot / units == core) add(job.a_region(t.m0, t.m1, 0, job.K));
+    }
+    for (const OutTile& t : wave) {
+      if (t.slot / units == core && job.b_from_ub) add(job.b_region(0, job.K, t.n0, t.n1));
+    }
+    for (const auto& part : reads) l_.emit_core_copy(Opcode::kDmaRead, core, job.li, part);
+  }
+}
+
+// The other cores' results of a wave (per core, adjacent tiles as one block) go to device
+// memory, for core 0 to gather after the next sync.
+void GemmTiler::store_results(std::vector<std::vector<CorePart>>& results) {
+  for (size_t core = 1; core < results.size(); ++core) {
+    for (const auto& part : results[core]) {
+      l_.emit_core_copy(Opcode::kDmaWrite, static_cast<int64_t>(core), part.layer, part);
+      auto& gathers = l_.pending_gathers_;
+      if (gathers.empty() || !Lowering::extend(gathers.back(), part)) gathers.push_back(part);
+    }
+    results[core].clear();
+  }
 }
 
 void GemmTiler::check_mac_mode(const Layer& layer) const {

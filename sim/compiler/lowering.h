@@ -136,6 +136,15 @@ struct GemmJob {
 
 class Lowering;
 
+// A part of a tensor that moves between a core's scratchpad and device memory (split layers
+// on several cores): its region, bytes, scratchpad address, and the layer it is charged to.
+struct CorePart {
+  Region region;
+  uint64_t bytes = 0;
+  uint64_t ub_address = 0;
+  int layer = -1;
+};
+
 // GEMM tiling (gemm_tiler.cpp): one GemmJob into read_weights / matmul / activate tiles for
 // the dataflow, the tiles round-robin over the matrix units of the active cores. The
 // Lowering owns one: which unit and accumulator half take the next tile carry over from
@@ -153,6 +162,17 @@ class GemmTiler {
 
  private:
   Lowering& l_;
+  struct OutTile {  // an output tile of a wave: its rows and columns, its slot and accumulator half
+    int64_t m0, m1, n0, n1;
+    int64_t slot;
+    Region acc;
+  };
+  struct CoreCopies {  // one job's copies between cores (several cores only)
+    bool several_cores = false;
+    bool operands_in_device_memory = false;
+  };
+  void load_panels(const GemmJob& job, const std::vector<OutTile>& wave);
+  void store_results(std::vector<std::vector<CorePart>>& results);
   std::vector<int> slot_half_;  // per slot: the accumulator half its next tile fills
   int64_t next_slot_ = 0;       // the slot the next tile goes to
   bool in_gemm_ = false;        // emit is emitting
@@ -169,7 +189,7 @@ class Lowering {
  public:
   Lowering(const Graph& g, const ArchConfig& arch, int64_t batch, bool compact = true,
            size_t max_stored_templates = kMaxStoredInstructions)
-      : g_(g), arch_(arch), total_batch_(batch), batch_(batch), ub_(arch.unified_buffer.capacity_bytes * static_cast<uint64_t>(arch.active_cores())),
+      : g_(g), arch_(arch), total_batch_(batch), batch_(batch), ub_(arch.unified_buffer.capacity_bytes),
         max_stored_templates_(max_stored_templates) {
     p_.instructions.set_compact(compact);
   }
@@ -268,17 +288,44 @@ class Lowering {
   // major), each with its own pair of accumulator halves; transfers and vector layers run on
   // core 0; on a chip of several cores a layer's tiles are bracketed by syncs (barriers).
   int64_t slots() const { return arch_.active_matrix_units(); }
-  // The scratchpad bytes a program plans with: every active core's, as one address space
-  // (an approximation of the megacore's two VMEMs; one core: its own).
-  uint64_t scratchpad_bytes() const {
-    return arch_.unified_buffer.capacity_bytes * static_cast<uint64_t>(arch_.active_cores());
-  }
+  // The scratchpad bytes a program plans with: one core's. Each core has its own scratchpad
+  // (VMEM) of unified_buffer.capacity; the plan is one layout that every active core keeps at
+  // the same offsets (docs/architecture.md "Work split"), so a tensor a core's units read is
+  // allocated in that core's scratchpad and no core holds more than one core's capacity.
+  uint64_t scratchpad_bytes() const { return arch_.unified_buffer.capacity_bytes; }
+  // "the unified buffer of 'x' (N bytes)", or on several active cores "the scratchpad of each
+  // core of 'x' (N bytes per core, 2 cores)", for the messages that say what does not fit.
+  std::string scratchpad_text() const;
   int64_t next_dma_engine_ = 0;  // device DMA engines take transfers round-robin
+  // Split layers on several cores (docs/architecture.md "Work split"): a core's scratchpad is
+  // filled only by its own DMA from device memory, so another core's operand panels and results
+  // cross device memory. A part of a tensor (its region, bytes, scratchpad address).
+  std::vector<CorePart> pending_gathers_;  // results other cores wrote to device memory: core 0 reads them at the next sync
+  std::unordered_map<int, std::vector<CorePart>> core0_parts_;  // per buffer: a split result's tiles core 0 made
+  std::vector<char> in_device_memory_;     // per graph tensor: device memory holds all of it
+  std::unordered_map<int, Region> device_copy_;  // per buffer: the part last read from device memory, unchanged since
+  // Per core (index: core): the operand panels it holds in its scratchpad, by buffer, until the
+  // buffer is written again or gives up its bytes.
+  std::vector<std::unordered_map<int, std::vector<Region>>> held_panels_;
+  bool holds_panel(int64_t core, const Region& r) const;
+  void forget_panels(int buffer);
+  bool gathering_ = false;                 // emitting pending_gathers_ (no ordering of their own)
+  // `a` grown by `b` when together they are one block of the same buffer (b right below or
+  // beside a), as one DMA moves them.
+  static bool extend(CorePart& a, const CorePart& b);
+  uint64_t region_bytes(const Region& r) const;
+  uint64_t region_address(const Region& r) const;  // its first byte's scratchpad address (listings)
+  void emit_core_copy(Opcode op, int64_t core, int layer, const CorePart& part);
+  void copy_to_device_memory(int layer, const Region& whole);  // core 0, before a split layer reads it on other cores
+  void gather_results();
+  bool write_split_output(int out);
   // Since the last sync: serial work (core 0: transfers, vector layers) and split work (GEMM
-  // tiles on every core, of layer split_layer_). A sync goes between the two, and between the
-  // tiles of two layers: only what one core ran is ordered by its own controller.
+  // tiles on every core, of layer split_layer_). A sync goes after split work, between the
+  // tiles of two layers, and before split work that reads what core 0 wrote to device memory:
+  // only what one core ran is ordered by its own controller.
   bool serial_since_sync_ = false;
   bool split_since_sync_ = false;
+  bool device_written_since_sync_ = false;  // core 0 wrote to device memory (a dma_write) since the last sync
   int split_layer_ = -1;
   void order_across_cores(bool split, int layer);
   void sync_cores();

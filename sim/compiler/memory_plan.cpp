@@ -34,14 +34,20 @@ uint64_t Lowering::tensor_bytes(int t, int64_t samples) const {
   return static_cast<uint64_t>(elements_bytes(ten.dtype, samples * graph::shape_elements(ten.shape)));
 }
 
+std::string Lowering::scratchpad_text() const {
+  const std::string bytes = std::to_string(scratchpad_bytes()) + " bytes";
+  if (arch_.active_cores() <= 1) return "the unified buffer of '" + arch_.name + "' (" + bytes + ")";
+  return "the scratchpad of each core of '" + arch_.name + "' (" + bytes + " per core, " +
+         std::to_string(arch_.active_cores()) + " cores)";
+}
+
 std::string Lowering::does_not_fit_message(const Shortfall& s) const {
   const std::string where = s.layer >= 0 ? "layer '" + g_.layers[static_cast<size_t>(s.layer)].name + "'" : "its inputs";
   const std::string what = static_cast<size_t>(s.tensor) < g_.tensors.size()
                                ? "tensor '" + g_.tensors[static_cast<size_t>(s.tensor)].name + "'"
                                : std::string("its working buffers (gates and state)");
   return g_.source + ": workload '" + g_.name + "' at batch " + std::to_string(batch_) +
-         " does not fit the unified buffer of '" + arch_.name + "' (" +
-         std::to_string(scratchpad_bytes()) + " bytes): " + where + " needs " +
+         " does not fit " + scratchpad_text() + ": " + where + " needs " +
          std::to_string(s.bytes) + " more bytes for " + what + " with " + std::to_string(s.live_bytes) +
          " bytes live; use a smaller --batch or a larger unified_buffer.capacity";
 }
@@ -108,6 +114,7 @@ void Lowering::settle(int buffer) {
 // Records t's bytes as given up, for the hazards of whoever is placed over them next.
 void Lowering::vacate(int t) {
   vacated_.push_back(vacated_entry(t));
+  forget_panels(t);
   // Nothing writes t until it is placed again (allocate recomputes the list): its hazard
   // list is freed now instead of being held by every dead or evicted tensor to the end.
   TensorPlace& tp = place_[t];

@@ -57,8 +57,8 @@ void RowTiler::classify() {
       !reduction_ && (layer.op == OpKind::kFc || layer.op == OpKind::kMatmul || windowed_op(layer, g_) ||
                       image_resize(layer, g_) || gathers_ ||
                       (!graph::is_matrix_op(layer.op) && row_local_op(layer, g_.tensors[layer.inputs[0]].shape.size())));
-  head_ = g_.source + ": workload '" + g_.name + "' does not fit the unified buffer of '" + l_.arch_.name + "' (" +
-          std::to_string(capacity_) + " bytes): layer '" + layer.name + "' (" + std::string(graph::op_name(layer.op)) + ")";
+  head_ = g_.source + ": workload '" + g_.name + "' does not fit " + l_.scratchpad_text() + ": layer '" + layer.name +
+          "' (" + std::string(graph::op_name(layer.op)) + ")";
   if (!reduction_ && !by_output_rows_) {
     throw InputError(head_ + " needs " + std::to_string(Spiller(l_).working_set_bytes(li_)) +
                      " bytes at once for its inputs and output and cannot run in row tiles (tiled are: fc, conv2d, "

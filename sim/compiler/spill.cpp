@@ -88,8 +88,7 @@ void Spiller::make_room(int li, std::vector<int> needs) {
     if (own < 0) {
       uint64_t need = 0;
       for (int t : needs) need += l_.place_[t].bytes;
-      throw InputError(l_.g_.source + ": workload '" + l_.g_.name + "' does not fit the unified buffer of '" + l_.arch_.name +
-                       "' (" + std::to_string(l_.scratchpad_bytes()) + " bytes): layer '" +
+      throw InputError(l_.g_.source + ": workload '" + l_.g_.name + "' does not fit " + l_.scratchpad_text() + ": layer '" +
                        l_.g_.layers[static_cast<size_t>(std::min<int>(li, static_cast<int>(l_.g_.layers.size()) - 1))].name +
                        "' needs " + std::to_string(need) + " bytes; use a larger unified_buffer.capacity");
     }

@@ -64,16 +64,17 @@ inline constexpr BucketDef kBuckets[] = {
      {{{BucketSource::kMatmulWait, "wait_raw"}}}},
     {"non_matrix", "the vector unit and other non-matrix work", "",  // vector work, controller issue, launch
      {{{BucketSource::kVector}, {BucketSource::kControllerHead}, {BucketSource::kIdle}}}},
-    {"pcie", "host transfers and spills over PCIe", "",  // host transfers, or a matmul waiting for host input
-     {{{BucketSource::kMatmulWait, "wait_host"}, {BucketSource::kPcie}}}},
+    {"pcie", "host transfers and spills over PCIe", "",  // host transfers, a matmul waiting for host input or host weights
+     {{{BucketSource::kArray, "host_weight_stall"}, {BucketSource::kMatmulWait, "wait_host"}, {BucketSource::kPcie}}}},
     // Of array_active: the exposed drain (the rest, array_stream(), is the array streaming at
     // its MAC rate: the paper's "array active cycles").
     {"array_drain", "of array_active: results drain with no matmul waiting", "array_active",
      {{{BucketSource::kDrain}}}},
-    // Of pcie: host input (read_host, and matmuls waiting for their input); the rest,
-    // pcie_output(), is output written to the host (write_host).
+    // Of pcie: host input (read_host, matmuls waiting for their input, and for weights in host
+    // memory); the rest, pcie_output(), is output written to the host (write_host).
     {"pcie_input", "of pcie: host input", "pcie",
-     {{{BucketSource::kMatmulWait, "wait_host"}, {BucketSource::kPcie, "to_device"}}}},
+     {{{BucketSource::kArray, "host_weight_stall"}, {BucketSource::kMatmulWait, "wait_host"},
+       {BucketSource::kPcie, "to_device"}}}},
 };
 inline constexpr size_t kBucketCount = std::size(kBuckets);
 
@@ -153,7 +154,7 @@ struct RunStats {
   CycleBreakdown host_io;          // cycles attributed to host transfers outside any layer
   int64_t macs = 0;
   uint64_t weight_memory_bytes = 0;
-  uint64_t device_memory_bytes_written = 0;  // dma_write: outputs and spills to device memory
+  uint64_t device_memory_bytes_written = 0;  // dma_write: outputs, spills, and copies between cores of split layers
   uint64_t pcie_bytes_to_device = 0;
   uint64_t pcie_bytes_to_host = 0;
   int64_t array_busy_cycles = 0;      // cycles the array streamed (active + input stall)

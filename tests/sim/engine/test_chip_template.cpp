@@ -62,7 +62,11 @@ layers: [{name: fc1, op: fc, units: 16}]
   }
   EXPECT_LT(latest_begin, earliest_end);  // some cycle has all four streaming
   EXPECT_EQ(s.macs, 16 * 4 * 16);         // summed over the four units
-  EXPECT_EQ(s.weight_memory_bytes, 64u);
+  // Device memory serves the 64 weight bytes, core 1's operand panel (all of x: 16 x 4 B) and
+  // core 0's gather of core 1's two result tiles (16 x 4 B each); it takes x from core 0 and
+  // those tiles from core 1 (docs/architecture.md "Work split").
+  EXPECT_EQ(s.weight_memory_bytes, 64u + 64u + 2 * 64u);
+  EXPECT_EQ(s.device_memory_bytes_written, 64u + 2 * 64u);
   expect_breakdown_sums(s);
 }
 
@@ -101,7 +105,9 @@ TEST(ChipTemplate, HostResidentWeightsCrossPcieAtTheLinkRate) {
   // The run above with the weights in host memory: the 16-byte weight tile crosses PCIe
   // (Gen3 x16: 16 lanes x 8 GT/s x 128/130 / 8 = 15.75 B/ns; one TLP: 16 + 24 = 40 wire bytes, 2.54 ns -> 3 cycles) while the
   // input still comes from device memory:
-  //  read_weights 16 B over PCIe [0, 3) (a weight stall); dma_read 12 B [0, 1)
+  //  read_weights 16 B over PCIe [0, 3); dma_read 12 B [0, 1): the matmul waits for its input
+  //  from device memory [0, 1) (weight_stall), then the array waits for the weight tile on the
+  //  host link [1, 3) (host_weight_stall: pcie, its pcie_input part)
   //  the weights shift in [3, 7), the matmul streams m=3 [7, 10), drains 7 -> 17
   //  activate [17, 20); dma_write 12 B [20, 21) (a wait for device DMA: weight_stall)
   // PCIe carries exactly the weight bytes; weight memory serves only the input.
@@ -118,11 +124,15 @@ TEST(ChipTemplate, HostResidentWeightsCrossPcieAtTheLinkRate) {
   EXPECT_EQ(s.weight_memory_bytes, 12u);  // the input alone
   EXPECT_EQ(s.device_memory_bytes_written, 12u);
   EXPECT_EQ(s.counter("tessera.weight_fetcher.tiles"), 1);
-  EXPECT_EQ(s.cycles["weight_stall"], 4);   // [0, 3) and [20, 21)
+  EXPECT_EQ(s.cycles["pcie"], 2);           // [1, 3): the weight tile crossing PCIe, not a weight-memory wait
+  EXPECT_EQ(s.cycles["pcie_input"], 2);     // to the device
+  EXPECT_EQ(s.cycles.pcie_output(), 0);
+  EXPECT_EQ(s.cycles["weight_stall"], 2);   // [0, 1) the input's dma_read, [20, 21) the dma_write
   EXPECT_EQ(s.cycles["weight_shift"], 4);   // [3, 7)
   EXPECT_EQ(s.cycles["array_active"], 10);  // stream 3 + drain 7
   EXPECT_EQ(s.cycles["non_matrix"], 3);
-  EXPECT_EQ(s.cycles["pcie"], 0);
+  EXPECT_EQ(s.counter("tessera.matrix_unit.host_weight_stall_cycles"), 2);
+  EXPECT_EQ(s.counter("tessera.matrix_unit.weight_stall_cycles"), 0);
   expect_breakdown_sums(s);
 }
 
@@ -198,4 +208,40 @@ layers: [{name: a, op: abs, input: x}]
   packed.lanes = 4;
   packed.lane_bytes = 4;
   EXPECT_EQ(packed.element_cycles(32, 1, VectorClass::kArithmetic), 2);
+}
+
+TEST(ChipTemplate, SplitLayerOperandsAndResultsCrossDeviceMemoryBetweenCores) {
+  // test_work_split.cpp's PerCoreScratchpad.OperandsInDeviceMemoryNeedNoCopy... on the models:
+  // 2 cores x 2 units, x (3 x 4 B) and fc1 (3 x 16 B) in device memory. Nothing waits for a
+  // sync before the split work, so all six reads arrive at cycle 0 and the one channel
+  // (1000 B/ns: one cycle each) serves them in order: core 0's x [0, 1), its weight tiles
+  // [1, 2) [2, 3), core 1's x panel [3, 4) (its DMA busy [0, 4)), core 1's weights [4, 5) [5, 6).
+  // Core 1's units shift [5, 9) and [6, 10), stream [9, 12) and [10, 13), drain 7 cycles:
+  // activates [19, 22) and [22, 25); its result block (24 B) goes to device memory [25, 26).
+  // Core 0 waits at the sync for it, then writes its own 24 B [26, 27): 27 cycles.
+  TinyArch t;
+  t.cores = 2;
+  t.matrix_units = 2;
+  t.residency = "{inputs: device, outputs: device}";
+  const auto s = run(t.build(), R"(
+name: wide
+batch: 3
+inputs: [{name: x, shape: [4]}]
+layers: [{name: fc1, op: fc, units: 16}]
+)", {.tracks = true});
+  std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> dma;  // track -> its transfers
+  for (const auto& track : s.tracks) {
+    for (const auto& e : track.events) {
+      if (e.name == "dma_read" || e.name == "dma_write") dma[track.unit + " " + e.name].push_back({e.begin_cycle, e.end_cycle});
+    }
+  }
+  using Iv = std::vector<std::pair<int64_t, int64_t>>;
+  EXPECT_EQ(dma["core0_dma dma_read"], (Iv{{0, 1}}));
+  EXPECT_EQ(dma["core1_dma dma_read"], (Iv{{0, 4}}));
+  EXPECT_EQ(dma["core1_dma dma_write"], (Iv{{25, 26}}));
+  EXPECT_EQ(dma["core0_dma dma_write"], (Iv{{26, 27}}));
+  EXPECT_EQ(s.total_cycles, 27);
+  EXPECT_EQ(s.weight_memory_bytes, 64u + 12u + 12u);  // the weights, x for core 0, x for core 1
+  EXPECT_EQ(s.device_memory_bytes_written, 48u);      // the output: 24 B from each core
+  expect_breakdown_sums(s);
 }
