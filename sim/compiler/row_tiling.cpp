@@ -225,23 +225,31 @@ void RowTiler::choose_tiles() {
   std::stable_sort(candidates_.begin(), candidates_.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   streamed_.assign(static_cast<size_t>(n_in_), 0);
   acc_half_ = std::max<int64_t>(1, l_.arch_.accumulators.entries / 2);
-  search_tiles();
-  if (R_ == 0) R_ = largest_tile(slots_ = 1);  // single-buffered: transfers no longer overlap the work
-  // A matmul's B is needed whole by every tile; when even one row does not fit beside it, B
-  // stays in device memory and its tiles go through the weight fetchers (XLA streams B's
-  // blocks from HBM likewise), read again by every tile of output rows. Only where spills and
-  // weights both live in device memory: the fetchers are wired to one of device memory or
-  // the host link (MemoryRouter), and TPU v1's shape has no path from host memory to them.
+  // A matmul's B is needed whole by every tile. Where it leaves room for no full-size tile, B
+  // may stay in device memory instead, its tiles read by the weight fetchers (XLA streams B's
+  // blocks from HBM likewise), again by every tile of output rows: taken when that gives larger
+  // tiles (thin tiles pay every tile's transfers, syncs and drains). Only where spills and
+  // weights both live in device memory: the fetchers are wired to one of device memory or the
+  // host link (MemoryRouter), and TPU v1's shape has no path from host memory to them.
   const auto& where = l_.arch_.residency;
   const bool b_can_stay_out = layer_.op == OpKind::kMatmul && n_in_ == 2 && maps_[1] == RowMap::kWhole &&
                               l_.storage(layer_.inputs[0]) != l_.storage(layer_.inputs[1]) &&
                               where.spills() == Residency::kDevice && where.weights == Residency::kDevice;
-  if (R_ == 0 && b_can_stay_out) {
+  search_tiles();
+  if (b_can_stay_out && R_ < std::min(rows_total_, acc_half_)) {
+    const int64_t resident_rows = R_;
+    const std::vector<char> resident_streamed = streamed_;
+    const bool resident_out_streamed = out_streamed_;
     b_from_memory_ = true;
-    slots_ = 2;
     search_tiles();
-    if (R_ == 0) R_ = largest_tile(slots_ = 1);
+    if (R_ <= resident_rows) {
+      b_from_memory_ = false;
+      R_ = resident_rows;
+      streamed_ = resident_streamed;
+      out_streamed_ = resident_out_streamed;
+    }
   }
+  if (R_ == 0) R_ = largest_tile(slots_ = 1);  // single-buffered: transfers no longer overlap the work
   if (R_ == 0) {
     throw InputError(head_ + " needs " + std::to_string(tile_bytes(1, 1)) + " bytes for its smallest tile (one " +
                      (reduction_ ? "input row" : "output row and the input rows it reads") +

@@ -387,7 +387,14 @@ layers: [{name: y, op: matmul, inputs: [a, b]}]
     EXPECT_NE(std::string(e.what()).find("layer 'y' (matmul) needs 152 bytes for its smallest tile"), std::string::npos)
         << e.what();
   }
-  // With room for b beside a tile, b is resident and read from the buffer, as before.
+  // In 224 B, b resident leaves tiles of 2 rows (128 + 2 R x 8 + 2 R x 16 <= 224), b in device
+  // memory tiles of 4 (48 R <= 224): the larger tiles win, 4 tiles x 8 reads of b.
+  t.ub_capacity = "224";
+  const Program wider = compile(parse(kTallB), t.build());
+  EXPECT_EQ(wider.layers[0].row_tiles, 4);
+  EXPECT_EQ(wider.layers[0].weight_bytes, 4u * 128u);
+  // With room for b beside full-size tiles (16 rows: the accumulator half is 32), b is
+  // resident and read from the buffer, as before.
   t.ub_capacity = "512";
   const Program resident = compile(parse(kTallB), t.build());
   for (const auto& in : resident.instructions) {
