@@ -9,9 +9,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <limits>
 #include <optional>
 #include <sstream>
 
@@ -19,6 +21,9 @@
 #include "sim/common/error.h"
 #include "sim/common/fnv_hash.h"
 #include "sim/common/yaml_reader.h"
+#include "sim/compiler/compiler.h"
+#include "sim/config/arch_config.h"
+#include "sim/graph/graph.h"
 #include "sim/sweep/experiment.h"
 #include "sim/sweep/runner.h"
 #include "sim/sweep/sweep_files.h"
@@ -250,18 +255,60 @@ namespace {
 
 int64_t begun(int64_t tiles, int64_t w) { return (tiles - 1) * w + 1; }
 
-std::vector<Piece> grid_pieces(const CostGrid& g, int64_t query_rows_per_token) {
+int64_t passes_at(const std::vector<std::pair<int64_t, int64_t>>& runs, int64_t kv) {
+  if (runs.empty()) return std::numeric_limits<int64_t>::max();
+  auto it = std::upper_bound(runs.begin(), runs.end(), std::make_pair(std::max<int64_t>(kv, 1), std::numeric_limits<int64_t>::max()));
+  return it == runs.begin() ? runs.front().second : std::prev(it)->second;
+}
+
+// The remainder pass's sizes sampled after a full pass of S: r = 1, S / 2, S / 2 + 1, S - 1
+// (the ends of the pass's two halves; the second half is empty for S <= 2).
+std::array<int64_t, 4> remainder_sizes(int64_t s) {
+  const int64_t h = s / 2;
+  return {1, h, std::min(h + 1, s - 1), s - 1};
+}
+
+// Whether the KV column at kv (a tile full) samples the remainder pass: a batch of more than
+// one pass fits the grid's batches and (with a capacity) the KV cache.
+bool samples_remainder(const CostGrid& g, int64_t kv, int64_t s) {
+  if (s < 2 || s >= g.decode_batch.back()) return false;
+  return g.kv_capacity_tokens <= 0 || (s + 1) * kv <= g.kv_capacity_tokens;
+}
+
+// The decode points simulated: each KV column (a tile begun and full) at the grid's batches
+// that run in one pass there (and that the capacity lets reach it, decode_row_tiles), and at
+// the columns that sample it, the pass itself and the remainder sizes after it.
+std::vector<std::pair<int64_t, int64_t>> decode_points(const CostGrid& g, const std::vector<std::pair<int64_t, int64_t>>& passes) {
+  std::vector<std::pair<int64_t, int64_t>> v;
+  std::vector<std::vector<int64_t>> row_tiles;
+  for (size_t i = 0; i < g.decode_batch.size(); ++i) row_tiles.push_back(g.decode_row_tiles(i));
+  for (int64_t k : g.kv_tiles) {
+    for (int64_t kv : {begun(k, g.kv_tile), k * g.kv_tile}) {
+      const int64_t s = passes_at(passes, kv);
+      for (size_t i = 0; i < g.decode_batch.size(); ++i) {
+        const auto& t = row_tiles[i];
+        if (g.decode_batch[i] <= s && std::find(t.begin(), t.end(), k) != t.end()) v.emplace_back(g.decode_batch[i], kv);
+      }
+      if (kv == k * g.kv_tile && samples_remainder(g, kv, s)) {
+        v.emplace_back(s, kv);
+        for (int64_t r : remainder_sizes(s)) v.emplace_back(s + r, kv);
+      }
+      if (g.kv_tile == 1) break;
+    }
+  }
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+std::vector<Piece> grid_pieces(const CostGrid& g, int64_t query_rows_per_token, const std::vector<std::pair<int64_t, int64_t>>& passes) {
   std::vector<Piece> v;
   using K = Piece::Kind;
   for (int64_t k : g.dense_tiles) {
     v.push_back({K::kDense, begun(k, g.kv_tile), 0});
     if (g.kv_tile > 1) v.push_back({K::kDense, k * g.kv_tile, 0});
   }
-  for (size_t i = 0; i < g.decode_batch.size(); ++i)
-    for (int64_t k : g.decode_row_tiles(i)) {
-      v.push_back({K::kDecode, g.decode_batch[i], begun(k, g.kv_tile)});
-      if (g.kv_tile > 1) v.push_back({K::kDecode, g.decode_batch[i], k * g.kv_tile});
-    }
+  for (const auto& [b, kv] : decode_points(g, passes)) v.push_back({K::kDecode, b, kv});
   for (size_t i = 0; i < g.prefill_blocks.size(); ++i)
     for (int64_t k : g.prefill_row_tiles(i, query_rows_per_token)) {
       v.push_back({K::kPrefill, g.prefill_blocks[i], begun(k, g.kv_tile)});
@@ -282,6 +329,12 @@ CostPoint lerp_points(const std::vector<int64_t>& xs, const std::vector<CostPoin
     j.push_back(ys[k].energy_j);
   }
   return {interpolate_linear(dx, s, x), interpolate_linear(dx, j, x)};
+}
+
+// The fill of the last tile, as eval_row weighs begun and full.
+CostPoint between(const CostPoint& lo, const CostPoint& hi, int64_t kv, int64_t k, int64_t w) {
+  const double fill = w > 1 ? static_cast<double>(kv - begun(k, w)) / static_cast<double>(w - 1) : 0.0;
+  return {lo.seconds + fill * (hi.seconds - lo.seconds), lo.energy_j + fill * (hi.energy_j - lo.energy_j)};
 }
 
 // A row at `kv` tokens: the tile count's begun and full costs (each interpolated over the
@@ -326,27 +379,79 @@ CostPoint LayerCostTable::dense(int64_t tokens) const {
   if (tokens <= 0) return {};
   return eval_rows(dense_rows, 1, tokens, 1);  // refined points, in tokens
 }
-CostPoint LayerCostTable::decode_attention(int64_t sequences, int64_t kv_tokens) const {
-  if (sequences <= 0) return {};
-  return eval_rows(decode_rows, static_cast<double>(sequences), std::max<int64_t>(kv_tokens, 1), kv_tile);
+int64_t LayerCostTable::decode_samples_per_pass(int64_t kv_tokens) const { return passes_at(decode_passes, kv_tokens); }
+
+CostPoint LayerCostTable::decode_single_pass(int64_t sequences, int64_t kv_tokens) const {
+  const size_t n = decode_tiles.size();
+  if (n == 0 || sequences <= 0) return {};
+  const int64_t kv = std::max<int64_t>(kv_tokens, 1);
+  const int64_t k = ceil_div(kv, kv_tile);
+  // As eval_rows: interpolate_linear reads the first two columns and the bracket of k only.
+  size_t i = 0;
+  while (i + 2 < n && k > decode_tiles[i + 1]) ++i;
+  std::vector<CostPoint> lo(n), hi(n);
+  const double b = static_cast<double>(sequences);
+  for (size_t c : {size_t{0}, size_t{1}, i, i + 1}) {
+    if (c >= n) continue;
+    lo[c] = lerp_points(decode_begun[c].batch, decode_begun[c].cost, b);
+    hi[c] = lerp_points(decode_full[c].batch, decode_full[c].cost, b);
+  }
+  return between(lerp_points(decode_tiles, lo, static_cast<double>(k)), lerp_points(decode_tiles, hi, static_cast<double>(k)), kv, k,
+                 kv_tile);
 }
+
 namespace {
 
-// The fill of the last tile, as eval_row weighs begun and full.
-CostPoint between(const CostPoint& lo, const CostPoint& hi, int64_t kv, int64_t k, int64_t w) {
-  const double fill = w > 1 ? static_cast<double>(kv - begun(k, w)) / static_cast<double>(w - 1) : 0.0;
-  return {lo.seconds + fill * (hi.seconds - lo.seconds), lo.energy_j + fill * (hi.energy_j - lo.energy_j)};
+// The remainder column's share at u on the half `second` (affine through its two samples; one
+// sample: proportional to u).
+CostPoint share_at(const LayerCostTable::RemainderColumn& c, bool second, double u) {
+  const size_t a = second ? 2 : 0;
+  auto one = [&](double y0, double y1) {
+    const double u0 = c.u[a], u1 = c.u[a + 1];
+    if (u1 - u0 <= 0) return u0 > 0 ? y0 * u / u0 : y0;
+    return y0 + (u - u0) * (y1 - y0) / (u1 - u0);
+  };
+  return {one(c.share[a].seconds, c.share[a + 1].seconds), one(c.share[a].energy_j, c.share[a + 1].energy_j)};
 }
 
 }  // namespace
 
+CostPoint LayerCostTable::decode_attention(int64_t sequences, int64_t kv_tokens) const {
+  if (sequences <= 0) return {};
+  const int64_t kv = std::max<int64_t>(kv_tokens, 1);
+  const int64_t s = decode_samples_per_pass(kv);
+  if (sequences <= s) return decode_single_pass(sequences, kv);
+  // Full passes of s, then a remainder of r in [1, s].
+  const int64_t passes = (sequences - 1) / s;
+  const int64_t r = sequences - passes * s;
+  const CostPoint full = decode_single_pass(s, kv);
+  const double n = static_cast<double>(passes);
+  CostPoint out{n * full.seconds, n * full.energy_j};
+  if (r == s || decode_remainder.empty()) {
+    const double f = static_cast<double>(r) / static_cast<double>(s);
+    return {out.seconds + f * full.seconds, out.energy_j + f * full.energy_j};
+  }
+  // The share at u = r / s on r's half, interpolated over the columns' KV lengths (it changes
+  // little with the KV length: 1.50 and 1.13-1.19 a sequence, 257-2,049 KV, Llama-3-8B /
+  // tpu-v6e), held beyond the first and last column.
+  const bool second = r > s / 2;
+  const double u = static_cast<double>(r) / static_cast<double>(s);
+  size_t j = 0;
+  while (j + 1 < decode_remainder.size() && decode_remainder[j + 1].kv <= kv) ++j;
+  CostPoint share = share_at(decode_remainder[j], second, u);
+  if (j + 1 < decode_remainder.size() && kv > decode_remainder[j].kv) {
+    const CostPoint next = share_at(decode_remainder[j + 1], second, u);
+    const double t = static_cast<double>(kv - decode_remainder[j].kv) / static_cast<double>(decode_remainder[j + 1].kv - decode_remainder[j].kv);
+    share = {share.seconds + t * (next.seconds - share.seconds), share.energy_j + t * (next.energy_j - share.energy_j)};
+  }
+  return {out.seconds + share.seconds * full.seconds, out.energy_j + share.energy_j * full.energy_j};
+}
 void LayerCostTable::fill_single_decode() {
   single_decode = {};
-  if (decode_rows.empty() || decode_rows[0].a != 1 || decode_rows[0].tiles.empty()) return;
-  const Row& row = decode_rows[0];
-  for (int64_t k = 1; k <= row.tiles.back(); ++k) {
-    single_decode.begun.push_back(lerp_points(row.tiles, row.begun, static_cast<double>(k)));
-    single_decode.full.push_back(lerp_points(row.tiles, row.full, static_cast<double>(k)));
+  if (decode_tiles.empty()) return;
+  for (int64_t k = 1; k <= decode_tiles.back(); ++k) {
+    single_decode.begun.push_back(decode_single_pass(1, begun(k, kv_tile)));
+    single_decode.full.push_back(decode_single_pass(1, k * kv_tile));
   }
 }
 
@@ -361,7 +466,7 @@ CostPoint LayerCostTable::decode_attention(const std::vector<int64_t>& kv_length
   auto alone = [&](int64_t kv) {
     kv = std::max<int64_t>(kv, 1);
     const int64_t k = ceil_div(kv, kv_tile);
-    if (k > static_cast<int64_t>(single_decode.begun.size())) return eval_row(decode_rows[0], kv, kv_tile);
+    if (k > static_cast<int64_t>(single_decode.begun.size())) return decode_single_pass(1, kv);
     return between(single_decode.begun[static_cast<size_t>(k - 1)], single_decode.full[static_cast<size_t>(k - 1)], kv, k, kv_tile);
   };
   double s = 0, j = 0;
@@ -411,8 +516,8 @@ namespace {
 // kRefineTolerance is halved, down to kRefineMinGap tokens; the points join the cache, so a
 // second build simulates nothing. Deterministic: the refinement depends only on simulated costs.
 constexpr double kRefineTolerance = 0.01;
-constexpr int64_t kRefineMinGap = 8;
-constexpr int kRefineRounds = 8;
+constexpr int64_t kRefineMinGap = 1;
+constexpr int kRefineRounds = 12;
 
 LayerCostTable::Row refine_dense(const CostTableRequest& r, nlohmann::json& cache, const fs::path& file, const fs::path& dir,
                                  LayerCostTable& t) {
@@ -469,13 +574,49 @@ LayerCostTable::Row refine_dense(const CostTableRequest& r, nlohmann::json& cach
   return row;
 }
 
+// The compiler's pass (samples_per_pass) of a decode batch at every KV length up to the grid's
+// last, capped at the grid's largest batch, as runs (first KV length, S). S does not grow with
+// the KV length (each sequence's K, V and scores grow with it), so an interval whose ends have
+// one S has it throughout and the runs are found by halving the others: a few hundred plans
+// (lowering's memory plan only, no instructions), kept in the cache file with the points.
+std::vector<std::pair<int64_t, int64_t>> decode_pass_runs(const CostTableRequest& r, const nlohmann::json& cache) {
+  const int64_t cap = r.grid.decode_batch.empty() ? 1 : r.grid.decode_batch.back();
+  const int64_t kv_max = r.grid.kv_tiles.empty() ? 1 : r.grid.kv_tiles.back() * r.grid.kv_tile;
+  if (cache.contains("decode_passes")) {
+    const auto& p = cache["decode_passes"];
+    if (p.value("batch", int64_t{0}) == cap && p.value("kv", int64_t{0}) == kv_max)
+      return p.at("runs").get<std::vector<std::pair<int64_t, int64_t>>>();
+  }
+  const ArchConfig arch = load_arch_config(r.arch);
+  std::map<int64_t, int64_t> at;
+  auto samples = [&](int64_t kv) {
+    auto it = at.find(kv);
+    if (it != at.end()) return it->second;
+    const graph::Graph g = graph::parse_graph_yaml(
+        YamlNode::load_string(decode_attention_graph_yaml(r.model, r.shard, r.precision, cap, kv), "<decode attention>"));
+    return at[kv] = compiler::samples_per_pass(g, arch, cap);
+  };
+  std::function<void(int64_t, int64_t)> split = [&](int64_t lo, int64_t hi) {
+    if (hi - lo <= 1 || samples(lo) == samples(hi)) return;
+    const int64_t mid = lo + (hi - lo) / 2;
+    split(lo, mid);
+    split(mid, hi);
+  };
+  samples(1);
+  samples(kv_max);
+  split(1, kv_max);
+  std::vector<std::pair<int64_t, int64_t>> runs;
+  for (const auto& [kv, s] : at)
+    if (runs.empty() || runs.back().second != s) runs.emplace_back(kv, s);
+  return runs;
+}
+
 }  // namespace
 
 LayerCostTable build_cost_table(const CostTableRequest& r) {
   LayerCostTable t;
   t.key = table_key(r);
   const int64_t query_rows_per_token = r.shard.heads / r.shard.kv_heads;
-  const std::vector<Piece> pieces = grid_pieces(r.grid, query_rows_per_token);
   std::optional<TempDir> tmp;
   fs::path dir = r.cache_dir;
   if (dir.empty()) {
@@ -496,6 +637,8 @@ LayerCostTable build_cost_table(const CostTableRequest& r) {
     } catch (const std::exception&) {
     }
   }
+  t.decode_passes = decode_pass_runs(r, cache);
+  const std::vector<Piece> pieces = grid_pieces(r.grid, query_rows_per_token, t.decode_passes);
   std::vector<Piece> missing;
   std::map<std::string, bool> seen;
   for (const auto& q : pieces) {
@@ -504,7 +647,8 @@ LayerCostTable build_cost_table(const CostTableRequest& r) {
   }
   t.cached = pieces.size() - missing.size();
   t.simulated = missing.size();
-  if (!missing.empty()) {
+  if (!missing.empty() || !cache.contains("decode_passes")) {
+    cache["decode_passes"] = {{"batch", r.grid.decode_batch.back()}, {"kv", r.grid.kv_tiles.back() * r.grid.kv_tile}, {"runs", t.decode_passes}};
     cache["model"] = r.model.name;
     cache["arch"] = r.arch.filename().string();
     cache["tp"] = r.shard.tp;
@@ -544,7 +688,33 @@ LayerCostTable build_cost_table(const CostTableRequest& r) {
       rows.push_back(row);
     }
   };
-  tiled_rows(K::kDecode, r.grid.decode_batch, [&](size_t i) { return r.grid.decode_row_tiles(i); }, t.decode_rows);
+  // Decode: the KV columns' single-pass batches, and the remainder shares.
+  std::map<int64_t, LayerCostTable::DecodeColumn> columns;
+  for (const auto& [b, kv] : decode_points(r.grid, t.decode_passes)) {
+    const int64_t s = passes_at(t.decode_passes, kv);
+    if (b > s) continue;
+    auto& c = columns[kv];
+    c.kv = kv;
+    c.batch.push_back(b);
+    c.cost.push_back(cost({K::kDecode, b, kv}));
+  }
+  for (int64_t k : r.grid.kv_tiles) {
+    t.decode_tiles.push_back(k);
+    t.decode_begun.push_back(columns.at(begun(k, w)));
+    t.decode_full.push_back(columns.at(k * w));
+    const int64_t kv = k * w, s = passes_at(t.decode_passes, kv);
+    if (!samples_remainder(r.grid, kv, s)) continue;
+    const CostPoint pass = cost({K::kDecode, s, kv});
+    LayerCostTable::RemainderColumn rc;
+    rc.kv = kv;
+    const std::array<int64_t, 4> sizes = remainder_sizes(s);
+    for (size_t j = 0; j < 4; ++j) {
+      const CostPoint c = cost({K::kDecode, s + sizes[j], kv});
+      rc.u[j] = static_cast<double>(sizes[j]) / static_cast<double>(s);
+      rc.share[j] = {(c.seconds - pass.seconds) / pass.seconds, (c.energy_j - pass.energy_j) / pass.energy_j};
+    }
+    t.decode_remainder.push_back(rc);
+  }
   tiled_rows(K::kPrefill, r.grid.prefill_blocks, [&](size_t i) { return r.grid.prefill_row_tiles(i, query_rows_per_token); },
              t.prefill_rows);
   t.kv_tile = w;
