@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
   fs::path arch = fs::path(TESSERA_SOURCE_DIR) / "configs/tpu-v6e.yaml";
   fs::path model = fs::path(TESSERA_SOURCE_DIR) / "workloads/llm/llama-3-8b.yaml";
   int tp = 1, check = 0, jobs = 2;
-  int64_t scan_kv = 0, scan_step = 16, scan_batch = 0;  // --scan-kv B: against the KV length at batch B  // --scan-decode KV [--scan-step N]: the directly simulated decode cost against batch
+  int64_t scan_kv = 0, scan_step = 16, scan_batch = 0, scan_dense = 0;  // --scan-dense T: tokens T to T + 64 x step  // --scan-kv B: against the KV length at batch B  // --scan-decode KV [--scan-step N]: the directly simulated decode cost against batch
   bool full_grid = false;
   for (int k = 1; k < argc; ++k) {
     if (!std::strcmp(argv[k], "--full-grid")) {
@@ -61,6 +61,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[k], "--scan-decode")) scan_kv = std::stoll(argv[k + 1]);
     if (!std::strcmp(argv[k], "--scan-step")) scan_step = std::stoll(argv[k + 1]);
     if (!std::strcmp(argv[k], "--scan-kv")) scan_batch = std::stoll(argv[k + 1]);
+    if (!std::strcmp(argv[k], "--scan-dense")) scan_dense = std::stoll(argv[k + 1]);
     ++k;
   }
   const tessera::ArchConfig a = tessera::load_arch_config(arch);
@@ -89,6 +90,13 @@ int main(int argc, char** argv) {
     for (size_t k = 0; k < pieces.size(); ++k)
       std::printf("decode %lld x %lld KV: %.3f us (%.4f us a sequence)\n", (long long)pieces[k].a, (long long)scan_kv,
                   1e6 * sim[k].seconds, 1e6 * sim[k].seconds / static_cast<double>(pieces[k].a));
+    return 0;
+  }
+  if (scan_dense > 0) {
+    std::vector<PieceQuery> pieces;
+    for (int64_t t = scan_dense; t <= scan_dense + 64 * scan_step; t += scan_step) pieces.push_back({PieceQuery::Kind::kDense, t, 0});
+    const std::vector<CostPoint> sim = simulate_pieces(r, pieces);
+    for (size_t k = 0; k < pieces.size(); ++k) std::printf("dense %lld tokens: %.3f us\n", (long long)pieces[k].a, 1e6 * sim[k].seconds);
     return 0;
   }
   if (scan_batch > 0) {
