@@ -271,32 +271,41 @@ std::array<int64_t, 4> remainder_sizes(int64_t s) {
   return {1, h, std::min(h + 1, s - 1), s - 1};
 }
 
-// Whether the KV column at kv (a tile full) samples the remainder pass: a batch of more than
-// one pass fits the grid's batches and (with a capacity) the KV cache.
-bool samples_remainder(const CostGrid& g, int64_t kv, int64_t s) {
-  if (s < 2 || s >= g.decode_batch.back()) return false;
-  return g.kv_capacity_tokens <= 0 || (s + 1) * kv <= g.kv_capacity_tokens;
+// An attention piece's first axis in samples (the graph's batch): decode sequences. (Prefill
+// chunks run in passes too, of query blocks x KV heads, but costed so, the prefill piece came
+// out worse: mean 2.4% against 1.5% alone at the 50 mixes of Llama-3-8B / tpu-v6e; its blocks
+// stay rows, doubling.)
+struct SampleAxis {
+  std::vector<int64_t> samples;                 // the grid's sizes, ascending
+  std::vector<std::vector<int64_t>> row_tiles;  // the KV tiles each size simulates (the capacity's cut)
+  std::function<bool(int64_t, int64_t)> reachable;  // whether an iteration can hold (samples, KV tokens)
+  int64_t cap() const { return samples.empty() ? 1 : samples.back(); }
+};
+
+SampleAxis decode_axis(const CostGrid& g) {
+  SampleAxis x;
+  x.samples = g.decode_batch;
+  for (size_t i = 0; i < g.decode_batch.size(); ++i) x.row_tiles.push_back(g.decode_row_tiles(i));
+  const int64_t c = g.kv_capacity_tokens;
+  x.reachable = [c](int64_t n, int64_t kv) { return c <= 0 || n * kv <= c; };  // n sequences of kv tokens
+  return x;
 }
 
-// The decode points simulated: each KV column (a tile begun and full) at the grid's batches
-// that run in one pass there (and that the capacity lets reach it, decode_row_tiles), and at
-// the columns that sample it, the pass itself and the remainder sizes after it.
-std::vector<std::pair<int64_t, int64_t>> decode_points(const CostGrid& g, const std::vector<std::pair<int64_t, int64_t>>& passes) {
-  std::vector<std::pair<int64_t, int64_t>> v;
-  std::vector<std::vector<int64_t>> row_tiles;
-  for (size_t i = 0; i < g.decode_batch.size(); ++i) row_tiles.push_back(g.decode_row_tiles(i));
-  for (int64_t k : g.kv_tiles) {
-    for (int64_t kv : {begun(k, g.kv_tile), k * g.kv_tile}) {
-      const int64_t s = passes_at(passes, kv);
-      for (size_t i = 0; i < g.decode_batch.size(); ++i) {
-        const auto& t = row_tiles[i];
-        if (g.decode_batch[i] <= s && std::find(t.begin(), t.end(), k) != t.end()) v.emplace_back(g.decode_batch[i], kv);
-      }
-      if (kv == k * g.kv_tile && samples_remainder(g, kv, s)) {
-        v.emplace_back(s, kv);
-        for (int64_t r : remainder_sizes(s)) v.emplace_back(s + r, kv);
-      }
-      if (g.kv_tile == 1) break;
+// Whether the KV length samples the remainder pass: more than one pass fits the grid's sizes
+// and an iteration can hold it.
+bool samples_remainder(const SampleAxis& x, int64_t kv, int64_t s) { return s >= 2 && s < x.cap() && x.reachable(s + 1, kv); }
+
+// The KV lengths whose remainder pass is sampled: where the pass first holds no more than each
+// of the grid's sizes (the remainder's share follows the pass size, which the KV length sets:
+// columns by pass size cover short KV lengths, where one tile spans passes of 32 to thousands
+// of sequences), each where samples_remainder.
+std::vector<int64_t> remainder_kv(const SampleAxis& x, const std::vector<std::pair<int64_t, int64_t>>& passes) {
+  std::vector<int64_t> v;
+  for (int64_t b : x.samples) {
+    for (const auto& [kv, s] : passes) {
+      if (s > b) continue;
+      if (samples_remainder(x, kv, s)) v.push_back(kv);
+      break;
     }
   }
   std::sort(v.begin(), v.end());
@@ -304,14 +313,43 @@ std::vector<std::pair<int64_t, int64_t>> decode_points(const CostGrid& g, const 
   return v;
 }
 
-std::vector<Piece> grid_pieces(const CostGrid& g, int64_t query_rows_per_token, const std::vector<std::pair<int64_t, int64_t>>& passes) {
+// The points simulated, (samples, KV tokens): each KV column (a tile begun and full) at the
+// grid's sizes that run in one pass there (and that the capacity lets reach it), and the pass
+// itself when smaller than the grid's largest; at remainder_kv, the pass and the remainder
+// sizes after it.
+std::vector<std::pair<int64_t, int64_t>> pass_points(const CostGrid& g, const SampleAxis& x,
+                                                     const std::vector<std::pair<int64_t, int64_t>>& passes) {
+  std::vector<std::pair<int64_t, int64_t>> v;
+  for (int64_t k : g.kv_tiles) {
+    for (int64_t kv : {begun(k, g.kv_tile), k * g.kv_tile}) {
+      const int64_t s = passes_at(passes, kv);
+      for (size_t i = 0; i < x.samples.size(); ++i) {
+        const auto& t = x.row_tiles[i];
+        if (x.samples[i] <= s && std::find(t.begin(), t.end(), k) != t.end()) v.emplace_back(x.samples[i], kv);
+      }
+      if (s < x.cap()) v.emplace_back(s, kv);
+      if (g.kv_tile == 1) break;
+    }
+  }
+  for (int64_t kv : remainder_kv(x, passes)) {
+    const int64_t s = passes_at(passes, kv);
+    v.emplace_back(s, kv);
+    for (int64_t r : remainder_sizes(s)) v.emplace_back(s + r, kv);
+  }
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+std::vector<Piece> grid_pieces(const CostGrid& g, int64_t query_rows_per_token, const SampleAxis& decode,
+                               const std::vector<std::pair<int64_t, int64_t>>& decode_passes) {
   std::vector<Piece> v;
   using K = Piece::Kind;
   for (int64_t k : g.dense_tiles) {
     v.push_back({K::kDense, begun(k, g.kv_tile), 0});
     if (g.kv_tile > 1) v.push_back({K::kDense, k * g.kv_tile, 0});
   }
-  for (const auto& [b, kv] : decode_points(g, passes)) v.push_back({K::kDecode, b, kv});
+  for (const auto& [n, kv] : pass_points(g, decode, decode_passes)) v.push_back({K::kDecode, n, kv});
   for (size_t i = 0; i < g.prefill_blocks.size(); ++i)
     for (int64_t k : g.prefill_row_tiles(i, query_rows_per_token)) {
       v.push_back({K::kPrefill, g.prefill_blocks[i], begun(k, g.kv_tile)});
@@ -382,25 +420,23 @@ CostPoint LayerCostTable::dense(int64_t tokens) const {
   if (tokens <= 0) return {};
   return eval_rows(dense_rows, 1, tokens, 1);  // refined points, in tokens
 }
-int64_t LayerCostTable::decode_samples_per_pass(int64_t kv_tokens) const { return passes_at(decode_passes, kv_tokens); }
+int64_t LayerCostTable::PassTable::samples_per_pass(int64_t kv_tokens) const { return passes_at(passes, kv_tokens); }
 
-CostPoint LayerCostTable::decode_single_pass(int64_t sequences, int64_t kv_tokens) const {
-  const size_t n = decode_tiles.size();
-  if (n == 0 || sequences <= 0) return {};
+CostPoint LayerCostTable::PassTable::single_pass(double samples, int64_t kv_tokens) const {
+  const size_t n = tiles.size();
+  if (n == 0 || samples <= 0) return {};
   const int64_t kv = std::max<int64_t>(kv_tokens, 1);
   const int64_t k = ceil_div(kv, kv_tile);
   // As eval_rows: interpolate_linear reads the first two columns and the bracket of k only.
   size_t i = 0;
-  while (i + 2 < n && k > decode_tiles[i + 1]) ++i;
+  while (i + 2 < n && k > tiles[i + 1]) ++i;
   std::vector<CostPoint> lo(n), hi(n);
-  const double b = static_cast<double>(sequences);
   for (size_t c : {size_t{0}, size_t{1}, i, i + 1}) {
     if (c >= n) continue;
-    lo[c] = lerp_points(decode_begun[c].batch, decode_begun[c].cost, b);
-    hi[c] = lerp_points(decode_full[c].batch, decode_full[c].cost, b);
+    lo[c] = lerp_points(begun[c].samples, begun[c].cost, samples);
+    hi[c] = lerp_points(full[c].samples, full[c].cost, samples);
   }
-  return between(lerp_points(decode_tiles, lo, static_cast<double>(k)), lerp_points(decode_tiles, hi, static_cast<double>(k)), kv, k,
-                 kv_tile);
+  return between(lerp_points(tiles, lo, static_cast<double>(k)), lerp_points(tiles, hi, static_cast<double>(k)), kv, k, kv_tile);
 }
 
 namespace {
@@ -419,42 +455,46 @@ CostPoint share_at(const LayerCostTable::RemainderColumn& c, bool second, double
 
 }  // namespace
 
-CostPoint LayerCostTable::decode_attention(int64_t sequences, int64_t kv_tokens) const {
-  if (sequences <= 0) return {};
+CostPoint LayerCostTable::PassTable::cost(int64_t samples, int64_t kv_tokens) const {
+  if (samples <= 0) return {};
   const int64_t kv = std::max<int64_t>(kv_tokens, 1);
-  const int64_t s = decode_samples_per_pass(kv);
-  if (sequences <= s) return decode_single_pass(sequences, kv);
+  const int64_t s = samples_per_pass(kv);
+  if (samples <= s) return single_pass(static_cast<double>(samples), kv);
   // Full passes of s, then a remainder of r in [1, s].
-  const int64_t passes = (sequences - 1) / s;
-  const int64_t r = sequences - passes * s;
-  const CostPoint full = decode_single_pass(s, kv);
-  const double n = static_cast<double>(passes);
-  CostPoint out{n * full.seconds, n * full.energy_j};
-  if (r == s || decode_remainder.empty()) {
+  const int64_t n_full = (samples - 1) / s;
+  const int64_t r = samples - n_full * s;
+  const CostPoint pass = single_pass(static_cast<double>(s), kv);
+  const double n = static_cast<double>(n_full);
+  const CostPoint out{n * pass.seconds, n * pass.energy_j};
+  if (r == s || remainder.empty()) {
     const double f = static_cast<double>(r) / static_cast<double>(s);
-    return {out.seconds + f * full.seconds, out.energy_j + f * full.energy_j};
+    return {out.seconds + f * pass.seconds, out.energy_j + f * pass.energy_j};
   }
-  // The share at u = r / s on r's half, interpolated over the columns' KV lengths (it changes
-  // little with the KV length: 1.50 and 1.13-1.19 a sequence, 257-2,049 KV, Llama-3-8B /
-  // tpu-v6e), held beyond the first and last column.
+  // The share at u = r / s on r's half, interpolated over the columns' KV lengths, held beyond
+  // the first and last column.
   const bool second = r > s / 2;
   const double u = static_cast<double>(r) / static_cast<double>(s);
   size_t j = 0;
-  while (j + 1 < decode_remainder.size() && decode_remainder[j + 1].kv <= kv) ++j;
-  CostPoint share = share_at(decode_remainder[j], second, u);
-  if (j + 1 < decode_remainder.size() && kv > decode_remainder[j].kv) {
-    const CostPoint next = share_at(decode_remainder[j + 1], second, u);
-    const double t = static_cast<double>(kv - decode_remainder[j].kv) / static_cast<double>(decode_remainder[j + 1].kv - decode_remainder[j].kv);
+  while (j + 1 < remainder.size() && remainder[j + 1].kv <= kv) ++j;
+  CostPoint share = share_at(remainder[j], second, u);
+  if (j + 1 < remainder.size() && kv > remainder[j].kv) {
+    const CostPoint next = share_at(remainder[j + 1], second, u);
+    const double t = static_cast<double>(kv - remainder[j].kv) / static_cast<double>(remainder[j + 1].kv - remainder[j].kv);
     share = {share.seconds + t * (next.seconds - share.seconds), share.energy_j + t * (next.energy_j - share.energy_j)};
   }
-  return {out.seconds + share.seconds * full.seconds, out.energy_j + share.energy_j * full.energy_j};
+  return {out.seconds + share.seconds * pass.seconds, out.energy_j + share.energy_j * pass.energy_j};
 }
+
+CostPoint LayerCostTable::decode_attention(int64_t sequences, int64_t kv_tokens) const {
+  return decode_table.cost(sequences, kv_tokens);
+}
+
 void LayerCostTable::fill_single_decode() {
   single_decode = {};
-  if (decode_tiles.empty()) return;
-  for (int64_t k = 1; k <= decode_tiles.back(); ++k) {
-    single_decode.begun.push_back(decode_single_pass(1, begun(k, kv_tile)));
-    single_decode.full.push_back(decode_single_pass(1, k * kv_tile));
+  if (decode_table.tiles.empty()) return;
+  for (int64_t k = 1; k <= decode_table.tiles.back(); ++k) {
+    single_decode.begun.push_back(decode_table.single_pass(1, begun(k, kv_tile)));
+    single_decode.full.push_back(decode_table.single_pass(1, k * kv_tile));
   }
 }
 
@@ -469,7 +509,7 @@ CostPoint LayerCostTable::decode_attention(const std::vector<int64_t>& kv_length
   auto alone = [&](int64_t kv) {
     kv = std::max<int64_t>(kv, 1);
     const int64_t k = ceil_div(kv, kv_tile);
-    if (k > static_cast<int64_t>(single_decode.begun.size())) return decode_single_pass(1, kv);
+    if (k > static_cast<int64_t>(single_decode.begun.size())) return decode_table.single_pass(1, kv);
     return between(single_decode.begun[static_cast<size_t>(k - 1)], single_decode.full[static_cast<size_t>(k - 1)], kv, k, kv_tile);
   };
   double s = 0, j = 0;
@@ -577,17 +617,18 @@ LayerCostTable::Row refine_dense(const CostTableRequest& r, nlohmann::json& cach
   return row;
 }
 
-// The compiler's pass (samples_per_pass) of a decode batch at every KV length up to the grid's
-// last, capped at the grid's largest batch, as runs (first KV length, S). S does not grow with
-// the KV length (each sequence's K, V and scores grow with it), so an interval whose ends have
-// one S has it throughout and the runs are found by halving the others: a few hundred plans
-// (lowering's memory plan only, no instructions), kept in the cache file with the points.
-std::vector<std::pair<int64_t, int64_t>> decode_pass_runs(const CostTableRequest& r, const nlohmann::json& cache) {
-  const int64_t cap = r.grid.decode_batch.empty() ? 1 : r.grid.decode_batch.back();
+// The compiler's pass (samples_per_pass) of an attention piece at every KV length up to the
+// grid's last, capped at the grid's largest size, as runs (first KV length, S). S does not grow
+// with the KV length (each sample's K, V and scores grow with it), so an interval whose ends
+// have one S has it throughout and the runs are found by halving the others: a few hundred
+// plans (lowering's memory plan only, no instructions), kept in the cache file with the points
+// under `field`. `graph_at(kv)` is the piece's graph text at that KV length.
+std::vector<std::pair<int64_t, int64_t>> pass_runs(const CostTableRequest& r, const nlohmann::json& cache, const std::string& field,
+                                                   int64_t cap, const std::function<std::string(int64_t)>& graph_at) {
   const int64_t kv_max = r.grid.kv_tiles.empty() ? 1 : r.grid.kv_tiles.back() * r.grid.kv_tile;
-  if (cache.contains("decode_passes")) {
-    const auto& p = cache["decode_passes"];
-    if (p.value("batch", int64_t{0}) == cap && p.value("kv", int64_t{0}) == kv_max)
+  if (cache.contains(field)) {
+    const auto& p = cache[field];
+    if (p.value("samples", int64_t{0}) == cap && p.value("kv", int64_t{0}) == kv_max)
       return p.at("runs").get<std::vector<std::pair<int64_t, int64_t>>>();
   }
   const ArchConfig arch = load_arch_config(r.arch);
@@ -595,8 +636,7 @@ std::vector<std::pair<int64_t, int64_t>> decode_pass_runs(const CostTableRequest
   auto samples = [&](int64_t kv) {
     auto it = at.find(kv);
     if (it != at.end()) return it->second;
-    const graph::Graph g = graph::parse_graph_yaml(
-        YamlNode::load_string(decode_attention_graph_yaml(r.model, r.shard, r.precision, cap, kv), "<decode attention>"));
+    const graph::Graph g = graph::parse_graph_yaml(YamlNode::load_string(graph_at(kv), "<" + field + ">"));
     return at[kv] = compiler::samples_per_pass(g, arch, cap);
   };
   std::function<void(int64_t, int64_t)> split = [&](int64_t lo, int64_t hi) {
@@ -612,6 +652,46 @@ std::vector<std::pair<int64_t, int64_t>> decode_pass_runs(const CostTableRequest
   for (const auto& [kv, s] : at)
     if (runs.empty() || runs.back().second != s) runs.emplace_back(kv, s);
   return runs;
+}
+
+nlohmann::json runs_json(const CostTableRequest& r, int64_t cap, const std::vector<std::pair<int64_t, int64_t>>& runs) {
+  return {{"samples", cap}, {"kv", r.grid.kv_tiles.back() * r.grid.kv_tile}, {"runs", runs}};
+}
+
+// A PassTable from the simulated points (pass_points), `cost` reading one.
+template <typename Cost>
+LayerCostTable::PassTable pass_table(const CostGrid& g, const SampleAxis& x, const std::vector<std::pair<int64_t, int64_t>>& passes,
+                                     Cost cost) {
+  LayerCostTable::PassTable t;
+  t.kv_tile = g.kv_tile;
+  t.passes = passes;
+  std::map<int64_t, LayerCostTable::PassColumn> columns;
+  for (const auto& [n, kv] : pass_points(g, x, passes)) {
+    if (n > passes_at(passes, kv)) continue;
+    auto& c = columns[kv];
+    c.kv = kv;
+    c.samples.push_back(n);
+    c.cost.push_back(cost(n, kv));
+  }
+  for (int64_t k : g.kv_tiles) {
+    t.tiles.push_back(k);
+    t.begun.push_back(columns.at(begun(k, g.kv_tile)));
+    t.full.push_back(columns.at(k * g.kv_tile));
+  }
+  for (int64_t kv : remainder_kv(x, passes)) {
+    const int64_t s = passes_at(passes, kv);
+    const CostPoint pass = cost(s, kv);
+    LayerCostTable::RemainderColumn rc;
+    rc.kv = kv;
+    const std::array<int64_t, 4> sizes = remainder_sizes(s);
+    for (size_t j = 0; j < 4; ++j) {
+      const CostPoint c = cost(s + sizes[j], kv);
+      rc.u[j] = static_cast<double>(sizes[j]) / static_cast<double>(s);
+      rc.share[j] = {(c.seconds - pass.seconds) / pass.seconds, (c.energy_j - pass.energy_j) / pass.energy_j};
+    }
+    t.remainder.push_back(rc);
+  }
+  return t;
 }
 
 }  // namespace
@@ -640,8 +720,12 @@ LayerCostTable build_cost_table(const CostTableRequest& r) {
     } catch (const std::exception&) {
     }
   }
-  t.decode_passes = decode_pass_runs(r, cache);
-  const std::vector<Piece> pieces = grid_pieces(r.grid, query_rows_per_token, t.decode_passes);
+  const SampleAxis decode = decode_axis(r.grid);
+  const std::vector<std::pair<int64_t, int64_t>> decode_passes =
+      pass_runs(r, cache, "decode_passes", decode.cap(), [&](int64_t kv) {
+        return decode_attention_graph_yaml(r.model, r.shard, r.precision, decode.cap(), kv);
+      });
+  const std::vector<Piece> pieces = grid_pieces(r.grid, query_rows_per_token, decode, decode_passes);
   std::vector<Piece> missing;
   std::map<std::string, bool> seen;
   for (const auto& q : pieces) {
@@ -651,7 +735,7 @@ LayerCostTable build_cost_table(const CostTableRequest& r) {
   t.cached = pieces.size() - missing.size();
   t.simulated = missing.size();
   if (!missing.empty() || !cache.contains("decode_passes")) {
-    cache["decode_passes"] = {{"batch", r.grid.decode_batch.back()}, {"kv", r.grid.kv_tiles.back() * r.grid.kv_tile}, {"runs", t.decode_passes}};
+    cache["decode_passes"] = runs_json(r, decode.cap(), decode_passes);
     cache["model"] = r.model.name;
     cache["arch"] = r.arch.filename().string();
     cache["tp"] = r.shard.tp;
@@ -681,45 +765,16 @@ LayerCostTable build_cost_table(const CostTableRequest& r) {
   };
   t.dense_rows = {refine_dense(r, cache, file, dir, t)};
   t.head_rows = {size_row(K::kHead, r.grid.head_tiles)};
-  auto tiled_rows = [&](K kind, const std::vector<int64_t>& firsts, auto row_tiles, std::vector<LayerCostTable::Row>& rows) {
-    for (size_t i = 0; i < firsts.size(); ++i) {
-      LayerCostTable::Row row{firsts[i], row_tiles(i), {}, {}};
-      for (int64_t k : row.tiles) {
-        row.begun.push_back(cost({kind, firsts[i], begun(k, w)}));
-        row.full.push_back(w > 1 ? cost({kind, firsts[i], k * w}) : row.begun.back());
-      }
-      rows.push_back(row);
+  t.decode_table = pass_table(r.grid, decode, decode_passes, [&](int64_t n, int64_t kv) { return cost({K::kDecode, n, kv}); });
+  for (size_t i = 0; i < r.grid.prefill_blocks.size(); ++i) {
+    const int64_t n = r.grid.prefill_blocks[i];
+    LayerCostTable::Row row{n, r.grid.prefill_row_tiles(i, query_rows_per_token), {}, {}};
+    for (int64_t k : row.tiles) {
+      row.begun.push_back(cost({K::kPrefill, n, begun(k, w)}));
+      row.full.push_back(w > 1 ? cost({K::kPrefill, n, k * w}) : row.begun.back());
     }
-  };
-  // Decode: the KV columns' single-pass batches, and the remainder shares.
-  std::map<int64_t, LayerCostTable::DecodeColumn> columns;
-  for (const auto& [b, kv] : decode_points(r.grid, t.decode_passes)) {
-    const int64_t s = passes_at(t.decode_passes, kv);
-    if (b > s) continue;
-    auto& c = columns[kv];
-    c.kv = kv;
-    c.batch.push_back(b);
-    c.cost.push_back(cost({K::kDecode, b, kv}));
+    t.prefill_rows.push_back(row);
   }
-  for (int64_t k : r.grid.kv_tiles) {
-    t.decode_tiles.push_back(k);
-    t.decode_begun.push_back(columns.at(begun(k, w)));
-    t.decode_full.push_back(columns.at(k * w));
-    const int64_t kv = k * w, s = passes_at(t.decode_passes, kv);
-    if (!samples_remainder(r.grid, kv, s)) continue;
-    const CostPoint pass = cost({K::kDecode, s, kv});
-    LayerCostTable::RemainderColumn rc;
-    rc.kv = kv;
-    const std::array<int64_t, 4> sizes = remainder_sizes(s);
-    for (size_t j = 0; j < 4; ++j) {
-      const CostPoint c = cost({K::kDecode, s + sizes[j], kv});
-      rc.u[j] = static_cast<double>(sizes[j]) / static_cast<double>(s);
-      rc.share[j] = {(c.seconds - pass.seconds) / pass.seconds, (c.energy_j - pass.energy_j) / pass.energy_j};
-    }
-    t.decode_remainder.push_back(rc);
-  }
-  tiled_rows(K::kPrefill, r.grid.prefill_blocks, [&](size_t i) { return r.grid.prefill_row_tiles(i, query_rows_per_token); },
-             t.prefill_rows);
   t.kv_tile = w;
   t.q_block_rows = r.grid.q_block_rows;
   t.query_rows_per_token = query_rows_per_token;

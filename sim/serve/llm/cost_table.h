@@ -99,37 +99,43 @@ class LayerCostTable {
   };
   std::vector<Row> dense_rows, prefill_rows, head_rows;
 
-  // Decode attention runs a batch in the compiler's passes: when B sequences at a KV length do
-  // not fit the unified buffer, passes of S sequences (the most that fit, samples_per_pass),
-  // then one pass of the rest. Costs add up pass by pass (Llama-3-8B / tpu-v6e, 257 KV: S =
+  // Decode attention runs its samples (the graph's batch: one a sequence) in the compiler's passes: when they do not fit the unified
+  // buffer at a KV length, passes of S samples (the most that fit, samples_per_pass), then one
+  // pass of the rest. Costs add up pass by pass (Llama-3-8B / tpu-v6e decode at 257 KV: S =
   // 124, 248 sequences cost exactly twice 124), and a remainder pass after a full one costs
-  // more a sequence than a pass alone, by a factor that changes at half a pass (1.5x and 1.2x
-  // there). So the batch axis steps at multiples of S, and S halves as the KV length doubles:
-  // no fixed batch grid brackets the steps. The table costs a batch as its passes: single
-  // passes interpolated over batch columns that hold only single-pass batches (b <= S at the
+  // more a sample than a pass alone, by a factor that changes at half a pass (1.5x and 1.2x
+  // there). So the first axis steps at multiples of S, and S halves as the KV length doubles:
+  // no fixed grid of batches brackets the steps. A PassTable costs B samples as their passes:
+  // single passes interpolated over KV columns that hold only single-pass sizes (<= S at the
   // column's KV), the remainder pass as a share of a full one (RemainderColumn).
-  struct DecodeColumn {
+  struct PassColumn {
     int64_t kv = 0;
-    std::vector<int64_t> batch;    // ascending, each <= the column's pass (one pass)
+    std::vector<int64_t> samples;  // ascending, each <= the column's pass (one pass)
     std::vector<CostPoint> cost;
   };
-  std::vector<int64_t> decode_tiles;                       // KV tile counts of the columns
-  std::vector<DecodeColumn> decode_begun, decode_full;     // [i]: at decode_tiles[i], a tile begun / full
-  // The compiler's pass in sequences from each KV length on: (first KV length, S), ascending
-  // KV; S capped at the grid's largest batch (no step within it). Empty: one pass always.
-  std::vector<std::pair<int64_t, int64_t>> decode_passes;
-  int64_t decode_samples_per_pass(int64_t kv_tokens) const;
-  // A remainder pass of r sequences after a full pass of S, over that full pass's cost, at
+  // A remainder pass of r samples after a full pass of S, over that full pass's cost, at
   // u = r / S: affine in u on each half of the pass (r <= S / 2 and above), from the costs of
-  // S + r sequences at r = 1, S / 2, S / 2 + 1 and S - 1 at one KV length.
+  // S + r samples at r = 1, S / 2, S / 2 + 1 and S - 1 at one KV length.
   struct RemainderColumn {
     int64_t kv = 0;
     std::array<double, 4> u{};
     std::array<CostPoint, 4> share{};  // seconds and energy, each over the full pass's
   };
-  std::vector<RemainderColumn> decode_remainder;  // ascending kv
-  // One pass of `sequences` (at most a pass) at kv_tokens: the columns interpolated.
-  CostPoint decode_single_pass(int64_t sequences, int64_t kv_tokens) const;
+  struct PassTable {
+    int64_t kv_tile = 1;
+    std::vector<int64_t> tiles;                // KV tile counts of the columns
+    std::vector<PassColumn> begun, full;       // [i]: at tiles[i], a tile begun / full
+    // The compiler's pass in samples from each KV length on: (first KV length, S), ascending
+    // KV; S capped at the grid's largest size (no step within it). Empty: one pass always.
+    std::vector<std::pair<int64_t, int64_t>> passes;
+    std::vector<RemainderColumn> remainder;    // ascending kv
+    int64_t samples_per_pass(int64_t kv_tokens) const;
+    // One pass of `samples` (at most a pass) at kv_tokens: the columns interpolated.
+    CostPoint single_pass(double samples, int64_t kv_tokens) const;
+    // `samples` in passes.
+    CostPoint cost(int64_t samples, int64_t kv_tokens) const;
+  };
+  PassTable decode_table;
 
   // One sequence's decode cost by KV tiles (one sequence, evaluated at every tile count up to
   // the grid's last: a lookup per sequence instead of an interpolation).
