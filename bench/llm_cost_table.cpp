@@ -18,6 +18,7 @@
 
 #include <sys/resource.h>
 
+#include "sim/compiler/compiler.h"
 #include "sim/config/arch_config.h"
 #include "sim/serve/llm/capacity.h"
 #include "sim/serve/llm/cost_table.h"
@@ -42,6 +43,7 @@ double cpu_s() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  set_pass_planner(&tessera::compiler::samples_per_pass);  // as the tessera executable wires it
   fs::path arch = fs::path(TESSERA_SOURCE_DIR) / "configs/tpu-v6e.yaml";
   fs::path model = fs::path(TESSERA_SOURCE_DIR) / "workloads/llm/llama-3-8b.yaml";
   int tp = 1, check = 0, jobs = 2;

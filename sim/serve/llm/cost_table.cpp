@@ -21,7 +21,6 @@
 #include "sim/common/error.h"
 #include "sim/common/fnv_hash.h"
 #include "sim/common/yaml_reader.h"
-#include "sim/compiler/compiler.h"
 #include "sim/config/arch_config.h"
 #include "sim/graph/graph.h"
 #include "sim/sweep/experiment.h"
@@ -623,6 +622,8 @@ LayerCostTable::Row refine_dense(const CostTableRequest& r, nlohmann::json& cach
 // have one S has it throughout and the runs are found by halving the others: a few hundred
 // plans (lowering's memory plan only, no instructions), kept in the cache file with the points
 // under `field`. `graph_at(kv)` is the piece's graph text at that KV length.
+PassPlanner g_pass_planner = nullptr;
+
 std::vector<std::pair<int64_t, int64_t>> pass_runs(const CostTableRequest& r, const nlohmann::json& cache, const std::string& field,
                                                    int64_t cap, const std::function<std::string(int64_t)>& graph_at) {
   const int64_t kv_max = r.grid.kv_tiles.empty() ? 1 : r.grid.kv_tiles.back() * r.grid.kv_tile;
@@ -631,13 +632,14 @@ std::vector<std::pair<int64_t, int64_t>> pass_runs(const CostTableRequest& r, co
     if (p.value("samples", int64_t{0}) == cap && p.value("kv", int64_t{0}) == kv_max)
       return p.at("runs").get<std::vector<std::pair<int64_t, int64_t>>>();
   }
+  if (!g_pass_planner) return {};
   const ArchConfig arch = load_arch_config(r.arch);
   std::map<int64_t, int64_t> at;
   auto samples = [&](int64_t kv) {
     auto it = at.find(kv);
     if (it != at.end()) return it->second;
     const graph::Graph g = graph::parse_graph_yaml(YamlNode::load_string(graph_at(kv), "<" + field + ">"));
-    return at[kv] = compiler::samples_per_pass(g, arch, cap);
+    return at[kv] = g_pass_planner(g, arch, cap);
   };
   std::function<void(int64_t, int64_t)> split = [&](int64_t lo, int64_t hi) {
     if (hi - lo <= 1 || samples(lo) == samples(hi)) return;
@@ -696,6 +698,8 @@ LayerCostTable::PassTable pass_table(const CostGrid& g, const SampleAxis& x, con
 
 }  // namespace
 
+void set_pass_planner(PassPlanner planner) { g_pass_planner = planner; }
+
 LayerCostTable build_cost_table(const CostTableRequest& r) {
   LayerCostTable t;
   t.key = table_key(r);
@@ -734,8 +738,8 @@ LayerCostTable build_cost_table(const CostTableRequest& r) {
   }
   t.cached = pieces.size() - missing.size();
   t.simulated = missing.size();
-  if (!missing.empty() || !cache.contains("decode_passes")) {
-    cache["decode_passes"] = runs_json(r, decode.cap(), decode_passes);
+  if (!missing.empty() || (!cache.contains("decode_passes") && !decode_passes.empty())) {
+    if (!decode_passes.empty()) cache["decode_passes"] = runs_json(r, decode.cap(), decode_passes);  // found by the planner only
     cache["model"] = r.model.name;
     cache["arch"] = r.arch.filename().string();
     cache["tp"] = r.shard.tp;

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/config/arch_config.h"
+#include "sim/graph/graph.h"
 #include "sim/serve/llm/layer_graphs.h"
 #include "sim/serve/llm/model_spec.h"
 
@@ -148,6 +150,13 @@ class LayerCostTable {
 };
 
 LayerCostTable build_cost_table(const CostTableRequest& r);
+
+// The compiler's pass: the samples of `batch` one pass through `graph` holds on the chip
+// (compiler::samples_per_pass). Serving does not include the compiler (DESIGN.md §2: its costs
+// come from `tessera run` children), so the executable wires it in (sim/cli/main.cpp; bench and
+// tests likewise). Not set: decode batches are costed as one pass (the columns' batches, all).
+using PassPlanner = int64_t (*)(const graph::Graph& graph, const ArchConfig& arch, int64_t batch);
+void set_pass_planner(PassPlanner planner);
 
 // The pieces at exactly these sizes, simulated (no table, no cache): what the interpolation
 // is tested against. Each returns one value per request, in order.

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "sim/common/error.h"
+#include "sim/compiler/compiler.h"
 #include "sim/serve/llm/cost_table.h"
 #include "sim/serve/llm/model_spec.h"
 
@@ -19,6 +20,7 @@ namespace {
 const fs::path kHere = fs::path(TESSERA_SOURCE_DIR) / "tests/sim/serve/llm";
 
 CostTableRequest tiny_request() {
+  set_pass_planner(&tessera::compiler::samples_per_pass);  // as the tessera executable wires it
   CostTableRequest r;
   r.arch = kHere / "tiny-chip.yaml";
   r.model = load_llm_model(kHere / "tiny-llm.yaml");
