@@ -421,21 +421,40 @@ CostPoint LayerCostTable::dense(int64_t tokens) const {
 }
 int64_t LayerCostTable::PassTable::samples_per_pass(int64_t kv_tokens) const { return passes_at(passes, kv_tokens); }
 
+namespace {
+
+// interpolate_linear on CostPoints without building vectors (the scheduler asks for every
+// iteration): y(k) is the k-th point, read only at the first two and the bracket of x.
+template <typename Y>
+CostPoint lerp_at(const std::vector<int64_t>& xs, Y y, double x) {
+  const size_t n = xs.size();
+  if (n == 1) {
+    const CostPoint p = y(0);
+    const double f = x / static_cast<double>(xs[0]);
+    return {p.seconds * f, p.energy_j * f};
+  }
+  size_t i = 0;
+  while (i + 2 < n && x > static_cast<double>(xs[i + 1])) ++i;
+  const double t = (x - static_cast<double>(xs[i])) / static_cast<double>(xs[i + 1] - xs[i]);
+  const CostPoint y0 = y(0), y1 = y(1), a = i == 0 ? y0 : y(i), b = i + 1 == 1 ? y1 : y(i + 1);
+  return {std::max(a.seconds + t * (b.seconds - a.seconds), 0.5 * std::min(y0.seconds, y1.seconds)),
+          std::max(a.energy_j + t * (b.energy_j - a.energy_j), 0.5 * std::min(y0.energy_j, y1.energy_j))};
+}
+
+CostPoint column_at(const LayerCostTable::PassColumn& c, double samples) {
+  return lerp_at(c.samples, [&](size_t k) { return c.cost[k]; }, samples);
+}
+
+}  // namespace
+
 CostPoint LayerCostTable::PassTable::single_pass(double samples, int64_t kv_tokens) const {
-  const size_t n = tiles.size();
-  if (n == 0 || samples <= 0) return {};
+  if (tiles.empty() || samples <= 0) return {};
   const int64_t kv = std::max<int64_t>(kv_tokens, 1);
   const int64_t k = ceil_div(kv, kv_tile);
-  // As eval_rows: interpolate_linear reads the first two columns and the bracket of k only.
-  size_t i = 0;
-  while (i + 2 < n && k > tiles[i + 1]) ++i;
-  std::vector<CostPoint> lo(n), hi(n);
-  for (size_t c : {size_t{0}, size_t{1}, i, i + 1}) {
-    if (c >= n) continue;
-    lo[c] = lerp_points(begun[c].samples, begun[c].cost, samples);
-    hi[c] = lerp_points(full[c].samples, full[c].cost, samples);
-  }
-  return between(lerp_points(tiles, lo, static_cast<double>(k)), lerp_points(tiles, hi, static_cast<double>(k)), kv, k, kv_tile);
+  const double x = static_cast<double>(k);
+  const CostPoint lo = lerp_at(tiles, [&](size_t c) { return column_at(begun[c], samples); }, x);
+  const CostPoint hi = lerp_at(tiles, [&](size_t c) { return column_at(full[c], samples); }, x);
+  return between(lo, hi, kv, k, kv_tile);
 }
 
 namespace {
