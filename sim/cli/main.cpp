@@ -10,10 +10,12 @@
 #include "sim/common/atomic_file.h"
 #include "sim/common/exit_code.h"
 #include "sim/cli/sweep_point.h"
+#include "sim/compiler/compiler.h"
 #include "sim/report/energy_report.h"
 #include "sim/report/report_schema.h"
 #include "sim/run/pipeline.h"
 #include "sim/serve/cli.h"
+#include "sim/serve/llm/cost_table.h"
 #include "sim/serve/llm/llm_cli.h"
 #include "sim/sweep/cli.h"
 
@@ -147,6 +149,9 @@ int tessera_cli(int argc, char** argv) {
   auto* serve = tessera::serve::add_serve_command(app, serve_opts);
   tessera::serve::llm::ServeLlmOptions serve_llm_opts;
   auto* serve_llm = tessera::serve::llm::add_serve_llm_command(app, serve_llm_opts);
+  // The LLM cost table costs decode batches in the compiler's passes; serving does not include
+  // the compiler (DESIGN.md §2), so it is wired here.
+  tessera::serve::llm::set_pass_planner(&tessera::compiler::samples_per_pass);
 
   try {
     app.parse(argc, argv);

@@ -9,9 +9,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <limits>
 #include <optional>
 #include <sstream>
 
@@ -19,6 +21,8 @@
 #include "sim/common/error.h"
 #include "sim/common/fnv_hash.h"
 #include "sim/common/yaml_reader.h"
+#include "sim/config/arch_config.h"
+#include "sim/graph/graph.h"
 #include "sim/sweep/experiment.h"
 #include "sim/sweep/runner.h"
 #include "sim/sweep/sweep_files.h"
@@ -200,7 +204,10 @@ CostGrid CostGrid::standard(int64_t max_tokens, int64_t max_batch, int64_t conte
     for (int64_t k : octave_points(std::min<int64_t>(8, tiles), tiles, 2)) v.push_back(k);
     return v;
   };
-  g.dense_tiles = tiles_to(ceil_div(max_tokens, kv_tile));
+  // Every tile of the dense part: its steps are uneven (Llama-2-7B / tpu-v5e at tp 8: +10% at
+  // the 9th 256-token tile, then 0.04 us a token where it was 0.3), so that a tile count
+  // interpolated over octaves, or a midpoint on the chord, missed it by 8%.
+  for (int64_t k = 1; k <= ceil_div(max_tokens, kv_tile); ++k) g.dense_tiles.push_back(k);
   g.decode_batch = octave_points(1, max_batch, 2);  // two an octave: doubling rows missed 12% mid-octave (Llama-3-8B, 216 x 213 KV)
   g.kv_tiles = tiles_to(ceil_div(context, kv_tile));
   g.prefill_blocks = octave_points(1, ceil_div(std::min(max_tokens, context) * query_rows_per_token, g.q_block_rows), 1);
@@ -250,18 +257,98 @@ namespace {
 
 int64_t begun(int64_t tiles, int64_t w) { return (tiles - 1) * w + 1; }
 
-std::vector<Piece> grid_pieces(const CostGrid& g, int64_t query_rows_per_token) {
+int64_t passes_at(const std::vector<std::pair<int64_t, int64_t>>& runs, int64_t kv) {
+  if (runs.empty()) return std::numeric_limits<int64_t>::max();
+  auto it = std::upper_bound(runs.begin(), runs.end(), std::make_pair(std::max<int64_t>(kv, 1), std::numeric_limits<int64_t>::max()));
+  return it == runs.begin() ? runs.front().second : std::prev(it)->second;
+}
+
+// The remainder pass's sizes sampled after a full pass of S: r = 1, S / 2, S / 2 + 1, S - 1
+// (the ends of the pass's two halves; the second half is empty for S <= 2).
+std::array<int64_t, 4> remainder_sizes(int64_t s) {
+  const int64_t h = s / 2;
+  return {1, h, std::min(h + 1, s - 1), s - 1};
+}
+
+// An attention piece's first axis in samples (the graph's batch): decode sequences. (Prefill
+// chunks run in passes too, of query blocks x KV heads, but costed so, the prefill piece came
+// out worse: mean 2.4% against 1.5% alone at the 50 mixes of Llama-3-8B / tpu-v6e; its blocks
+// stay rows, doubling.)
+struct SampleAxis {
+  std::vector<int64_t> samples;                 // the grid's sizes, ascending
+  std::vector<std::vector<int64_t>> row_tiles;  // the KV tiles each size simulates (the capacity's cut)
+  std::function<bool(int64_t, int64_t)> reachable;  // whether an iteration can hold (samples, KV tokens)
+  int64_t cap() const { return samples.empty() ? 1 : samples.back(); }
+};
+
+SampleAxis decode_axis(const CostGrid& g) {
+  SampleAxis x;
+  x.samples = g.decode_batch;
+  for (size_t i = 0; i < g.decode_batch.size(); ++i) x.row_tiles.push_back(g.decode_row_tiles(i));
+  const int64_t c = g.kv_capacity_tokens;
+  x.reachable = [c](int64_t n, int64_t kv) { return c <= 0 || n * kv <= c; };  // n sequences of kv tokens
+  return x;
+}
+
+// Whether the KV length samples the remainder pass: more than one pass fits the grid's sizes
+// and an iteration can hold it.
+bool samples_remainder(const SampleAxis& x, int64_t kv, int64_t s) { return s >= 2 && s < x.cap() && x.reachable(s + 1, kv); }
+
+// The KV lengths whose remainder pass is sampled: where the pass first holds no more than each
+// of the grid's sizes (the remainder's share follows the pass size, which the KV length sets:
+// columns by pass size cover short KV lengths, where one tile spans passes of 32 to thousands
+// of sequences), each where samples_remainder.
+std::vector<int64_t> remainder_kv(const SampleAxis& x, const std::vector<std::pair<int64_t, int64_t>>& passes) {
+  std::vector<int64_t> v;
+  for (int64_t b : x.samples) {
+    for (const auto& [kv, s] : passes) {
+      if (s > b) continue;
+      if (samples_remainder(x, kv, s)) v.push_back(kv);
+      break;
+    }
+  }
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+// The points simulated, (samples, KV tokens): each KV column (a tile begun and full) at the
+// grid's sizes that run in one pass there (and that the capacity lets reach it), and the pass
+// itself when smaller than the grid's largest; at remainder_kv, the pass and the remainder
+// sizes after it.
+std::vector<std::pair<int64_t, int64_t>> pass_points(const CostGrid& g, const SampleAxis& x,
+                                                     const std::vector<std::pair<int64_t, int64_t>>& passes) {
+  std::vector<std::pair<int64_t, int64_t>> v;
+  for (int64_t k : g.kv_tiles) {
+    for (int64_t kv : {begun(k, g.kv_tile), k * g.kv_tile}) {
+      const int64_t s = passes_at(passes, kv);
+      for (size_t i = 0; i < x.samples.size(); ++i) {
+        const auto& t = x.row_tiles[i];
+        if (x.samples[i] <= s && std::find(t.begin(), t.end(), k) != t.end()) v.emplace_back(x.samples[i], kv);
+      }
+      if (s < x.cap()) v.emplace_back(s, kv);
+      if (g.kv_tile == 1) break;
+    }
+  }
+  for (int64_t kv : remainder_kv(x, passes)) {
+    const int64_t s = passes_at(passes, kv);
+    v.emplace_back(s, kv);
+    for (int64_t r : remainder_sizes(s)) v.emplace_back(s + r, kv);
+  }
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+std::vector<Piece> grid_pieces(const CostGrid& g, int64_t query_rows_per_token, const SampleAxis& decode,
+                               const std::vector<std::pair<int64_t, int64_t>>& decode_passes) {
   std::vector<Piece> v;
   using K = Piece::Kind;
   for (int64_t k : g.dense_tiles) {
     v.push_back({K::kDense, begun(k, g.kv_tile), 0});
     if (g.kv_tile > 1) v.push_back({K::kDense, k * g.kv_tile, 0});
   }
-  for (size_t i = 0; i < g.decode_batch.size(); ++i)
-    for (int64_t k : g.decode_row_tiles(i)) {
-      v.push_back({K::kDecode, g.decode_batch[i], begun(k, g.kv_tile)});
-      if (g.kv_tile > 1) v.push_back({K::kDecode, g.decode_batch[i], k * g.kv_tile});
-    }
+  for (const auto& [n, kv] : pass_points(g, decode, decode_passes)) v.push_back({K::kDecode, n, kv});
   for (size_t i = 0; i < g.prefill_blocks.size(); ++i)
     for (int64_t k : g.prefill_row_tiles(i, query_rows_per_token)) {
       v.push_back({K::kPrefill, g.prefill_blocks[i], begun(k, g.kv_tile)});
@@ -282,6 +369,12 @@ CostPoint lerp_points(const std::vector<int64_t>& xs, const std::vector<CostPoin
     j.push_back(ys[k].energy_j);
   }
   return {interpolate_linear(dx, s, x), interpolate_linear(dx, j, x)};
+}
+
+// The fill of the last tile, as eval_row weighs begun and full.
+CostPoint between(const CostPoint& lo, const CostPoint& hi, int64_t kv, int64_t k, int64_t w) {
+  const double fill = w > 1 ? static_cast<double>(kv - begun(k, w)) / static_cast<double>(w - 1) : 0.0;
+  return {lo.seconds + fill * (hi.seconds - lo.seconds), lo.energy_j + fill * (hi.energy_j - lo.energy_j)};
 }
 
 // A row at `kv` tokens: the tile count's begun and full costs (each interpolated over the
@@ -326,27 +419,100 @@ CostPoint LayerCostTable::dense(int64_t tokens) const {
   if (tokens <= 0) return {};
   return eval_rows(dense_rows, 1, tokens, 1);  // refined points, in tokens
 }
-CostPoint LayerCostTable::decode_attention(int64_t sequences, int64_t kv_tokens) const {
-  if (sequences <= 0) return {};
-  return eval_rows(decode_rows, static_cast<double>(sequences), std::max<int64_t>(kv_tokens, 1), kv_tile);
-}
+int64_t LayerCostTable::PassTable::samples_per_pass(int64_t kv_tokens) const { return passes_at(passes, kv_tokens); }
+
 namespace {
 
-// The fill of the last tile, as eval_row weighs begun and full.
-CostPoint between(const CostPoint& lo, const CostPoint& hi, int64_t kv, int64_t k, int64_t w) {
-  const double fill = w > 1 ? static_cast<double>(kv - begun(k, w)) / static_cast<double>(w - 1) : 0.0;
-  return {lo.seconds + fill * (hi.seconds - lo.seconds), lo.energy_j + fill * (hi.energy_j - lo.energy_j)};
+// interpolate_linear on CostPoints without building vectors (the scheduler asks for every
+// iteration): y(k) is the k-th point, read only at the first two and the bracket of x.
+template <typename Y>
+CostPoint lerp_at(const std::vector<int64_t>& xs, Y y, double x) {
+  const size_t n = xs.size();
+  if (n == 1) {
+    const CostPoint p = y(0);
+    const double f = x / static_cast<double>(xs[0]);
+    return {p.seconds * f, p.energy_j * f};
+  }
+  size_t i = 0;
+  while (i + 2 < n && x > static_cast<double>(xs[i + 1])) ++i;
+  const double t = (x - static_cast<double>(xs[i])) / static_cast<double>(xs[i + 1] - xs[i]);
+  const CostPoint y0 = y(0), y1 = y(1), a = i == 0 ? y0 : y(i), b = i + 1 == 1 ? y1 : y(i + 1);
+  return {std::max(a.seconds + t * (b.seconds - a.seconds), 0.5 * std::min(y0.seconds, y1.seconds)),
+          std::max(a.energy_j + t * (b.energy_j - a.energy_j), 0.5 * std::min(y0.energy_j, y1.energy_j))};
+}
+
+CostPoint column_at(const LayerCostTable::PassColumn& c, double samples) {
+  return lerp_at(c.samples, [&](size_t k) { return c.cost[k]; }, samples);
 }
 
 }  // namespace
 
+CostPoint LayerCostTable::PassTable::single_pass(double samples, int64_t kv_tokens) const {
+  if (tiles.empty() || samples <= 0) return {};
+  const int64_t kv = std::max<int64_t>(kv_tokens, 1);
+  const int64_t k = ceil_div(kv, kv_tile);
+  const double x = static_cast<double>(k);
+  const CostPoint lo = lerp_at(tiles, [&](size_t c) { return column_at(begun[c], samples); }, x);
+  const CostPoint hi = lerp_at(tiles, [&](size_t c) { return column_at(full[c], samples); }, x);
+  return between(lo, hi, kv, k, kv_tile);
+}
+
+namespace {
+
+// The remainder column's share at u on the half `second` (affine through its two samples; one
+// sample: proportional to u).
+CostPoint share_at(const LayerCostTable::RemainderColumn& c, bool second, double u) {
+  const size_t a = second ? 2 : 0;
+  auto one = [&](double y0, double y1) {
+    const double u0 = c.u[a], u1 = c.u[a + 1];
+    if (u1 - u0 <= 0) return u0 > 0 ? y0 * u / u0 : y0;
+    return y0 + (u - u0) * (y1 - y0) / (u1 - u0);
+  };
+  return {one(c.share[a].seconds, c.share[a + 1].seconds), one(c.share[a].energy_j, c.share[a + 1].energy_j)};
+}
+
+}  // namespace
+
+CostPoint LayerCostTable::PassTable::cost(int64_t samples, int64_t kv_tokens) const {
+  if (samples <= 0) return {};
+  const int64_t kv = std::max<int64_t>(kv_tokens, 1);
+  const int64_t s = samples_per_pass(kv);
+  if (samples <= s) return single_pass(static_cast<double>(samples), kv);
+  // Full passes of s, then a remainder of r in [1, s].
+  const int64_t n_full = (samples - 1) / s;
+  const int64_t r = samples - n_full * s;
+  const CostPoint pass = single_pass(static_cast<double>(s), kv);
+  const double n = static_cast<double>(n_full);
+  const CostPoint out{n * pass.seconds, n * pass.energy_j};
+  if (r == s || remainder.empty()) {
+    const double f = static_cast<double>(r) / static_cast<double>(s);
+    return {out.seconds + f * pass.seconds, out.energy_j + f * pass.energy_j};
+  }
+  // The share at u = r / s on r's half, interpolated over the columns' KV lengths, held beyond
+  // the first and last column.
+  const bool second = r > s / 2;
+  const double u = static_cast<double>(r) / static_cast<double>(s);
+  size_t j = 0;
+  while (j + 1 < remainder.size() && remainder[j + 1].kv <= kv) ++j;
+  CostPoint share = share_at(remainder[j], second, u);
+  if (j + 1 < remainder.size() && kv > remainder[j].kv) {
+    const CostPoint next = share_at(remainder[j + 1], second, u);
+    const double t = static_cast<double>(kv - remainder[j].kv) / static_cast<double>(remainder[j + 1].kv - remainder[j].kv);
+    share = {share.seconds + t * (next.seconds - share.seconds), share.energy_j + t * (next.energy_j - share.energy_j)};
+  }
+  return {out.seconds + share.seconds * pass.seconds, out.energy_j + share.energy_j * pass.energy_j};
+}
+
+CostPoint LayerCostTable::decode_attention(int64_t sequences, int64_t kv_tokens) const {
+  return decode_table.cost(sequences, kv_tokens);
+}
+
 void LayerCostTable::fill_single_decode() {
   single_decode = {};
-  if (decode_rows.empty() || decode_rows[0].a != 1 || decode_rows[0].tiles.empty()) return;
-  const Row& row = decode_rows[0];
-  for (int64_t k = 1; k <= row.tiles.back(); ++k) {
-    single_decode.begun.push_back(lerp_points(row.tiles, row.begun, static_cast<double>(k)));
-    single_decode.full.push_back(lerp_points(row.tiles, row.full, static_cast<double>(k)));
+  if (decode_table.tiles.empty()) return;
+  for (int64_t k = 1; k <= decode_table.tiles.back(); ++k) {
+    single_decode.begun.push_back(decode_table.single_pass(1, begun(k, kv_tile)));
+    single_decode.full.push_back(decode_table.single_pass(1, k * kv_tile));
   }
 }
 
@@ -361,7 +527,7 @@ CostPoint LayerCostTable::decode_attention(const std::vector<int64_t>& kv_length
   auto alone = [&](int64_t kv) {
     kv = std::max<int64_t>(kv, 1);
     const int64_t k = ceil_div(kv, kv_tile);
-    if (k > static_cast<int64_t>(single_decode.begun.size())) return eval_row(decode_rows[0], kv, kv_tile);
+    if (k > static_cast<int64_t>(single_decode.begun.size())) return decode_table.single_pass(1, kv);
     return between(single_decode.begun[static_cast<size_t>(k - 1)], single_decode.full[static_cast<size_t>(k - 1)], kv, k, kv_tile);
   };
   double s = 0, j = 0;
@@ -411,8 +577,8 @@ namespace {
 // kRefineTolerance is halved, down to kRefineMinGap tokens; the points join the cache, so a
 // second build simulates nothing. Deterministic: the refinement depends only on simulated costs.
 constexpr double kRefineTolerance = 0.01;
-constexpr int64_t kRefineMinGap = 8;
-constexpr int kRefineRounds = 8;
+constexpr int64_t kRefineMinGap = 1;
+constexpr int kRefineRounds = 12;
 
 LayerCostTable::Row refine_dense(const CostTableRequest& r, nlohmann::json& cache, const fs::path& file, const fs::path& dir,
                                  LayerCostTable& t) {
@@ -469,13 +635,94 @@ LayerCostTable::Row refine_dense(const CostTableRequest& r, nlohmann::json& cach
   return row;
 }
 
+// The compiler's pass (samples_per_pass) of an attention piece at every KV length up to the
+// grid's last, capped at the grid's largest size, as runs (first KV length, S). S does not grow
+// with the KV length (each sample's K, V and scores grow with it), so an interval whose ends
+// have one S has it throughout and the runs are found by halving the others: a few hundred
+// plans (lowering's memory plan only, no instructions), kept in the cache file with the points
+// under `field`. `graph_at(kv)` is the piece's graph text at that KV length.
+PassPlanner g_pass_planner = nullptr;
+
+std::vector<std::pair<int64_t, int64_t>> pass_runs(const CostTableRequest& r, const nlohmann::json& cache, const std::string& field,
+                                                   int64_t cap, const std::function<std::string(int64_t)>& graph_at) {
+  const int64_t kv_max = r.grid.kv_tiles.empty() ? 1 : r.grid.kv_tiles.back() * r.grid.kv_tile;
+  if (cache.contains(field)) {
+    const auto& p = cache[field];
+    if (p.value("samples", int64_t{0}) == cap && p.value("kv", int64_t{0}) == kv_max)
+      return p.at("runs").get<std::vector<std::pair<int64_t, int64_t>>>();
+  }
+  if (!g_pass_planner) return {};
+  const ArchConfig arch = load_arch_config(r.arch);
+  std::map<int64_t, int64_t> at;
+  auto samples = [&](int64_t kv) {
+    auto it = at.find(kv);
+    if (it != at.end()) return it->second;
+    const graph::Graph g = graph::parse_graph_yaml(YamlNode::load_string(graph_at(kv), "<" + field + ">"));
+    return at[kv] = g_pass_planner(g, arch, cap);
+  };
+  std::function<void(int64_t, int64_t)> split = [&](int64_t lo, int64_t hi) {
+    if (hi - lo <= 1 || samples(lo) == samples(hi)) return;
+    const int64_t mid = lo + (hi - lo) / 2;
+    split(lo, mid);
+    split(mid, hi);
+  };
+  samples(1);
+  samples(kv_max);
+  split(1, kv_max);
+  std::vector<std::pair<int64_t, int64_t>> runs;
+  for (const auto& [kv, s] : at)
+    if (runs.empty() || runs.back().second != s) runs.emplace_back(kv, s);
+  return runs;
+}
+
+nlohmann::json runs_json(const CostTableRequest& r, int64_t cap, const std::vector<std::pair<int64_t, int64_t>>& runs) {
+  return {{"samples", cap}, {"kv", r.grid.kv_tiles.back() * r.grid.kv_tile}, {"runs", runs}};
+}
+
+// A PassTable from the simulated points (pass_points), `cost` reading one.
+template <typename Cost>
+LayerCostTable::PassTable pass_table(const CostGrid& g, const SampleAxis& x, const std::vector<std::pair<int64_t, int64_t>>& passes,
+                                     Cost cost) {
+  LayerCostTable::PassTable t;
+  t.kv_tile = g.kv_tile;
+  t.passes = passes;
+  std::map<int64_t, LayerCostTable::PassColumn> columns;
+  for (const auto& [n, kv] : pass_points(g, x, passes)) {
+    if (n > passes_at(passes, kv)) continue;
+    auto& c = columns[kv];
+    c.kv = kv;
+    c.samples.push_back(n);
+    c.cost.push_back(cost(n, kv));
+  }
+  for (int64_t k : g.kv_tiles) {
+    t.tiles.push_back(k);
+    t.begun.push_back(columns.at(begun(k, g.kv_tile)));
+    t.full.push_back(columns.at(k * g.kv_tile));
+  }
+  for (int64_t kv : remainder_kv(x, passes)) {
+    const int64_t s = passes_at(passes, kv);
+    const CostPoint pass = cost(s, kv);
+    LayerCostTable::RemainderColumn rc;
+    rc.kv = kv;
+    const std::array<int64_t, 4> sizes = remainder_sizes(s);
+    for (size_t j = 0; j < 4; ++j) {
+      const CostPoint c = cost(s + sizes[j], kv);
+      rc.u[j] = static_cast<double>(sizes[j]) / static_cast<double>(s);
+      rc.share[j] = {(c.seconds - pass.seconds) / pass.seconds, (c.energy_j - pass.energy_j) / pass.energy_j};
+    }
+    t.remainder.push_back(rc);
+  }
+  return t;
+}
+
 }  // namespace
+
+void set_pass_planner(PassPlanner planner) { g_pass_planner = planner; }
 
 LayerCostTable build_cost_table(const CostTableRequest& r) {
   LayerCostTable t;
   t.key = table_key(r);
   const int64_t query_rows_per_token = r.shard.heads / r.shard.kv_heads;
-  const std::vector<Piece> pieces = grid_pieces(r.grid, query_rows_per_token);
   std::optional<TempDir> tmp;
   fs::path dir = r.cache_dir;
   if (dir.empty()) {
@@ -496,6 +743,12 @@ LayerCostTable build_cost_table(const CostTableRequest& r) {
     } catch (const std::exception&) {
     }
   }
+  const SampleAxis decode = decode_axis(r.grid);
+  const std::vector<std::pair<int64_t, int64_t>> decode_passes =
+      pass_runs(r, cache, "decode_passes", decode.cap(), [&](int64_t kv) {
+        return decode_attention_graph_yaml(r.model, r.shard, r.precision, decode.cap(), kv);
+      });
+  const std::vector<Piece> pieces = grid_pieces(r.grid, query_rows_per_token, decode, decode_passes);
   std::vector<Piece> missing;
   std::map<std::string, bool> seen;
   for (const auto& q : pieces) {
@@ -504,7 +757,8 @@ LayerCostTable build_cost_table(const CostTableRequest& r) {
   }
   t.cached = pieces.size() - missing.size();
   t.simulated = missing.size();
-  if (!missing.empty()) {
+  if (!missing.empty() || (!cache.contains("decode_passes") && !decode_passes.empty())) {
+    if (!decode_passes.empty()) cache["decode_passes"] = runs_json(r, decode.cap(), decode_passes);  // found by the planner only
     cache["model"] = r.model.name;
     cache["arch"] = r.arch.filename().string();
     cache["tp"] = r.shard.tp;
@@ -534,19 +788,16 @@ LayerCostTable build_cost_table(const CostTableRequest& r) {
   };
   t.dense_rows = {refine_dense(r, cache, file, dir, t)};
   t.head_rows = {size_row(K::kHead, r.grid.head_tiles)};
-  auto tiled_rows = [&](K kind, const std::vector<int64_t>& firsts, auto row_tiles, std::vector<LayerCostTable::Row>& rows) {
-    for (size_t i = 0; i < firsts.size(); ++i) {
-      LayerCostTable::Row row{firsts[i], row_tiles(i), {}, {}};
-      for (int64_t k : row.tiles) {
-        row.begun.push_back(cost({kind, firsts[i], begun(k, w)}));
-        row.full.push_back(w > 1 ? cost({kind, firsts[i], k * w}) : row.begun.back());
-      }
-      rows.push_back(row);
+  t.decode_table = pass_table(r.grid, decode, decode_passes, [&](int64_t n, int64_t kv) { return cost({K::kDecode, n, kv}); });
+  for (size_t i = 0; i < r.grid.prefill_blocks.size(); ++i) {
+    const int64_t n = r.grid.prefill_blocks[i];
+    LayerCostTable::Row row{n, r.grid.prefill_row_tiles(i, query_rows_per_token), {}, {}};
+    for (int64_t k : row.tiles) {
+      row.begun.push_back(cost({K::kPrefill, n, begun(k, w)}));
+      row.full.push_back(w > 1 ? cost({K::kPrefill, n, k * w}) : row.begun.back());
     }
-  };
-  tiled_rows(K::kDecode, r.grid.decode_batch, [&](size_t i) { return r.grid.decode_row_tiles(i); }, t.decode_rows);
-  tiled_rows(K::kPrefill, r.grid.prefill_blocks, [&](size_t i) { return r.grid.prefill_row_tiles(i, query_rows_per_token); },
-             t.prefill_rows);
+    t.prefill_rows.push_back(row);
+  }
   t.kv_tile = w;
   t.q_block_rows = r.grid.q_block_rows;
   t.query_rows_per_token = query_rows_per_token;

@@ -6,11 +6,14 @@
 // a second build with the same inputs simulates nothing. Between grid points the cost is
 // interpolated linearly (beyond the grid the last segment extends); see CostGrid for the KV
 // axis and the prefill query blocks.
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "sim/config/arch_config.h"
+#include "sim/graph/graph.h"
 #include "sim/serve/llm/layer_graphs.h"
 #include "sim/serve/llm/model_spec.h"
 
@@ -89,18 +92,56 @@ class LayerCostTable {
   size_t cached = 0;      // ... found in the cache
   std::string key;        // the cache key (hex)
 
-  // One value of the first axis: dense/head tokens or rows (no tiles), decode sequences,
-  // prefill query blocks; over the tile grid, the costs at a tile begun and full.
+  // One value of the first axis: dense/head tokens or rows (no tiles), prefill query blocks;
+  // over the tile grid, the costs at a tile begun and full.
   struct Row {
     int64_t a = 0;
     std::vector<int64_t> tiles;
     std::vector<CostPoint> begun, full;
   };
-  std::vector<Row> dense_rows, decode_rows, prefill_rows, head_rows;
+  std::vector<Row> dense_rows, prefill_rows, head_rows;
 
-  // One sequence's decode cost by KV tiles (decode_rows[0], one sequence, evaluated at every
-  // tile count up to its grid's last: a lookup per sequence instead of an interpolation).
-  // Filled by build_cost_table; decode_attention(lengths) falls back to the rows without it.
+  // Decode attention runs its samples (the graph's batch: one a sequence) in the compiler's passes: when they do not fit the unified
+  // buffer at a KV length, passes of S samples (the most that fit, samples_per_pass), then one
+  // pass of the rest. Costs add up pass by pass (Llama-3-8B / tpu-v6e decode at 257 KV: S =
+  // 124, 248 sequences cost exactly twice 124), and a remainder pass after a full one costs
+  // more a sample than a pass alone, by a factor that changes at half a pass (1.5x and 1.2x
+  // there). So the first axis steps at multiples of S, and S halves as the KV length doubles:
+  // no fixed grid of batches brackets the steps. A PassTable costs B samples as their passes:
+  // single passes interpolated over KV columns that hold only single-pass sizes (<= S at the
+  // column's KV), the remainder pass as a share of a full one (RemainderColumn).
+  struct PassColumn {
+    int64_t kv = 0;
+    std::vector<int64_t> samples;  // ascending, each <= the column's pass (one pass)
+    std::vector<CostPoint> cost;
+  };
+  // A remainder pass of r samples after a full pass of S, over that full pass's cost, at
+  // u = r / S: affine in u on each half of the pass (r <= S / 2 and above), from the costs of
+  // S + r samples at r = 1, S / 2, S / 2 + 1 and S - 1 at one KV length.
+  struct RemainderColumn {
+    int64_t kv = 0;
+    std::array<double, 4> u{};
+    std::array<CostPoint, 4> share{};  // seconds and energy, each over the full pass's
+  };
+  struct PassTable {
+    int64_t kv_tile = 1;
+    std::vector<int64_t> tiles;                // KV tile counts of the columns
+    std::vector<PassColumn> begun, full;       // [i]: at tiles[i], a tile begun / full
+    // The compiler's pass in samples from each KV length on: (first KV length, S), ascending
+    // KV; S capped at the grid's largest size (no step within it). Empty: one pass always.
+    std::vector<std::pair<int64_t, int64_t>> passes;
+    std::vector<RemainderColumn> remainder;    // ascending kv
+    int64_t samples_per_pass(int64_t kv_tokens) const;
+    // One pass of `samples` (at most a pass) at kv_tokens: the columns interpolated.
+    CostPoint single_pass(double samples, int64_t kv_tokens) const;
+    // `samples` in passes.
+    CostPoint cost(int64_t samples, int64_t kv_tokens) const;
+  };
+  PassTable decode_table;
+
+  // One sequence's decode cost by KV tiles (one sequence, evaluated at every tile count up to
+  // the grid's last: a lookup per sequence instead of an interpolation).
+  // Filled by build_cost_table; decode_attention(lengths) falls back to the columns without it.
   struct TileCosts {
     std::vector<CostPoint> begun, full;  // [k - 1]: at k tiles
   };
@@ -109,6 +150,13 @@ class LayerCostTable {
 };
 
 LayerCostTable build_cost_table(const CostTableRequest& r);
+
+// The compiler's pass: the samples of `batch` one pass through `graph` holds on the chip
+// (compiler::samples_per_pass). Serving does not include the compiler (DESIGN.md §2: its costs
+// come from `tessera run` children), so the executable wires it in (sim/cli/main.cpp; bench and
+// tests likewise). Not set: decode batches are costed as one pass (the columns' batches, all).
+using PassPlanner = int64_t (*)(const graph::Graph& graph, const ArchConfig& arch, int64_t batch);
+void set_pass_planner(PassPlanner planner);
 
 // The pieces at exactly these sizes, simulated (no table, no cache): what the interpolation
 // is tested against. Each returns one value per request, in order.
