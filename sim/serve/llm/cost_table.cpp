@@ -32,7 +32,7 @@ namespace fs = std::filesystem;
 namespace tessera::serve::llm {
 namespace {
 
-constexpr int kCacheVersion = 1;
+constexpr int kCacheVersion = 1;  // points are keyed by piece: new ones are simulated and added
 
 
 // Everything but the piece sizes that decides a simulated cost.
@@ -334,6 +334,7 @@ std::vector<std::pair<int64_t, int64_t>> pass_points(const CostGrid& g, const Sa
     const int64_t s = passes_at(passes, kv);
     v.emplace_back(s, kv);
     for (int64_t r : remainder_sizes(s)) v.emplace_back(s + r, kv);
+    v.emplace_back(2 * s, kv);  // a second full pass
   }
   std::sort(v.begin(), v.end());
   v.erase(std::unique(v.begin(), v.end()), v.end());
@@ -482,24 +483,33 @@ CostPoint LayerCostTable::PassTable::cost(int64_t samples, int64_t kv_tokens) co
   const int64_t n_full = (samples - 1) / s;
   const int64_t r = samples - n_full * s;
   const CostPoint pass = single_pass(static_cast<double>(s), kv);
-  const double n = static_cast<double>(n_full);
-  const CostPoint out{n * pass.seconds, n * pass.energy_j};
-  if (r == s || remainder.empty()) {
-    const double f = static_cast<double>(r) / static_cast<double>(s);
-    return {out.seconds + f * pass.seconds, out.energy_j + f * pass.energy_j};
+  if (remainder.empty()) {
+    const double f = static_cast<double>(samples) / static_cast<double>(s);
+    return {f * pass.seconds, f * pass.energy_j};
   }
-  // The share at u = r / s on r's half, interpolated over the columns' KV lengths, held beyond
-  // the first and last column.
-  const bool second = r > s / 2;
-  const double u = static_cast<double>(r) / static_cast<double>(s);
+  // The columns around kv (held beyond the first and last), interpolated over their KV lengths.
   size_t j = 0;
   while (j + 1 < remainder.size() && remainder[j + 1].kv <= kv) ++j;
-  CostPoint share = share_at(remainder[j], second, u);
-  if (j + 1 < remainder.size() && kv > remainder[j].kv) {
-    const CostPoint next = share_at(remainder[j + 1], second, u);
-    const double t = static_cast<double>(kv - remainder[j].kv) / static_cast<double>(remainder[j + 1].kv - remainder[j].kv);
-    share = {share.seconds + t * (next.seconds - share.seconds), share.energy_j + t * (next.energy_j - share.energy_j)};
-  }
+  const bool between_columns = j + 1 < remainder.size() && kv > remainder[j].kv;
+  const double t = between_columns ? static_cast<double>(kv - remainder[j].kv) /
+                                         static_cast<double>(remainder[j + 1].kv - remainder[j].kv)
+                                   : 0.0;
+  auto across = [&](auto at) {
+    const CostPoint a = at(remainder[j]);
+    if (!between_columns) return a;
+    const CostPoint b = at(remainder[j + 1]);
+    return CostPoint{a.seconds + t * (b.seconds - a.seconds), a.energy_j + t * (b.energy_j - a.energy_j)};
+  };
+  // The first pass, each later full pass at its own share, then the remainder's share at
+  // u = r / s on r's half (r == s: one more full pass).
+  const CostPoint next = across([](const RemainderColumn& c) { return c.next_pass; });
+  const int64_t later = r == s ? n_full : n_full - 1;
+  CostPoint out{pass.seconds * (1.0 + static_cast<double>(later) * next.seconds),
+                pass.energy_j * (1.0 + static_cast<double>(later) * next.energy_j)};
+  if (r == s) return out;
+  const bool second = r > s / 2;
+  const double u = static_cast<double>(r) / static_cast<double>(s);
+  const CostPoint share = across([&](const RemainderColumn& c) { return share_at(c, second, u); });
   return {out.seconds + share.seconds * pass.seconds, out.energy_j + share.energy_j * pass.energy_j};
 }
 
@@ -710,6 +720,8 @@ LayerCostTable::PassTable pass_table(const CostGrid& g, const SampleAxis& x, con
       rc.u[j] = static_cast<double>(sizes[j]) / static_cast<double>(s);
       rc.share[j] = {(c.seconds - pass.seconds) / pass.seconds, (c.energy_j - pass.energy_j) / pass.energy_j};
     }
+    const CostPoint two = cost(2 * s, kv);
+    rc.next_pass = {(two.seconds - pass.seconds) / pass.seconds, (two.energy_j - pass.energy_j) / pass.energy_j};
     t.remainder.push_back(rc);
   }
   return t;

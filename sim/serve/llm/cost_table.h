@@ -122,6 +122,9 @@ class LayerCostTable {
     int64_t kv = 0;
     std::array<double, 4> u{};
     std::array<CostPoint, 4> share{};  // seconds and energy, each over the full pass's
+    // A full pass after the first, over the first's (2S against S: 1 where passes add up
+    // exactly, more where a later pass waits on what the one before it left behind).
+    CostPoint next_pass{1.0, 1.0};
   };
   struct PassTable {
     int64_t kv_tile = 1;

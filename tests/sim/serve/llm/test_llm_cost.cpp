@@ -113,6 +113,35 @@ TEST(LlmCostTable, WeightDtypesRunOnTheChipsModes) {
   }
 }
 
+// Passes of S = 4 at one KV length (a hand-made table, 1 s a sequence within a pass): a
+// leftover sequence costs 2 s (share 0.5 of the 4 s pass) and a full pass after the first
+// 5 s (next_pass 1.25: GPT-J's later passes cost more than its first, 625 KV on tpu-v6e).
+TEST(LlmCostTable, LaterFullPassesAndTheLeftoverAtTheirOwnShares) {
+  LayerCostTable::PassTable t;
+  t.kv_tile = 1;
+  t.tiles = {1};
+  LayerCostTable::PassColumn c;
+  c.kv = 1;
+  c.samples = {1, 4};
+  c.cost = {{1.0, 10.0}, {4.0, 40.0}};
+  t.begun = {c};
+  t.full = {c};
+  t.passes = {{1, 4}};
+  LayerCostTable::RemainderColumn r;
+  r.kv = 1;
+  r.u = {0.25, 0.5, 0.75, 0.75};
+  for (size_t j = 0; j < 4; ++j) r.share[j] = {2.0 * r.u[j], 2.0 * r.u[j]};
+  r.next_pass = {1.25, 1.25};
+  t.remainder = {r};
+  EXPECT_NEAR(t.cost(3, 1).seconds, 3.0, 1e-12);                    // within one pass
+  EXPECT_NEAR(t.cost(8, 1).seconds, 4.0 + 5.0, 1e-12);              // two full passes
+  EXPECT_NEAR(t.cost(9, 1).seconds, 4.0 + 5.0 + 2.0, 1e-12);        // and one leftover
+  EXPECT_NEAR(t.cost(12, 1).seconds, 4.0 + 5.0 + 5.0, 1e-12);       // three full passes
+  EXPECT_NEAR(t.cost(9, 1).energy_j, 10 * (4.0 + 5.0 + 2.0), 1e-9);
+  t.remainder.clear();                                                // no remainder sampled: proportional
+  EXPECT_NEAR(t.cost(9, 1).seconds, 9.0, 1e-12);
+}
+
 // A decode batch at its sequences' own KV lengths (issue 31 review): the batch's cost at the
 // mean length, shared out by what each sequence alone costs. A hand-made table, 4-token
 // tiles; one sequence: 1.0 s at a tile begun, 1.3 s full, +1 s a tile; two: 1.5 / 2.1, +2 s a
