@@ -3,6 +3,7 @@
 // sim/config/arch_config.cpp fills them from YAML and validates every field.
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "models/array/dataflow.h"
@@ -43,6 +44,14 @@ struct ArrayConfig {
       if (m.a == mode_type(a) && m.b == mode_type(b)) return &m;
     }
     return nullptr;
+  }
+  // The pairs the array has, for errors that refuse one: "bf16 x bf16, int8 x int8".
+  std::string mode_names() const {
+    std::string names;
+    for (const MacMode& m : mac_modes) {
+      names += (names.empty() ? "" : ", ") + std::string(dtype_name(m.a)) + " x " + std::string(dtype_name(m.b));
+    }
+    return names;
   }
   // The mode peaks are quoted at: int8 x int8 where the array has it, else its first mode.
   const MacMode& reference_mode() const {

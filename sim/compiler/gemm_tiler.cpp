@@ -236,13 +236,9 @@ void GemmTiler::store_results(std::vector<std::vector<CorePart>>& results) {
 void GemmTiler::check_mac_mode(const Layer& layer) const {
   const Dtype a_dtype = l_.g_.tensors[layer.inputs[0]].dtype;
   if (!l_.arch_.array.find_mode(a_dtype, layer.weight_dtype)) {
-    std::string modes;
-    for (const auto& m : l_.arch_.array.mac_modes) {
-      modes += (modes.empty() ? "" : ", ") + std::string(dtype_name(m.a)) + " x " + std::string(dtype_name(m.b));
-    }
     throw InputError(l_.g_.source + ": layer '" + layer.name + "' multiplies " + std::string(dtype_name(a_dtype)) +
                      " activations by " + std::string(dtype_name(layer.weight_dtype)) + " weights, but '" +
-                     l_.arch_.name + "' has no such entry in array.mac_modes (it has: " + modes + ")");
+                     l_.arch_.name + "' has no such entry in array.mac_modes (it has: " + l_.arch_.array.mode_names() + ")");
   }
 }
 

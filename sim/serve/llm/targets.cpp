@@ -85,13 +85,9 @@ class ChipTarget final : public ServingTarget {
     for (const auto& [a, b, flag] : {std::tuple{matmul_input(precision_), precision_.weights, "--weight-dtype"},
                                      std::tuple{precision_.kv, precision_.kv, "--kv-dtype"}}) {
       if (arch_.array.find_mode(a, b)) continue;
-      std::string modes;
-      for (const auto& m : arch_.array.mac_modes) {
-        modes += (modes.empty() ? "" : ", ") + std::string(dtype_name(m.a)) + " x " + std::string(dtype_name(m.b));
-      }
       throw InputError(std::string(flag) + ": " + model_.display_name + " would multiply " + std::string(dtype_name(a)) + " by " +
                        std::string(dtype_name(b)) + ", but " + arch_.name + " (" + r.arch +
-                       ") has no such entry in array.mac_modes (it has: " + modes + ")");
+                       ") has no such entry in array.mac_modes (it has: " + arch_.array.mode_names() + ")");
     }
     PlacementRequest pr;
     pr.tp = r.tp;
