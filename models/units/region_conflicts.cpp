@@ -26,8 +26,15 @@ bool by_buffer(const isa::Region& a, const isa::Region& b) {
 
 }  // namespace
 
+// Shared tails are carried by writes only: the regions of the dead or evicted tensors whose
+// bytes the written tensor now holds. Two writes' tails meeting orders nothing: two tensors
+// live at once hold disjoint bytes, whatever old tensor both were placed over, and a tensor
+// placed over the bytes of one that died has that one's region in its tail, which meets the
+// dead one's writes as their own regions. Tested anyway, it made every write over a big dead
+// tensor wait for every other (a later pass's K/V reads and its scores' activations, each
+// over the previous pass's V).
 int RegionConflicts::spaces(const isa::Instruction& a, const isa::Instruction& b) {
-  return list_spaces(a.reads, b.writes) | list_spaces(a.writes, b.reads) | list_spaces(a.writes, b.writes);
+  return list_spaces(a.reads, b.writes) | list_spaces(a.writes, b.reads) | list_spaces(a.writes, b.writes, false);
 }
 
 void RegionConflicts::trim() {
@@ -86,11 +93,11 @@ int RegionConflicts::tail_tail_spaces(const isa::SharedRegionList* xt, const isa
   return spaces;
 }
 
-int RegionConflicts::list_spaces(const isa::RegionList& xs, const isa::RegionList& ys) {
+int RegionConflicts::list_spaces(const isa::RegionList& xs, const isa::RegionList& ys, bool tails_meet) {
   const auto xo = xs.own_regions(), yo = ys.own_regions();
   const isa::SharedRegionList *xt = xs.shared_tail(), *yt = ys.shared_tail();
   int spaces = segment_spaces(xo, yo) | own_tail_spaces(xo, yt) | own_tail_spaces(yo, xt);
-  if (xt != nullptr && yt != nullptr) {
+  if (tails_meet && xt != nullptr && yt != nullptr) {
     const auto key = std::make_pair(xt, yt);
     const auto it = tail_pairs_.find(key);
     spaces |= it != tail_pairs_.end() ? it->second : tail_pairs_.emplace(key, tail_tail_spaces(xt, yt)).first->second;

@@ -33,7 +33,8 @@ class RegionConflicts {
       return std::hash<const void*>()(p.first) * 31 + std::hash<const void*>()(p.second);
     }
   };
-  int list_spaces(const isa::RegionList& xs, const isa::RegionList& ys);
+  // `tails_meet`: whether two shared tails are tested against each other (see spaces()).
+  int list_spaces(const isa::RegionList& xs, const isa::RegionList& ys, bool tails_meet = true);
   int own_tail_spaces(std::span<const isa::Region> own, const isa::SharedRegionList* tail);
   int tail_tail_spaces(const isa::SharedRegionList* xt, const isa::SharedRegionList* yt);
   const std::vector<isa::Region>& sorted(const isa::SharedRegionList* tail);

@@ -343,6 +343,7 @@ Program Lowering::run() {
     only_pass_ = last_pass_ && done == 0;
     if (last_pass_ && projected) p_.templates_measured = p_.instructions.templates();
     pass_start_templates_ = p_.instructions.templates();
+    pass_row_shift_samples_ = (done / sub_batch) % 2 == 1 ? sub_batch : 0;
     lower_pass(std::min(sub_batch, total_batch_ - done));
     pass_templates.end_pass(p_.instructions.templates(), p_.instructions.items().size());
     if (!projected && pass_templates.passes_seen() < pass_templates.passes() - 1 && pass_templates.can_project()) {

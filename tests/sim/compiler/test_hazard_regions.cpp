@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "models/units/region_conflicts.h"
 #include "sim/common/yaml_reader.h"
 #include "sim/compiler/compiler.h"
 #include "sim/config/arch_config.h"
@@ -108,4 +109,57 @@ TEST(HazardRegions, LongMatrixChainCarriesABoundedNumberOfRegionsPerInstruction)
   EXPECT_GE(activates, static_cast<size_t>(n));
   EXPECT_LE(most, 3u);
   EXPECT_LE(total, 4 * p.instructions.size());
+}
+
+
+// A later pass lays the same tensors over other bytes: its accesses wait for the previous
+// pass's accesses of the bytes they overwrite, and not for the previous pass's accesses of
+// the same tensors elsewhere, nor for each other's over one dead tensor. Decode attention
+// (q [2,1,4], kt [2,4,8], v [2,8,4], int8: 8, 64 and 64 bytes a sample) at batch 3 in a
+// 320-byte buffer runs passes of 2 and 1. Pass 1 reads q to 0x0, kt to 0x10 and v to 0x90
+// (instructions 0-2); its context layer's first weight read (28) reads v. Pass 2 (after
+// write_host 48) reads q to 0x0 (49), kt to 0x8 (50: over pass 1's q and kt) and v to 0x48
+// (51: over pass 1's kt), then reads kt as weights (52) and writes its first scores at 0x88
+// (57: over pass 1's v). Before, pass 2's weight read of kt waited for its v read (the read
+// of v carried pass 1's kt region, which named the tensor kt, not its bytes), and the
+// activate waited for the v read too (both carried pass 1's regions).
+TEST(HazardRegions, ALaterPassWaitsForTheBytesItOverwritesOnly) {
+  const graph::Graph g = graph::parse_graph_yaml(YamlNode::load_string(R"(
+name: attn
+batch: 1
+inputs:
+  - {name: q, shape: [2, 1, 4]}
+  - {name: kt, shape: [2, 4, 8]}
+  - {name: v, shape: [2, 8, 4]}
+layers:
+  - {name: scores, op: matmul, inputs: [q, kt]}
+  - {name: probs, op: softmax, axis: -1}
+  - {name: context, op: matmul, inputs: [probs, v]}
+outputs: [context]
+)", "attn.yaml"));
+  TinyArch t;
+  t.ub_capacity = "320";
+  const Program p = compile(g, t.build(), {.batch = 3});
+  ASSERT_EQ(p.sub_batch, 2);
+  const std::vector<Instruction> in = p.instructions.expanded();
+  ASSERT_EQ(in.size(), 77u);
+  auto at = [&](size_t i, Opcode op, uint64_t ub) {
+    EXPECT_EQ(in[i].op, op) << i;
+    if (op == Opcode::kReadHost || op == Opcode::kActivate) EXPECT_EQ(in[i].ub_address, ub) << i;
+    return in[i];
+  };
+  const Instruction kt1 = at(1, Opcode::kReadHost, 0x10), v1_weights = at(28, Opcode::kReadWeights, 0);
+  const Instruction kt1_weights = at(3, Opcode::kReadWeights, 0);
+  at(48, Opcode::kWriteHost, 0);
+  const Instruction kt2 = at(50, Opcode::kReadHost, 0x8), v2 = at(51, Opcode::kReadHost, 0x48);
+  const Instruction kt2_weights = at(52, Opcode::kReadWeights, 0), scores2 = at(57, Opcode::kActivate, 0x88);
+  models::RegionConflicts c;
+  EXPECT_NE(c.spaces(kt2_weights, kt2), 0);      // reads what 50 wrote
+  EXPECT_EQ(c.spaces(kt2_weights, v2), 0);       // other bytes: was a conflict
+  EXPECT_NE(c.spaces(kt2, kt1_weights), 0);      // overwrites what pass 1 read as weights
+  EXPECT_NE(c.spaces(v2, kt1_weights), 0);       // likewise
+  EXPECT_EQ(c.spaces(v2, v1_weights), 0);        // pass 1's v lay at 0x90-0x110: other bytes
+  EXPECT_NE(c.spaces(scores2, v1_weights), 0);   // overwrites pass 1's v, which 28 read
+  EXPECT_EQ(c.spaces(scores2, v2), 0);           // 0x88 and 0x48-0x88: was a conflict
+  EXPECT_NE(c.spaces(kt2, kt1), 0);              // writes over bytes 1 wrote
 }

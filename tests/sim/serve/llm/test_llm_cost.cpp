@@ -205,10 +205,12 @@ TEST(LlmCostTable, CapacityCutsTheGridToReachableMixes) {
 // head dim 32, bf16), q 2x4x32x2 = 512 B, K and V 2x32xLx2 B each and the scores 2x4xLx2 B when
 // the first product runs: 512 + 272 L B. At 256 KV that is 70,144 B: passes of 4,194,304 /
 // 70,144 = 59 sequences; at 239 KV 65,520 B: 64 (the first KV length whose pass is at most the
-// grid's 64: a remainder column); at 200 KV 54,912 B: 76. The cost steps there: 118 sequences
-// (two full passes) cost twice 59, and less than 117 (a full pass and a remainder of 58). At
-// 256 KV (a tile column, its pass simulated) and 239 KV (a remainder column), batches mid-step
-// (a remainder in either half of a pass, a third pass) are within 3% of direct simulation.
+// grid's 64: a remainder column); at 200 KV 54,912 B: 76. Passes add up: 118 sequences (two
+// full passes) cost twice 59, and 117 (a full pass and a remainder of 58) cost 59 and 58 alone
+// (a later pass's hazard regions do not meet the previous pass's: Lowering::
+// pass_row_shift_samples_). At 256 KV (a tile column, its pass simulated) and 239 KV (a
+// remainder column), batches mid-step (a remainder in either half of a pass, a third pass) are
+// within 3% of direct simulation.
 // Between the remainder columns the share is interpolated over KV: on this chip the extra cost
 // of a remainder pass comes and goes with the KV length, so there it is off by up to 12%
 // (180 x 150 KV; 4% at 140 x 200); on tpu-v6e and v5e it is regular (bench_llm_cost_table).
@@ -228,13 +230,13 @@ TEST(LlmCostTable, DecodeBatchStepsAtTheCompilersPasses) {
   EXPECT_EQ(t.decode_table.samples_per_pass(240), 63);
   EXPECT_EQ(t.decode_table.samples_per_pass(200), 76);
   using K = PieceQuery::Kind;
-  const std::vector<std::pair<int64_t, int64_t>> mixes = {{59, 256}, {117, 256}, {118, 256}, {74, 256},
-                                                          {104, 256}, {150, 256}, {80, 239}, {110, 239}, {150, 239}};
+  const std::vector<std::pair<int64_t, int64_t>> mixes = {{59, 256}, {117, 256}, {118, 256}, {74, 256}, {104, 256},
+                                                          {150, 256}, {80, 239}, {110, 239}, {150, 239}, {58, 256}};
   std::vector<PieceQuery> q;
   for (const auto& [b, kv] : mixes) q.push_back({K::kDecode, b, kv});
   const std::vector<CostPoint> sim = simulate_pieces(r, q);
   EXPECT_NEAR(sim[2].seconds, 2 * sim[0].seconds, 1e-3 * sim[2].seconds);  // passes add up
-  EXPECT_LT(sim[2].seconds, sim[1].seconds);                                // the step at 2 x 59
+  EXPECT_NEAR(sim[1].seconds, sim[0].seconds + sim[9].seconds, 1e-3 * sim[1].seconds);  // a leftover as alone
   double worst = 0;
   for (size_t k = 0; k < mixes.size(); ++k) {
     const double e = rel(t.decode_attention(mixes[k].first, mixes[k].second).seconds, sim[k].seconds);
