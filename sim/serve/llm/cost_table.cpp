@@ -263,13 +263,6 @@ int64_t passes_at(const std::vector<std::pair<int64_t, int64_t>>& runs, int64_t 
   return it == runs.begin() ? runs.front().second : std::prev(it)->second;
 }
 
-// The remainder pass's sizes sampled after a full pass of S: r = 1, S / 2, S / 2 + 1, S - 1
-// (the ends of the pass's two halves; the second half is empty for S <= 2).
-std::array<int64_t, 4> remainder_sizes(int64_t s) {
-  const int64_t h = s / 2;
-  return {1, h, std::min(h + 1, s - 1), s - 1};
-}
-
 // An attention piece's first axis in samples (the graph's batch): decode sequences. (Prefill
 // chunks run in passes too, of query blocks x KV heads, but costed so, the prefill piece came
 // out worse: mean 2.4% against 1.5% alone at the 50 mixes of Llama-3-8B / tpu-v6e; its blocks
@@ -290,32 +283,9 @@ SampleAxis decode_axis(const CostGrid& g) {
   return x;
 }
 
-// Whether the KV length samples the remainder pass: more than one pass fits the grid's sizes
-// and an iteration can hold it.
-bool samples_remainder(const SampleAxis& x, int64_t kv, int64_t s) { return s >= 2 && s < x.cap() && x.reachable(s + 1, kv); }
-
-// The KV lengths whose remainder pass is sampled: where the pass first holds no more than each
-// of the grid's sizes (the remainder's share follows the pass size, which the KV length sets:
-// columns by pass size cover short KV lengths, where one tile spans passes of 32 to thousands
-// of sequences), each where samples_remainder.
-std::vector<int64_t> remainder_kv(const SampleAxis& x, const std::vector<std::pair<int64_t, int64_t>>& passes) {
-  std::vector<int64_t> v;
-  for (int64_t b : x.samples) {
-    for (const auto& [kv, s] : passes) {
-      if (s > b) continue;
-      if (samples_remainder(x, kv, s)) v.push_back(kv);
-      break;
-    }
-  }
-  std::sort(v.begin(), v.end());
-  v.erase(std::unique(v.begin(), v.end()), v.end());
-  return v;
-}
-
 // The points simulated, (samples, KV tokens): each KV column (a tile begun and full) at the
 // grid's sizes that run in one pass there (and that the capacity lets reach it), and the pass
-// itself when smaller than the grid's largest; at remainder_kv, the pass and the remainder
-// sizes after it.
+// itself when smaller than the grid's largest.
 std::vector<std::pair<int64_t, int64_t>> pass_points(const CostGrid& g, const SampleAxis& x,
                                                      const std::vector<std::pair<int64_t, int64_t>>& passes) {
   std::vector<std::pair<int64_t, int64_t>> v;
@@ -329,12 +299,6 @@ std::vector<std::pair<int64_t, int64_t>> pass_points(const CostGrid& g, const Sa
       if (s < x.cap()) v.emplace_back(s, kv);
       if (g.kv_tile == 1) break;
     }
-  }
-  for (int64_t kv : remainder_kv(x, passes)) {
-    const int64_t s = passes_at(passes, kv);
-    v.emplace_back(s, kv);
-    for (int64_t r : remainder_sizes(s)) v.emplace_back(s + r, kv);
-    v.emplace_back(2 * s, kv);  // a second full pass
   }
   std::sort(v.begin(), v.end());
   v.erase(std::unique(v.begin(), v.end()), v.end());
@@ -458,59 +422,18 @@ CostPoint LayerCostTable::PassTable::single_pass(double samples, int64_t kv_toke
   return between(lo, hi, kv, k, kv_tile);
 }
 
-namespace {
-
-// The remainder column's share at u on the half `second` (affine through its two samples; one
-// sample: proportional to u).
-CostPoint share_at(const LayerCostTable::RemainderColumn& c, bool second, double u) {
-  const size_t a = second ? 2 : 0;
-  auto one = [&](double y0, double y1) {
-    const double u0 = c.u[a], u1 = c.u[a + 1];
-    if (u1 - u0 <= 0) return u0 > 0 ? y0 * u / u0 : y0;
-    return y0 + (u - u0) * (y1 - y0) / (u1 - u0);
-  };
-  return {one(c.share[a].seconds, c.share[a + 1].seconds), one(c.share[a].energy_j, c.share[a + 1].energy_j)};
-}
-
-}  // namespace
-
 CostPoint LayerCostTable::PassTable::cost(int64_t samples, int64_t kv_tokens) const {
   if (samples <= 0) return {};
   const int64_t kv = std::max<int64_t>(kv_tokens, 1);
   const int64_t s = samples_per_pass(kv);
   if (samples <= s) return single_pass(static_cast<double>(samples), kv);
-  // Full passes of s, then a remainder of r in [1, s].
+  // Full passes of s, then a leftover of r in [1, s]: each costs what it costs alone.
   const int64_t n_full = (samples - 1) / s;
   const int64_t r = samples - n_full * s;
   const CostPoint pass = single_pass(static_cast<double>(s), kv);
-  if (remainder.empty()) {
-    const double f = static_cast<double>(samples) / static_cast<double>(s);
-    return {f * pass.seconds, f * pass.energy_j};
-  }
-  // The columns around kv (held beyond the first and last), interpolated over their KV lengths.
-  size_t j = 0;
-  while (j + 1 < remainder.size() && remainder[j + 1].kv <= kv) ++j;
-  const bool between_columns = j + 1 < remainder.size() && kv > remainder[j].kv;
-  const double t = between_columns ? static_cast<double>(kv - remainder[j].kv) /
-                                         static_cast<double>(remainder[j + 1].kv - remainder[j].kv)
-                                   : 0.0;
-  auto across = [&](auto at) {
-    const CostPoint a = at(remainder[j]);
-    if (!between_columns) return a;
-    const CostPoint b = at(remainder[j + 1]);
-    return CostPoint{a.seconds + t * (b.seconds - a.seconds), a.energy_j + t * (b.energy_j - a.energy_j)};
-  };
-  // The first pass, each later full pass at its own share, then the remainder's share at
-  // u = r / s on r's half (r == s: one more full pass).
-  const CostPoint next = across([](const RemainderColumn& c) { return c.next_pass; });
-  const int64_t later = r == s ? n_full : n_full - 1;
-  CostPoint out{pass.seconds * (1.0 + static_cast<double>(later) * next.seconds),
-                pass.energy_j * (1.0 + static_cast<double>(later) * next.energy_j)};
-  if (r == s) return out;
-  const bool second = r > s / 2;
-  const double u = static_cast<double>(r) / static_cast<double>(s);
-  const CostPoint share = across([&](const RemainderColumn& c) { return share_at(c, second, u); });
-  return {out.seconds + share.seconds * pass.seconds, out.energy_j + share.energy_j * pass.energy_j};
+  const CostPoint rest = r == s ? pass : single_pass(static_cast<double>(r), kv);
+  const double n = static_cast<double>(n_full);
+  return {n * pass.seconds + rest.seconds, n * pass.energy_j + rest.energy_j};
 }
 
 CostPoint LayerCostTable::decode_attention(int64_t sequences, int64_t kv_tokens) const {
@@ -708,21 +631,6 @@ LayerCostTable::PassTable pass_table(const CostGrid& g, const SampleAxis& x, con
     t.tiles.push_back(k);
     t.begun.push_back(columns.at(begun(k, g.kv_tile)));
     t.full.push_back(columns.at(k * g.kv_tile));
-  }
-  for (int64_t kv : remainder_kv(x, passes)) {
-    const int64_t s = passes_at(passes, kv);
-    const CostPoint pass = cost(s, kv);
-    LayerCostTable::RemainderColumn rc;
-    rc.kv = kv;
-    const std::array<int64_t, 4> sizes = remainder_sizes(s);
-    for (size_t j = 0; j < 4; ++j) {
-      const CostPoint c = cost(s + sizes[j], kv);
-      rc.u[j] = static_cast<double>(sizes[j]) / static_cast<double>(s);
-      rc.share[j] = {(c.seconds - pass.seconds) / pass.seconds, (c.energy_j - pass.energy_j) / pass.energy_j};
-    }
-    const CostPoint two = cost(2 * s, kv);
-    rc.next_pass = {(two.seconds - pass.seconds) / pass.seconds, (two.energy_j - pass.energy_j) / pass.energy_j};
-    t.remainder.push_back(rc);
   }
   return t;
 }

@@ -113,33 +113,26 @@ TEST(LlmCostTable, WeightDtypesRunOnTheChipsModes) {
   }
 }
 
-// Passes of S = 4 at one KV length (a hand-made table, 1 s a sequence within a pass): a
-// leftover sequence costs 2 s (share 0.5 of the 4 s pass) and a full pass after the first
-// 5 s (next_pass 1.25: GPT-J's later passes cost more than its first, 625 KV on tpu-v6e).
-TEST(LlmCostTable, LaterFullPassesAndTheLeftoverAtTheirOwnShares) {
+// Passes of S = 4 at one KV length (a hand-made table: one pass of 1, 2 and 4 sequences costs
+// 1, 1.5 and 2.5 s, 10 J a second). More sequences run as full passes and a leftover, each
+// costing what it costs alone (a later pass's hazards meet only the bytes it overwrites).
+TEST(LlmCostTable, PassesAndTheLeftoverAddUp) {
   LayerCostTable::PassTable t;
   t.kv_tile = 1;
   t.tiles = {1};
   LayerCostTable::PassColumn c;
   c.kv = 1;
-  c.samples = {1, 4};
-  c.cost = {{1.0, 10.0}, {4.0, 40.0}};
+  c.samples = {1, 2, 4};
+  c.cost = {{1.0, 10.0}, {1.5, 15.0}, {2.5, 25.0}};
   t.begun = {c};
   t.full = {c};
   t.passes = {{1, 4}};
-  LayerCostTable::RemainderColumn r;
-  r.kv = 1;
-  r.u = {0.25, 0.5, 0.75, 0.75};
-  for (size_t j = 0; j < 4; ++j) r.share[j] = {2.0 * r.u[j], 2.0 * r.u[j]};
-  r.next_pass = {1.25, 1.25};
-  t.remainder = {r};
-  EXPECT_NEAR(t.cost(3, 1).seconds, 3.0, 1e-12);                    // within one pass
-  EXPECT_NEAR(t.cost(8, 1).seconds, 4.0 + 5.0, 1e-12);              // two full passes
-  EXPECT_NEAR(t.cost(9, 1).seconds, 4.0 + 5.0 + 2.0, 1e-12);        // and one leftover
-  EXPECT_NEAR(t.cost(12, 1).seconds, 4.0 + 5.0 + 5.0, 1e-12);       // three full passes
-  EXPECT_NEAR(t.cost(9, 1).energy_j, 10 * (4.0 + 5.0 + 2.0), 1e-9);
-  t.remainder.clear();                                                // no remainder sampled: proportional
-  EXPECT_NEAR(t.cost(9, 1).seconds, 9.0, 1e-12);
+  EXPECT_NEAR(t.cost(3, 1).seconds, 2.0, 1e-12);               // within one pass: interpolated
+  EXPECT_NEAR(t.cost(8, 1).seconds, 2.5 + 2.5, 1e-12);         // two full passes
+  EXPECT_NEAR(t.cost(9, 1).seconds, 2.5 + 2.5 + 1.0, 1e-12);   // and a leftover of 1
+  EXPECT_NEAR(t.cost(11, 1).seconds, 2.5 + 2.5 + 2.0, 1e-12);  // a leftover of 3
+  EXPECT_NEAR(t.cost(12, 1).seconds, 3 * 2.5, 1e-12);          // three full passes
+  EXPECT_NEAR(t.cost(11, 1).energy_j, 70.0, 1e-9);
 }
 
 // A decode batch at its sequences' own KV lengths (issue 31 review): the batch's cost at the
@@ -200,20 +193,16 @@ TEST(LlmCostTable, CapacityCutsTheGridToReachableMixes) {
   EXPECT_EQ(g.prefill_row_tiles(2, 2), (V{2, 3, 4, 6, 8}));
 }
 
-// The decode batch in the compiler's passes (LayerCostTable::DecodeColumn). tiny-chip.yaml's
+// The decode batch in the compiler's passes (LayerCostTable::PassTable). tiny-chip.yaml's
 // 4 MiB scratchpad holds, per sequence at L KV tokens (tiny-llm: 2 KV heads x 4 query rows,
 // head dim 32, bf16), q 2x4x32x2 = 512 B, K and V 2x32xLx2 B each and the scores 2x4xLx2 B when
 // the first product runs: 512 + 272 L B. At 256 KV that is 70,144 B: passes of 4,194,304 /
-// 70,144 = 59 sequences; at 239 KV 65,520 B: 64 (the first KV length whose pass is at most the
-// grid's 64: a remainder column); at 200 KV 54,912 B: 76. Passes add up: 118 sequences (two
-// full passes) cost twice 59, and 117 (a full pass and a remainder of 58) cost 59 and 58 alone
-// (a later pass's hazard regions do not meet the previous pass's: Lowering::
-// pass_row_shift_samples_). At 256 KV (a tile column, its pass simulated) and 239 KV (a
-// remainder column), batches mid-step (a remainder in either half of a pass, a third pass) are
-// within 3% of direct simulation.
-// Between the remainder columns the share is interpolated over KV: on this chip the extra cost
-// of a remainder pass comes and goes with the KV length, so there it is off by up to 12%
-// (180 x 150 KV; 4% at 140 x 200); on tpu-v6e and v5e it is regular (bench_llm_cost_table).
+// 70,144 = 59 sequences; at 239 KV 65,520 B: 64; at 200 KV 54,912 B: 76. Passes add up: 118
+// sequences (two full passes) cost twice 59, and 117 (a full pass and a leftover of 58) cost 59
+// and 58 alone (a later pass's hazard regions do not meet the previous pass's: Lowering::
+// pass_row_shift_samples_). At 256 KV (a tile column, its pass simulated) and 239 KV (between
+// columns), batches mid-step (a leftover in either half of a pass, a third pass) are within 3%
+// of direct simulation.
 TEST(LlmCostTable, DecodeBatchStepsAtTheCompilersPasses) {
   CostTableRequest r = tiny_request();
   CostGrid& g = r.grid;
