@@ -78,7 +78,12 @@ bool meets_slos(const LlmResult& r, const LlmSimConfig& c) {
 }  // namespace
 
 void check_study_requests(const LlmStudySpec& spec, const ServingTarget& target) {
-  check_requests_fit(generate_requests(spec.requests), target, spec.sim, requests_origin(spec));
+  // Every run draws the same requests in the same order (lengths from their own streams, not
+  // the arrivals'), up to its count: the most any run draws covers them all. An MLPerf Server
+  // run draws up to max_requests (rate x min_duration_s, at rates not known before the search).
+  RequestSpec rs = spec.requests;
+  if (spec.mode == LlmMode::kMlperfServer) rs.requests = std::max(rs.requests, spec.max_requests);
+  check_requests_fit(generate_requests(rs), target, spec.sim, requests_origin(spec));
 }
 
 LlmStudyResult run_llm_study(const LlmStudySpec& spec, const ServingTarget& target) {

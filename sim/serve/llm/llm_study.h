@@ -45,9 +45,10 @@ struct LlmStudyResult {
 // Throws InputError (from check_requests_fit) before any run when a request cannot fit.
 LlmStudyResult run_llm_study(const LlmStudySpec& spec, const ServingTarget& target);
 
-// The study's requests (the spec's own count and lengths) checked against the target's context
-// and KV cache, before anything is simulated or written: a request that cannot fit is an
-// InputError while the target's cost table is still unbuilt (ChipTarget builds it on first use).
+// Every request the study's runs can draw (the spec's own count; an MLPerf Server search: up to
+// max_requests) checked against the target's context and KV cache, before anything is simulated
+// or written: a request that cannot fit is an InputError while the target's cost table is still
+// unbuilt (ChipTarget builds it on first use).
 void check_study_requests(const LlmStudySpec& spec, const ServingTarget& target);
 
 }  // namespace tessera::serve::llm

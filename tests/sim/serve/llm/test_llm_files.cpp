@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/common/error.h"
 #include "sim/serve/llm/llm_report.h"
 #include "sim/serve/llm/llm_study.h"
 #include "tests/sim/serve/llm/tiny_target.h"
@@ -182,3 +183,31 @@ TEST(LlmFiles, ComparedTargetsSideBySide) {
 }
 
 }  // namespace
+
+// The pre-check covers every request a run may draw: an MLPerf Server search draws up to
+// max_requests, at rates found only by the search. With prompts uniform in 1-100 and one output
+// token on a 100-token context, a request of 100 prompt tokens cannot fit (1 in 100): the
+// spec's own 20 fit (seed 2), so a run at a rate is checked clean, while the Server search is
+// refused before any run, at the first such request beyond them (the 52nd).
+TEST(LlmStudy, PreCheckCoversEveryRequestAServerSearchDraws) {
+  tessera_test::TinyTarget t;
+  LlmStudySpec s;
+  s.requests.requests = 20;
+  s.requests.seed = 2;
+  s.requests.arrivals.rate_per_s = 10;
+  s.requests.prompt = parse_length_dist("uniform:1:100", "--prompt-tokens");
+  s.requests.output = parse_length_dist("fixed:1", "--output-tokens");
+  s.max_requests = 2000;
+  EXPECT_NO_THROW(check_study_requests(s, t));
+  s.mode = LlmMode::kMlperfServer;
+  try {
+    check_study_requests(s, t);
+    ADD_FAILURE() << "no error";
+  } catch (const tessera::InputError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("(prompt 100 + output 1 tokens) is longer than the model's context window of 100"), std::string::npos) << m;
+    const size_t at = m.find("request ");
+    ASSERT_NE(at, std::string::npos) << m;
+    EXPECT_EQ(std::stoul(m.substr(at + 8)), 52u) << m;
+  }
+}
