@@ -215,15 +215,6 @@ CostGrid CostGrid::standard(int64_t max_tokens, int64_t max_batch, int64_t conte
   return g;
 }
 
-double interpolate_linear(const std::vector<double>& xs, const std::vector<double>& ys, double x) {
-  if (xs.size() == 1) return ys[0] * (x / xs[0]);  // one point: proportional
-  size_t i = 0;
-  while (i + 2 < xs.size() && x > xs[i + 1]) ++i;
-  const double t = (x - xs[i]) / (xs[i + 1] - xs[i]);
-  // Below the grid a cost cannot fall under half the first point's (the fixed part of a run).
-  return std::max(ys[i] + t * (ys[i + 1] - ys[i]), 0.5 * std::min(ys[0], ys[1]));
-}
-
 // The KV tile counts decode row `row` simulates (CostGrid::kv_capacity_tokens): a batch of more
 // sequences than the previous row's holds under capacity / that many tokens a sequence on
 // average, so the row stops at the first tile point whose first token is beyond that.
@@ -270,7 +261,6 @@ int64_t passes_at(const std::vector<std::pair<int64_t, int64_t>>& runs, int64_t 
 struct SampleAxis {
   std::vector<int64_t> samples;                 // the grid's sizes, ascending
   std::vector<std::vector<int64_t>> row_tiles;  // the KV tiles each size simulates (the capacity's cut)
-  std::function<bool(int64_t, int64_t)> reachable;  // whether an iteration can hold (samples, KV tokens)
   int64_t cap() const { return samples.empty() ? 1 : samples.back(); }
 };
 
@@ -278,8 +268,6 @@ SampleAxis decode_axis(const CostGrid& g) {
   SampleAxis x;
   x.samples = g.decode_batch;
   for (size_t i = 0; i < g.decode_batch.size(); ++i) x.row_tiles.push_back(g.decode_row_tiles(i));
-  const int64_t c = g.kv_capacity_tokens;
-  x.reachable = [c](int64_t n, int64_t kv) { return c <= 0 || n * kv <= c; };  // n sequences of kv tokens
   return x;
 }
 
@@ -326,14 +314,24 @@ std::vector<Piece> grid_pieces(const CostGrid& g, int64_t query_rows_per_token, 
   return v;
 }
 
-CostPoint lerp_points(const std::vector<int64_t>& xs, const std::vector<CostPoint>& ys, double x) {
-  std::vector<double> dx, s, j;
-  for (size_t k = 0; k < xs.size(); ++k) {
-    dx.push_back(static_cast<double>(xs[k]));
-    s.push_back(ys[k].seconds);
-    j.push_back(ys[k].energy_j);
+// Linear interpolation over an ascending grid xs, the end segments extended; below the grid a
+// cost cannot fall under half the smaller of the first two points' (the fixed part of a run).
+// One point: proportional. y(k) is the k-th point's cost, read only at the first two and the
+// bracket of x (the scheduler asks for every iteration: nothing else is evaluated).
+template <typename Y>
+CostPoint lerp_at(const std::vector<int64_t>& xs, Y y, double x) {
+  const size_t n = xs.size();
+  if (n == 1) {
+    const CostPoint p = y(0);
+    const double f = x / static_cast<double>(xs[0]);
+    return {p.seconds * f, p.energy_j * f};
   }
-  return {interpolate_linear(dx, s, x), interpolate_linear(dx, j, x)};
+  size_t i = 0;
+  while (i + 2 < n && x > static_cast<double>(xs[i + 1])) ++i;
+  const double t = (x - static_cast<double>(xs[i])) / static_cast<double>(xs[i + 1] - xs[i]);
+  const CostPoint y0 = y(0), y1 = y(1), a = i == 0 ? y0 : i == 1 ? y1 : y(i), b = i == 0 ? y1 : y(i + 1);
+  return {std::max(a.seconds + t * (b.seconds - a.seconds), 0.5 * std::min(y0.seconds, y1.seconds)),
+          std::max(a.energy_j + t * (b.energy_j - a.energy_j), 0.5 * std::min(y0.energy_j, y1.energy_j))};
 }
 
 // The fill of the last tile, as eval_row weighs begun and full.
@@ -347,23 +345,16 @@ CostPoint between(const CostPoint& lo, const CostPoint& hi, int64_t kv, int64_t 
 CostPoint eval_row(const LayerCostTable::Row& row, int64_t kv, int64_t w) {
   if (row.tiles.empty()) return row.full.at(0);
   const int64_t k = ceil_div(std::max<int64_t>(kv, 1), w);
-  const CostPoint lo = lerp_points(row.tiles, row.begun, static_cast<double>(k));
-  const CostPoint hi = lerp_points(row.tiles, row.full, static_cast<double>(k));
-  const double fill = w > 1 ? static_cast<double>(kv - begun(k, w)) / static_cast<double>(w - 1) : 0.0;
-  return {lo.seconds + fill * (hi.seconds - lo.seconds), lo.energy_j + fill * (hi.energy_j - lo.energy_j)};
+  const double x = static_cast<double>(k);
+  const CostPoint lo = lerp_at(row.tiles, [&](size_t c) { return row.begun[c]; }, x);
+  const CostPoint hi = lerp_at(row.tiles, [&](size_t c) { return row.full[c]; }, x);
+  return between(lo, hi, kv, k, w);
 }
 
 CostPoint eval_rows(const std::vector<LayerCostTable::Row>& rows, double a, int64_t kv, int64_t w) {
-  // interpolate_linear reads the first two rows (its floor) and the segment around `a` only, so
-  // only those are evaluated at `kv` (the scheduler asks this for every iteration).
   std::vector<int64_t> xs;
-  std::vector<CostPoint> ys(rows.size());
   for (const auto& row : rows) xs.push_back(row.a);
-  size_t i = 0;
-  while (i + 2 < xs.size() && a > static_cast<double>(xs[i + 1])) ++i;
-  for (size_t k : {size_t{0}, size_t{1}, i, i + 1})
-    if (k < rows.size()) ys[k] = eval_row(rows[k], kv, w);
-  return lerp_points(xs, ys, a);
+  return lerp_at(xs, [&](size_t k) { return eval_row(rows[k], kv, w); }, a);  // the bracketing rows only
 }
 
 Piece to_piece(const PieceQuery& q, const CostGrid& g, const LayerShard& s) {
@@ -387,24 +378,6 @@ CostPoint LayerCostTable::dense(int64_t tokens) const {
 int64_t LayerCostTable::PassTable::samples_per_pass(int64_t kv_tokens) const { return passes_at(passes, kv_tokens); }
 
 namespace {
-
-// interpolate_linear on CostPoints without building vectors (the scheduler asks for every
-// iteration): y(k) is the k-th point, read only at the first two and the bracket of x.
-template <typename Y>
-CostPoint lerp_at(const std::vector<int64_t>& xs, Y y, double x) {
-  const size_t n = xs.size();
-  if (n == 1) {
-    const CostPoint p = y(0);
-    const double f = x / static_cast<double>(xs[0]);
-    return {p.seconds * f, p.energy_j * f};
-  }
-  size_t i = 0;
-  while (i + 2 < n && x > static_cast<double>(xs[i + 1])) ++i;
-  const double t = (x - static_cast<double>(xs[i])) / static_cast<double>(xs[i + 1] - xs[i]);
-  const CostPoint y0 = y(0), y1 = y(1), a = i == 0 ? y0 : y(i), b = i + 1 == 1 ? y1 : y(i + 1);
-  return {std::max(a.seconds + t * (b.seconds - a.seconds), 0.5 * std::min(y0.seconds, y1.seconds)),
-          std::max(a.energy_j + t * (b.energy_j - a.energy_j), 0.5 * std::min(y0.energy_j, y1.energy_j))};
-}
 
 CostPoint column_at(const LayerCostTable::PassColumn& c, double samples) {
   return lerp_at(c.samples, [&](size_t k) { return c.cost[k]; }, samples);
@@ -621,7 +594,6 @@ LayerCostTable::PassTable pass_table(const CostGrid& g, const SampleAxis& x, con
   t.passes = passes;
   std::map<int64_t, LayerCostTable::PassColumn> columns;
   for (const auto& [n, kv] : pass_points(g, x, passes)) {
-    if (n > passes_at(passes, kv)) continue;
     auto& c = columns[kv];
     c.kv = kv;
     c.samples.push_back(n);

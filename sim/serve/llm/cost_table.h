@@ -6,7 +6,6 @@
 // a second build with the same inputs simulates nothing. Between grid points the cost is
 // interpolated linearly (beyond the grid the last segment extends); see CostGrid for the KV
 // axis and the prefill query blocks.
-#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -155,9 +154,5 @@ struct PieceQuery {
   int64_t a = 0, b = 0;  // dense/head: (tokens, -); decode: (sequences, KV tokens); prefill: (tokens, context)
 };
 std::vector<CostPoint> simulate_pieces(const CostTableRequest& r, const std::vector<PieceQuery>& pieces);
-
-// Linear interpolation over an ascending grid xs, the end segments extended (not below half
-// the smallest of the first two values).
-double interpolate_linear(const std::vector<double>& xs, const std::vector<double>& ys, double x);
 
 }  // namespace tessera::serve::llm
