@@ -127,7 +127,7 @@ uint64_t Lowering::region_bytes(const Region& r) const {
 
 uint64_t Lowering::region_address(const Region& r) const {
   const TensorPlace& tp = place_[static_cast<size_t>(r.buffer)];
-  const Region first{r.space, r.buffer, tp.row_shift, r.row_begin, 0, tp.cols};  // the rows before it
+  const Region first{r.space, r.buffer, row_shift(r.buffer), r.row_begin, 0, tp.cols};  // the rows before it
   const Region left{r.space, r.buffer, r.row_begin, r.row_begin + 1, 0, r.col_begin};
   return tp.offset + region_bytes(first) + region_bytes(left);
 }

@@ -80,11 +80,6 @@ struct TensorPlace {
   int64_t rows = 0;  // batch x spatial positions
   int64_t cols = 0;  // features / channels
   int64_t rows_per_sample = 1;
-  // Added to the rows of this layout's hazard regions (graph tensors): in a program of several
-  // passes, every other pass numbers a tensor's rows after the full pass's, so the regions of
-  // one pass's layout do not meet those of the pass before it, which laid the same tensor over
-  // other bytes (Lowering::pass_row_shift_samples_).
-  int64_t row_shift = 0;
   uint64_t bytes = 0;
   int alias_of = -1;  // flatten/reshape: shares the source's storage
   uint64_t offset = 0;
@@ -393,6 +388,11 @@ class Lowering {
   // alone). The bytes the two layouts share are ordered by the placement's reused regions
   // (prev_vacated_), as for any other tensor placed over them.
   int64_t pass_row_shift_samples_ = 0;
+  // What this pass adds to the rows of buffer t's hazard regions: a graph tensor's shift in its
+  // rows; 0 for scratch buffers (row tiles' slots, recurrent working buffers).
+  int64_t row_shift(int t) const {
+    return static_cast<size_t>(t) < g_.tensors.size() ? pass_row_shift_samples_ * place_[static_cast<size_t>(t)].rows_per_sample : 0;
+  }
   void settle(int buffer);
   void note_units(const Instruction& in);
   void note_buffer_off_vector(int buffer);

@@ -12,10 +12,10 @@ Region Lowering::rows_region(int t, int64_t r0, int64_t r1, int64_t c0, int64_t 
     // An alias (flatten/reshape) covers whole samples of its source, all columns.
     const int64_t rps_t = place_[t].rows_per_sample, rps_s = place_[s].rows_per_sample;
     const int64_t s0 = r0 / rps_t, s1 = ceil_div(r1, rps_t);
-    const int64_t shift = place_[s].row_shift;
+    const int64_t shift = row_shift(s);
     return Region{Space::kUnifiedBuffer, s, shift + s0 * rps_s, shift + s1 * rps_s, 0, place_[s].cols};
   }
-  const int64_t shift = place_[t].row_shift;
+  const int64_t shift = row_shift(t);
   return Region{Space::kUnifiedBuffer, t, shift + r0, shift + r1, c0, c1 < 0 ? place_[t].cols : c1};
 }
 
@@ -128,7 +128,8 @@ void Lowering::vacate(int t) {
 // regions (once per distinct region).
 Vacated Lowering::vacated_entry(int t) {
   const TensorPlace& tp = place_[t];
-  const Region region{Space::kUnifiedBuffer, t, tp.row_shift, tp.row_shift + tp.rows, 0, tp.cols};
+  const int64_t shift = row_shift(t);
+  const Region region{Space::kUnifiedBuffer, t, shift, shift + tp.rows, 0, tp.cols};
   auto& table = p_.shared_regions->table;
   const auto [it, added] = hazard_ids_.try_emplace(region, static_cast<uint32_t>(table.size()));
   if (added) table.push_back(region);
@@ -222,7 +223,6 @@ void Lowering::lay_out(int64_t batch) {
     TensorPlace& tp = place_[t];
     tp.rows_per_sample = graph::shape_elements(ten.shape) / ten.shape.back();
     tp.rows = batch_ * tp.rows_per_sample;
-    tp.row_shift = pass_row_shift_samples_ * tp.rows_per_sample;
     tp.cols = ten.shape.back();
     tp.bytes = static_cast<uint64_t>(elements_bytes(ten.dtype, tp.rows * tp.cols));
   }
